@@ -1,0 +1,204 @@
+//! Typed configuration. Precedence: CLI flag > environment variable > config
+//! file > default. The variable names are the seed's (§9).
+//!
+//! The engine itself never reads the environment: binaries parse [`ServeArgs`]
+//! (clap reads flags and variables) and hand the resolved [`Config`] to
+//! `engine::start`. Runtime settings given here only seed the database on
+//! first run; afterwards the stored settings (edited through the API) rule.
+
+use std::net::IpAddr;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use crate::model::Settings;
+use crate::{Error, Result};
+
+/// Everything `engine::start` needs.
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub host: IpAddr,
+    /// 0 picks a free port (tests).
+    pub port: u16,
+    /// When the port is taken, try the next few instead of failing.
+    pub port_fallback: bool,
+    pub db_path: PathBuf,
+    /// First-run values for the runtime settings.
+    pub settings: Settings,
+    pub mcp_stateless: bool,
+    /// Bearer token for `/api/*` and `/mcp`; `None` = no token required.
+    pub api_token: Option<String>,
+}
+
+impl Config {
+    /// Defaults with a given database, loopback and a free port: what tests and embedders start from.
+    pub fn for_db(db_path: impl Into<PathBuf>) -> Config {
+        Config {
+            host: IpAddr::from([127, 0, 0, 1]),
+            port: 0,
+            port_fallback: false,
+            db_path: db_path.into(),
+            settings: Settings::default(),
+            mcp_stateless: true,
+            api_token: None,
+        }
+    }
+}
+
+/// Flags and environment variables shared by `local-mcp-server` and the tray app.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct ServeArgs {
+    /// Address to bind. Anything but loopback requires an API token.
+    #[arg(long, env = "HOST")]
+    pub host: Option<String>,
+    /// HTTP port for the page, the API and /mcp [default: 8000]
+    #[arg(long = "port", env = "HTTP_PORT")]
+    pub http_port: Option<u16>,
+    /// SQLite database file [default: local_mcp.sqlite3 in the platform data folder]
+    #[arg(long, env = "DB_PATH")]
+    pub db_path: Option<PathBuf>,
+    /// Log filter, e.g. info, debug, local_mcp=trace [default: info]
+    #[arg(long, env = "LOG_LEVEL")]
+    pub log_level: Option<String>,
+    /// First-run value: seconds get_user_request waits on an empty queue (0..=86400) [default: 10]
+    #[arg(long, env = "DEFAULT_WAIT_SECONDS")]
+    pub default_wait_seconds: Option<u32>,
+    /// First-run value: text returned when the wait ends with no instruction ("" = result_type empty)
+    #[arg(long, env = "DEFAULT_EMPTY_RESPONSE")]
+    pub default_empty_response: Option<String>,
+    /// First-run value: seconds of silence before an agent shows as offline [default: 30]
+    #[arg(long, env = "AGENT_STALE_AFTER_SECONDS")]
+    pub agent_stale_after_seconds: Option<u32>,
+    /// Stateless MCP (true, survives restarts) or sessions (false) [default: true]
+    #[arg(long, env = "MCP_STATELESS", value_parser = clap::builder::BoolishValueParser::new())]
+    pub mcp_stateless: Option<bool>,
+    /// Require `Authorization: Bearer <token>` on /api and /mcp (empty = off)
+    #[arg(long, env = "API_TOKEN", hide_env_values = true)]
+    pub api_token: Option<String>,
+    /// Fail instead of trying the next free port when the port is taken
+    #[arg(long)]
+    pub no_port_fallback: bool,
+    /// TOML config file [default: config.toml in the platform config folder, if present]
+    #[arg(long, env = "LOCAL_MCP_CONFIG")]
+    pub config: Option<PathBuf>,
+}
+
+/// The config file: the same keys as the environment variables, in lower case.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FileConfig {
+    pub host: Option<String>,
+    pub http_port: Option<u16>,
+    pub db_path: Option<PathBuf>,
+    pub log_level: Option<String>,
+    pub default_wait_seconds: Option<u32>,
+    pub default_empty_response: Option<String>,
+    pub agent_stale_after_seconds: Option<u32>,
+    pub mcp_stateless: Option<bool>,
+    pub api_token: Option<String>,
+}
+
+/// Where local-mcp keeps its files on this platform.
+pub fn project_dirs() -> Option<directories::ProjectDirs> {
+    directories::ProjectDirs::from("dev", "local-mcp", "local-mcp")
+}
+
+/// The default database file: `local_mcp.sqlite3` in the platform data folder.
+pub fn default_db_path() -> PathBuf {
+    project_dirs()
+        .map(|d| d.data_dir().join("local_mcp.sqlite3"))
+        .unwrap_or_else(|| PathBuf::from("data/local_mcp.sqlite3"))
+}
+
+fn read_file(path: &Path) -> Result<FileConfig> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| Error::Invalid(format!("cannot read config file {}: {e}", path.display())))?;
+    toml::from_str(&text).map_err(|e| Error::Invalid(format!("config file {}: {e}", path.display())))
+}
+
+impl ServeArgs {
+    /// Load the config file (if any) and merge: flag/env > file > default.
+    pub fn resolve(&self) -> Result<(Config, String)> {
+        let file = match &self.config {
+            Some(path) => read_file(path)?,
+            None => match project_dirs().map(|d| d.config_dir().join("config.toml")) {
+                Some(path) if path.is_file() => read_file(&path)?,
+                _ => FileConfig::default(),
+            },
+        };
+        let defaults = Settings::default();
+        let host_text = self.host.clone().or(file.host).unwrap_or_else(|| "127.0.0.1".into());
+        let host = parse_host(&host_text)?;
+        let settings = Settings {
+            default_wait_seconds: self
+                .default_wait_seconds
+                .or(file.default_wait_seconds)
+                .unwrap_or(defaults.default_wait_seconds),
+            default_empty_response: self
+                .default_empty_response
+                .clone()
+                .or(file.default_empty_response)
+                .unwrap_or(defaults.default_empty_response),
+            agent_stale_after_seconds: self
+                .agent_stale_after_seconds
+                .or(file.agent_stale_after_seconds)
+                .unwrap_or(defaults.agent_stale_after_seconds),
+        };
+        settings.validate()?;
+        let config = Config {
+            host,
+            port: self.http_port.or(file.http_port).unwrap_or(8000),
+            port_fallback: !self.no_port_fallback,
+            db_path: self.db_path.clone().or(file.db_path).unwrap_or_else(default_db_path),
+            settings,
+            mcp_stateless: self.mcp_stateless.or(file.mcp_stateless).unwrap_or(true),
+            api_token: self.api_token.clone().or(file.api_token).filter(|t| !t.trim().is_empty()),
+        };
+        let log_level = self.log_level.clone().or(file.log_level).unwrap_or_else(|| "info".into());
+        Ok((config, log_level))
+    }
+}
+
+fn parse_host(text: &str) -> Result<IpAddr> {
+    if text.eq_ignore_ascii_case("localhost") {
+        return Ok(IpAddr::from([127, 0, 0, 1]));
+    }
+    text.trim_start_matches('[')
+        .trim_end_matches(']')
+        .parse()
+        .map_err(|_| Error::Invalid(format!("HOST must be an IP address such as 127.0.0.1 (got {text:?})")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn flags_beat_file_beats_defaults() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("c.toml");
+        std::fs::write(&file, "http_port = 9100\ndefault_wait_seconds = 42\nhost = \"127.0.0.1\"\napi_token = \"\"\n").unwrap();
+        let args = ServeArgs { config: Some(file), http_port: Some(9200), ..Default::default() };
+        let (c, level) = args.resolve().unwrap();
+        assert_eq!(c.port, 9200, "flag wins over file");
+        assert_eq!(c.settings.default_wait_seconds, 42, "file wins over default");
+        assert_eq!(c.settings.agent_stale_after_seconds, 30, "default when nobody says");
+        assert_eq!(c.api_token, None, "an empty token means no token");
+        assert_eq!(level, "info");
+        assert!(c.mcp_stateless);
+    }
+
+    #[test]
+    fn bad_values_are_refused_with_the_reason() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("c.toml");
+        std::fs::write(&file, "htp_port = 1\n").unwrap();
+        let err = ServeArgs { config: Some(file), ..Default::default() }.resolve().unwrap_err();
+        assert!(err.to_string().contains("htp_port"), "{err}");
+        let err = ServeArgs { host: Some("example.com".into()), ..Default::default() }.resolve().unwrap_err();
+        assert!(err.to_string().contains("HOST"), "{err}");
+        let err = ServeArgs { default_wait_seconds: Some(90_000), ..Default::default() }.resolve().unwrap_err();
+        assert!(err.to_string().contains("default_wait_seconds"), "{err}");
+        assert_eq!(parse_host("[::1]").unwrap(), "::1".parse::<IpAddr>().unwrap());
+    }
+}

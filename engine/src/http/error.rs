@@ -1,0 +1,85 @@
+//! Errors as JSON, and extractors that never answer in plain text.
+//!
+//! axum's own `Json`/`Query` rejections are plain text; these wrappers parse
+//! the same way but fail with the product's error body, so a malformed request
+//! gets a clear, machine-readable answer and never a panic.
+
+use axum::extract::{FromRequest, FromRequestParts, Request};
+use axum::http::{request::Parts, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use serde::de::DeserializeOwned;
+use serde_json::json;
+
+use super::MAX_BODY_BYTES;
+use crate::Error;
+
+pub fn status_of(e: &Error) -> StatusCode {
+    match e {
+        Error::NotFound(_) => StatusCode::NOT_FOUND,
+        Error::Conflict(_) => StatusCode::CONFLICT,
+        Error::Invalid(_) => StatusCode::BAD_REQUEST,
+        Error::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
+        Error::Unauthorized(_) => StatusCode::UNAUTHORIZED,
+        Error::Forbidden(_) => StatusCode::FORBIDDEN,
+        Error::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+    }
+}
+
+/// `{"error":{"code","message"}}` with any status and code.
+pub fn error_response(status: StatusCode, code: &str, message: &str) -> Response {
+    let mut response = (status, Json(json!({ "error": { "code": code, "message": message } }))).into_response();
+    if status == StatusCode::UNAUTHORIZED {
+        response
+            .headers_mut()
+            .insert(axum::http::header::WWW_AUTHENTICATE, axum::http::HeaderValue::from_static("Bearer"));
+    }
+    response
+}
+
+impl IntoResponse for Error {
+    fn into_response(self) -> Response {
+        error_response(status_of(&self), self.code(), &self.to_string())
+    }
+}
+
+pub async fn not_found() -> Response {
+    error_response(StatusCode::NOT_FOUND, "not_found", "no such route")
+}
+
+pub async fn method_not_allowed() -> Response {
+    error_response(StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed", "this route does not take that method")
+}
+
+/// A JSON body, parsed with a size limit; syntax errors are 400, shape errors 422.
+pub struct ApiJson<T>(pub T);
+
+impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for ApiJson<T> {
+    type Rejection = Response;
+
+    async fn from_request(req: Request, _state: &S) -> Result<Self, Self::Rejection> {
+        let bytes = axum::body::to_bytes(req.into_body(), MAX_BODY_BYTES).await.map_err(|_| {
+            Error::TooLarge(format!("request body is larger than {MAX_BODY_BYTES} bytes")).into_response()
+        })?;
+        serde_json::from_slice(&bytes).map(ApiJson).map_err(|e| {
+            use serde_json::error::Category;
+            match e.classify() {
+                Category::Data => error_response(StatusCode::UNPROCESSABLE_ENTITY, "invalid_request", &format!("invalid request body: {e}")),
+                _ => error_response(StatusCode::BAD_REQUEST, "invalid_json", &format!("request body is not valid JSON: {e}")),
+            }
+        })
+    }
+}
+
+/// Query parameters, with JSON errors.
+pub struct ApiQuery<T>(pub T);
+
+impl<S: Send + Sync, T: DeserializeOwned> FromRequestParts<S> for ApiQuery<T> {
+    type Rejection = Response;
+
+    async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, Self::Rejection> {
+        axum::extract::Query::<T>::try_from_uri(&parts.uri)
+            .map(|q| ApiQuery(q.0))
+            .map_err(|e| error_response(StatusCode::BAD_REQUEST, "invalid_request", &format!("invalid query: {}", e.body_text())))
+    }
+}

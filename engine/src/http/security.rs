@@ -1,0 +1,192 @@
+//! The one security layer in front of every route (DESIGN §6): localhost is
+//! not a trust boundary, because every web page the person visits can reach it.
+//!
+//! In order: a foreign `Host` (DNS rebinding) or `Origin` (a web page) is 403;
+//! a body over the limit is 413; a state-changing request that is not JSON is
+//! 415 (no CSRF through simple forms); `/api/*` and `/mcp` need the bearer
+//! token when one is set (compared in constant time, read only from the
+//! `Authorization` header). No CORS headers are ever granted. Every response
+//! carries a strict Content-Security-Policy and no-sniff/no-frame headers.
+
+use std::net::IpAddr;
+use std::sync::Arc;
+
+use axum::extract::{Request, State};
+use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
+use axum::middleware::Next;
+use axum::response::Response;
+use subtle::ConstantTimeEq;
+
+use super::error::error_response;
+use super::MAX_BODY_BYTES;
+
+/// The page needs nothing from anywhere but its own origin, and no inline code.
+pub const CONTENT_SECURITY_POLICY: &str = "default-src 'self'; script-src 'self'; style-src 'self'; \
+img-src 'self' data:; font-src 'self'; connect-src 'self'; object-src 'none'; base-uri 'none'; \
+form-action 'self'; frame-ancestors 'none'";
+
+/// Who may talk to us.
+#[derive(Debug, Clone)]
+pub struct Security {
+    /// Host names accepted in `Host` and `Origin` (loopback names, plus the bind address).
+    hosts: Vec<String>,
+    /// Bound to every interface (0.0.0.0 / ::): clients may use any of the
+    /// machine's names, so Host is not checked; a token is mandatory there.
+    any_host: bool,
+    /// The port we actually serve on (after any fallback).
+    port: u16,
+    token: Option<String>,
+}
+
+impl Security {
+    pub fn new(bind: IpAddr, port: u16, token: Option<String>) -> Security {
+        let mut hosts: Vec<String> = vec!["localhost".into(), "127.0.0.1".into(), "[::1]".into()];
+        if !bind.is_loopback() && !bind.is_unspecified() {
+            hosts.push(match bind {
+                IpAddr::V4(a) => a.to_string(),
+                IpAddr::V6(a) => format!("[{a}]"),
+            });
+        }
+        Security { hosts, any_host: bind.is_unspecified(), port, token }
+    }
+
+    pub fn token_required(&self) -> bool {
+        self.token.is_some()
+    }
+
+    /// `host[:port]` names us: a known host name and, if given, our port.
+    fn host_ok(&self, authority: &str) -> bool {
+        let (host, port) = split_authority(authority);
+        let host = host.to_ascii_lowercase();
+        let known = self.any_host && !host.is_empty() || self.hosts.iter().any(|h| *h == host);
+        known && port.is_none_or(|p| p == self.port)
+    }
+
+    /// A browser `Origin` must be this server's own page.
+    fn origin_ok(&self, origin: &str) -> bool {
+        origin.strip_prefix("http://").is_some_and(|authority| {
+            let (_, port) = split_authority(authority);
+            // An origin always names its port unless it is the scheme default.
+            port.unwrap_or(80) == self.port && self.host_ok(authority)
+        })
+    }
+
+    fn token_ok(&self, headers: &HeaderMap) -> bool {
+        let Some(expected) = &self.token else { return true };
+        let Some(given) = headers
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer ").or_else(|| v.strip_prefix("bearer ")))
+        else {
+            return false;
+        };
+        given.trim().as_bytes().ct_eq(expected.as_bytes()).into()
+    }
+}
+
+/// Split `host[:port]`, understanding `[v6]:port`. A bad port counts as a mismatch.
+fn split_authority(authority: &str) -> (&str, Option<u16>) {
+    let (host, port) = match authority.rfind(':') {
+        Some(i) if !authority[i..].contains(']') => (&authority[..i], Some(&authority[i + 1..])),
+        _ => (authority, None),
+    };
+    (host, port.map(|p| p.parse().unwrap_or(0)))
+}
+
+fn is_json(headers: &HeaderMap) -> bool {
+    headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .is_some_and(|mime| mime.trim().eq_ignore_ascii_case("application/json"))
+}
+
+fn needs_token(path: &str) -> bool {
+    path.starts_with("/api/") || path == "/api" || path == "/mcp" || path.starts_with("/mcp/")
+}
+
+/// The middleware.
+pub async fn guard(State(sec): State<Arc<Security>>, req: Request, next: Next) -> Response {
+    let headers = req.headers();
+    let host = headers.get(header::HOST).and_then(|v| v.to_str().ok()).unwrap_or("");
+    if !sec.host_ok(host) {
+        tracing::warn!(host, path = req.uri().path(), "refused a request for a foreign Host");
+        return error_response(StatusCode::FORBIDDEN, "forbidden", "this server answers only to its own address (Host header refused)");
+    }
+    if let Some(origin) = headers.get(header::ORIGIN) {
+        if !origin.to_str().is_ok_and(|o| sec.origin_ok(o)) {
+            tracing::warn!(origin = ?origin, path = req.uri().path(), "refused a request from a foreign Origin");
+            return error_response(StatusCode::FORBIDDEN, "forbidden", "requests from other web origins are refused");
+        }
+    }
+    let too_big = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok())
+        .is_some_and(|n| n > MAX_BODY_BYTES as u64);
+    if too_big {
+        return error_response(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "payload_too_large",
+            &format!("request body is larger than {MAX_BODY_BYTES} bytes"),
+        );
+    }
+    let writes = matches!(*req.method(), Method::POST | Method::PUT | Method::PATCH);
+    if writes && !is_json(headers) {
+        return error_response(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "unsupported_media_type",
+            "send the request body as Content-Type: application/json",
+        );
+    }
+    if needs_token(req.uri().path()) && !sec.token_ok(headers) {
+        return error_response(StatusCode::UNAUTHORIZED, "unauthorized", "a valid Authorization: Bearer token is required");
+    }
+
+    let mut response = next.run(req).await;
+    let h = response.headers_mut();
+    h.insert(header::CONTENT_SECURITY_POLICY, HeaderValue::from_static(CONTENT_SECURITY_POLICY));
+    h.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
+    h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    h.insert(header::REFERRER_POLICY, HeaderValue::from_static("no-referrer"));
+    response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hosts_and_origins() {
+        let s = Security::new(IpAddr::from([127, 0, 0, 1]), 8000, None);
+        assert!(s.host_ok("127.0.0.1:8000"));
+        assert!(s.host_ok("localhost"));
+        assert!(s.host_ok("LOCALHOST:8000"));
+        assert!(s.host_ok("[::1]:8000"));
+        assert!(!s.host_ok("127.0.0.1:8001"), "another port is another server");
+        assert!(!s.host_ok("evil.example:8000"));
+        assert!(!s.host_ok("127.0.0.1:80x"));
+        assert!(!s.host_ok(""));
+        assert!(s.origin_ok("http://127.0.0.1:8000"));
+        assert!(s.origin_ok("http://localhost:8000"));
+        assert!(!s.origin_ok("http://localhost"), "default port 80 is not ours");
+        assert!(!s.origin_ok("https://127.0.0.1:8000"));
+        assert!(!s.origin_ok("null"));
+        assert!(!s.origin_ok("http://evil.example:8000"));
+    }
+
+    #[test]
+    fn tokens_compare_whole() {
+        let s = Security::new(IpAddr::from([127, 0, 0, 1]), 1, Some("s3cret".into()));
+        let with = |v: &str| {
+            let mut h = HeaderMap::new();
+            h.insert(header::AUTHORIZATION, HeaderValue::from_str(v).unwrap());
+            h
+        };
+        assert!(s.token_ok(&with("Bearer s3cret")));
+        assert!(!s.token_ok(&with("Bearer s3cre")));
+        assert!(!s.token_ok(&with("Bearer s3cret2")));
+        assert!(!s.token_ok(&with("Basic s3cret")));
+        assert!(!s.token_ok(&HeaderMap::new()));
+    }
+}

@@ -1,0 +1,226 @@
+//! The MCP server: one tool, `get_user_request`, over rmcp's streamable HTTP
+//! transport, nested at `/mcp` in the engine's router.
+//!
+//! The handler is a thin adapter over [`Queue::get_user_request`]: it parses
+//! arguments, merges the ways a caller can go away into one token, sends
+//! progress while the call waits, and shapes the result (structured content
+//! plus the same JSON as text). Errors a caller can fix become tool results
+//! with `isError: true`; only internal failures are protocol errors.
+
+mod disconnect;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rmcp::handler::server::common::{schema_for_output, schema_for_type};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation, ListToolsResult,
+    PaginatedRequestParams, ProgressNotificationParam, ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
+};
+use rmcp::service::RequestContext;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use tokio_util::sync::CancellationToken;
+
+use crate::model::{UserRequestResult, MAX_WAIT_SECONDS};
+use crate::queue::Queue;
+use crate::Error;
+
+pub use disconnect::DisconnectGuardLayer;
+use disconnect::ClientGone;
+
+pub const TOOL_NAME: &str = "get_user_request";
+
+/// How often a waiting call reports progress when the caller asked for it
+/// (clients that reset their timeout on progress can then wait longer).
+pub const PROGRESS_EVERY: Duration = Duration::from_secs(10);
+
+/// What every client is told at `initialize` (DESIGN §4 rule 8).
+pub const SERVER_INSTRUCTIONS: &str = "local-mcp is the user's instruction queue. \
+Call the `get_user_request` tool to receive the user's next instruction, act on it fully, then call \
+`get_user_request` again. Do not end your session when the queue is empty: the tool waits for new \
+instructions and then returns an empty or default response; keep calling it to stay available. \
+Pass a stable `agent_id` that names you (for example `claude-code-myproject`) so the user can see who is listening.";
+
+const TOOL_DESCRIPTION: &str = "Get the user's next instruction from their local-mcp queue. \
+Returns at most one instruction (result_type \"instruction\"): act on it, then call this tool again. \
+When the queue is empty the call waits for a server-controlled time and returns result_type \"empty\" \
+or \"default_response\" with a `response` text to follow: call this tool again instead of ending your \
+session, so you pick up the user's follow-up requests. Pass the same `agent_id` on every call; a new call \
+with the same agent_id replaces an older call that is still waiting.";
+
+/// Arguments of `get_user_request`.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+pub struct GetUserRequestArgs {
+    /// A stable name for this agent, e.g. "copilot-myrepo" (max 128 characters; default "default").
+    #[schemars(length(max = 128))]
+    pub agent_id: Option<String>,
+}
+
+/// The tool as listed by `tools/list`.
+pub fn tool() -> Tool {
+    let mut annotations = ToolAnnotations::new();
+    annotations.title = Some("Get the user's next request".into());
+    annotations.read_only_hint = Some(false);
+    annotations.destructive_hint = Some(false);
+    annotations.idempotent_hint = Some(false);
+    annotations.open_world_hint = Some(false);
+    Tool::new(TOOL_NAME, TOOL_DESCRIPTION, schema_for_type::<GetUserRequestArgs>())
+        .with_title("Get the user's next request")
+        .with_raw_output_schema(schema_for_output::<UserRequestResult>())
+        .with_annotations(annotations)
+}
+
+/// The rmcp server handler; one is built per request (stateless) or per session.
+#[derive(Clone)]
+pub struct LocalMcp {
+    queue: Queue,
+}
+
+impl LocalMcp {
+    pub fn new(queue: Queue) -> Self {
+        LocalMcp { queue }
+    }
+
+    async fn get_user_request(
+        &self,
+        request: CallToolRequestParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, McpError> {
+        let args: GetUserRequestArgs = match request.arguments {
+            None => GetUserRequestArgs::default(),
+            Some(map) => match serde_json::from_value(serde_json::Value::Object(map)) {
+                Ok(args) => args,
+                Err(e) => return Ok(tool_error(&format!("invalid arguments: {e}"))),
+            },
+        };
+
+        let gone = caller_gone_token(&ctx);
+        let call = self.queue.get_user_request(args.agent_id.as_deref(), gone.clone());
+        let result = match ctx.meta.get_progress_token() {
+            None => call.await,
+            Some(token) => {
+                // Report progress every PROGRESS_EVERY while the call waits.
+                tokio::pin!(call);
+                let started = Instant::now();
+                let total = f64::from(self.queue.settings().default_wait_seconds.min(MAX_WAIT_SECONDS));
+                let mut ticks = tokio::time::interval_at(tokio::time::Instant::now() + PROGRESS_EVERY, PROGRESS_EVERY);
+                loop {
+                    tokio::select! {
+                        r = &mut call => break r,
+                        _ = ticks.tick() => {
+                            let waited = started.elapsed().as_secs_f64().floor();
+                            let param = ProgressNotificationParam::new(token.clone(), waited)
+                                .with_total(total)
+                                .with_message("waiting for the user's next instruction");
+                            // A failed send means the caller left; `gone` covers that.
+                            let _ = ctx.peer.notify_progress(param).await;
+                        }
+                    }
+                }
+            }
+        };
+        // Ends the task that merged the caller's tokens.
+        gone.cancel();
+
+        match result {
+            Ok((result, _outcome)) => match serde_json::to_value(&result) {
+                Ok(value) => Ok(CallToolResult::structured(value)),
+                Err(e) => Err(McpError::internal_error(format!("could not encode the result: {e}"), None)),
+            },
+            Err(Error::Internal(message)) => Err(McpError::internal_error(message, None)),
+            Err(e) => Ok(tool_error(&e.to_string())),
+        }
+    }
+}
+
+fn tool_error(message: &str) -> CallToolResult {
+    CallToolResult::error(vec![ContentBlock::text(message.to_owned())])
+}
+
+/// One token for "this caller has gone": rmcp's request token (cancel
+/// notification, stateless disconnect, shutdown) or, in session mode, our
+/// response-body drop guard.
+fn caller_gone_token(ctx: &RequestContext<RoleServer>) -> CancellationToken {
+    let gone = ctx.ct.child_token();
+    let guard = ctx
+        .extensions
+        .get::<http::request::Parts>()
+        .and_then(|parts| parts.extensions.get::<ClientGone>())
+        .map(|g| g.0.clone());
+    if let Some(guard) = guard {
+        let gone = gone.clone();
+        tokio::spawn(async move {
+            tokio::select! {
+                _ = guard.cancelled() => gone.cancel(),
+                _ = gone.cancelled() => {}
+            }
+        });
+    }
+    gone
+}
+
+impl ServerHandler for LocalMcp {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(
+                Implementation::new("local-mcp", env!("CARGO_PKG_VERSION")).with_title("local-mcp instruction queue"),
+            )
+            .with_instructions(SERVER_INSTRUCTIONS)
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _ctx: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        Ok(ListToolsResult::with_all_items(vec![tool()]))
+    }
+
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        (name == TOOL_NAME).then(tool)
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        if request.name != TOOL_NAME {
+            return Err(McpError::invalid_params(format!("unknown tool {:?}; the only tool is {TOOL_NAME}", request.name), None));
+        }
+        self.get_user_request(request, ctx).await.map(Into::into)
+    }
+}
+
+/// Session idle limit: above the longest possible wait, because rmcp's idle
+/// timer is not reset while a call waits (STACK.md), and a session closed
+/// mid-wait would break the agent's loop.
+const SESSION_IDLE: Duration = Duration::from_secs(MAX_WAIT_SECONDS as u64 + 600);
+
+/// The `/mcp` service. Host/Origin checks are done for every route by the
+/// HTTP layer, so rmcp's own (which cover `/mcp` only) are switched off here
+/// to keep one rule in one place.
+pub fn service(
+    queue: Queue,
+    stateless: bool,
+    max_body_bytes: usize,
+    shutdown: CancellationToken,
+) -> StreamableHttpService<LocalMcp, LocalSessionManager> {
+    let config = StreamableHttpServerConfig::default()
+        .with_legacy_session_mode(!stateless)
+        // Always answer tool calls as SSE: keep-alives flow during long waits
+        // and a caller hanging up is noticed (DESIGN §4 transport).
+        .with_json_response(false)
+        .with_sse_keep_alive(Some(Duration::from_secs(15)))
+        .disable_allowed_hosts()
+        .disable_allowed_origins()
+        .with_max_request_body_bytes(max_body_bytes)
+        .with_cancellation_token(shutdown.child_token());
+    let mut sessions = LocalSessionManager::default();
+    sessions.session_config.keep_alive = Some(SESSION_IDLE);
+    StreamableHttpService::new(move || Ok(LocalMcp::new(queue.clone())), Arc::new(sessions), config)
+}

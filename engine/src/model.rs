@@ -1,0 +1,254 @@
+//! The product's nouns: instructions, runtime settings, agents and what a
+//! `get_user_request` call returns. Plain data with serde shapes that match
+//! DESIGN §3–§5; no I/O and no transport types here.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// The longest a `get_user_request` call may wait on an empty queue (DESIGN §4 rule 3).
+pub const MAX_WAIT_SECONDS: u32 = 86_400;
+/// The largest instruction we accept, in bytes of UTF-8 (DESIGN §6).
+pub const MAX_INSTRUCTION_BYTES: usize = 64 * 1024;
+/// The longest agent id we accept, in characters (DESIGN §4).
+pub const MAX_AGENT_ID_CHARS: usize = 128;
+/// The agent id used when a caller does not name itself.
+pub const DEFAULT_AGENT_ID: &str = "default";
+/// The seed's default text returned when the queue stays empty.
+pub const DEFAULT_EMPTY_RESPONSE: &str =
+    "call this tool `get_user_request` again to fetch latest user input...";
+
+/// Where an instruction is in its life: waiting on the rail, or handed to an agent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum InstructionStatus {
+    Pending,
+    Consumed,
+}
+
+impl InstructionStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            InstructionStatus::Pending => "pending",
+            InstructionStatus::Consumed => "consumed",
+        }
+    }
+}
+
+/// One thing the person asked for, as stored and as served by the HTTP API.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Instruction {
+    pub id: String,
+    pub content: String,
+    pub status: InstructionStatus,
+    pub created_at: String,
+    pub updated_at: String,
+    pub consumed_at: Option<String>,
+    pub consumed_by_agent_id: Option<String>,
+    pub position: i64,
+}
+
+/// The three settings a person can change at run time (DESIGN §3).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Settings {
+    pub default_wait_seconds: u32,
+    pub default_empty_response: String,
+    pub agent_stale_after_seconds: u32,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            default_wait_seconds: 10,
+            default_empty_response: DEFAULT_EMPTY_RESPONSE.to_owned(),
+            agent_stale_after_seconds: 30,
+        }
+    }
+}
+
+impl Settings {
+    /// Check ranges; the message names the field and the allowed range.
+    pub fn validate(&self) -> crate::Result<()> {
+        use crate::Error;
+        if self.default_wait_seconds > MAX_WAIT_SECONDS {
+            return Err(Error::Invalid(format!(
+                "default_wait_seconds must be between 0 and {MAX_WAIT_SECONDS}"
+            )));
+        }
+        if self.agent_stale_after_seconds == 0 || self.agent_stale_after_seconds > MAX_WAIT_SECONDS {
+            return Err(Error::Invalid(format!(
+                "agent_stale_after_seconds must be between 1 and {MAX_WAIT_SECONDS}"
+            )));
+        }
+        if self.default_empty_response.len() > MAX_INSTRUCTION_BYTES {
+            return Err(Error::TooLarge(format!(
+                "default_empty_response must be at most {MAX_INSTRUCTION_BYTES} bytes"
+            )));
+        }
+        if self.default_empty_response.contains('\0') {
+            return Err(Error::Invalid("default_empty_response must not contain NUL characters".into()));
+        }
+        Ok(())
+    }
+}
+
+/// A partial settings update, as `PATCH /api/config` takes it. Unknown fields
+/// are refused so a typo does not silently do nothing.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SettingsPatch {
+    pub default_wait_seconds: Option<u32>,
+    /// `null` clears the text, which makes an empty queue answer `empty`.
+    #[serde(default, deserialize_with = "nullable")]
+    pub default_empty_response: Option<Option<String>>,
+    pub agent_stale_after_seconds: Option<u32>,
+}
+
+/// Tell "absent" (`None`) from "explicitly null" (`Some(None)`).
+fn nullable<'de, D, T>(d: D) -> Result<Option<Option<T>>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    Option::<T>::deserialize(d).map(Some)
+}
+
+impl SettingsPatch {
+    pub fn apply(&self, mut s: Settings) -> Settings {
+        if let Some(v) = self.default_wait_seconds {
+            s.default_wait_seconds = v;
+        }
+        if let Some(v) = &self.default_empty_response {
+            s.default_empty_response = v.clone().unwrap_or_default();
+        }
+        if let Some(v) = self.agent_stale_after_seconds {
+            s.agent_stale_after_seconds = v;
+        }
+        s
+    }
+}
+
+/// What a `get_user_request` call ended with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ResultType {
+    Instruction,
+    Empty,
+    DefaultResponse,
+}
+
+impl ResultType {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ResultType::Instruction => "instruction",
+            ResultType::Empty => "empty",
+            ResultType::DefaultResponse => "default_response",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "instruction" => Some(ResultType::Instruction),
+            "empty" => Some(ResultType::Empty),
+            "default_response" => Some(ResultType::DefaultResponse),
+            _ => None,
+        }
+    }
+}
+
+/// The delivered instruction as the agent sees it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct DeliveredInstruction {
+    pub id: String,
+    pub content: String,
+    pub consumed_at: String,
+}
+
+/// The result of one `get_user_request` call (DESIGN §4), exactly the JSON an agent gets.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct UserRequestResult {
+    /// Always `"ok"`: failures are reported as tool errors, not here.
+    pub status: String,
+    pub result_type: ResultType,
+    /// The instruction to act on, when `result_type` is `instruction`.
+    pub instruction: Option<DeliveredInstruction>,
+    /// Text to follow when no instruction came (`empty`: "", `default_response`: the configured text).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub response: Option<String>,
+    /// Instructions still waiting after this call.
+    pub remaining_pending: u64,
+    /// Whole seconds this call waited for an instruction.
+    pub waited_seconds: u64,
+}
+
+/// What an agent is doing, as inferred from its calls (DESIGN §7 tray states).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AgentState {
+    /// A `get_user_request` call from it is waiting right now.
+    Listening,
+    /// It was handed an instruction and has not called back yet.
+    Working,
+    /// Seen recently, but neither waiting nor working.
+    Idle,
+    /// Not seen within `agent_stale_after_seconds` (and not working).
+    Offline,
+}
+
+/// One agent's recorded activity (the `agent_activity` table).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AgentActivity {
+    pub agent_id: String,
+    pub last_seen_at: String,
+    pub last_fetch_at: Option<String>,
+    pub last_result_type: Option<String>,
+}
+
+/// An agent as the status API reports it: activity plus inferred state.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AgentStatus {
+    pub agent_id: String,
+    pub state: AgentState,
+    pub connected: bool,
+    pub waiting: bool,
+    pub last_seen_at: Option<String>,
+    pub last_fetch_at: Option<String>,
+    pub last_result_type: Option<String>,
+}
+
+/// Queue counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct QueueCounts {
+    pub pending_count: u64,
+    pub consumed_count: u64,
+}
+
+/// Which instructions a listing wants.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum StatusFilter {
+    Pending,
+    Consumed,
+    #[default]
+    All,
+}
+
+/// Where "send again" puts the copy of a consumed instruction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum RequeuePlace {
+    /// Next to be delivered: it was originally ahead of everything still pending.
+    #[default]
+    Front,
+    Back,
+}
+
+/// Where to move a pending instruction: before or after another pending one,
+/// or to the front/back of the rail.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MoveTo {
+    pub before_id: Option<String>,
+    pub after_id: Option<String>,
+    #[serde(default)]
+    pub to: Option<RequeuePlace>,
+}

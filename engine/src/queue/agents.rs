@@ -1,0 +1,160 @@
+//! Live `get_user_request` calls per agent, and what an agent's state is.
+//!
+//! Each call takes a generation for its agent; a newer call from the same
+//! agent cancels the older call's supersede token (DESIGN §4 rule 5: the
+//! client already gave up on it, so it must return without consuming).
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use tokio_util::sync::CancellationToken;
+
+use crate::model::{AgentActivity, AgentState};
+
+/// How long an agent counts as "working" after it was handed an instruction
+/// and has not called back. Real tasks take minutes; an agent silent for an
+/// hour has most likely gone away.
+pub const WORKING_FOR_SECONDS: f64 = 3600.0;
+
+#[derive(Default)]
+pub struct Calls {
+    by_agent: Mutex<HashMap<String, AgentCalls>>,
+}
+
+#[derive(Default)]
+struct AgentCalls {
+    generation: u64,
+    newest: CancellationToken,
+    in_flight: usize,
+    waiting: usize,
+}
+
+/// A call's registration; dropping it ends the call (even if its future is dropped).
+pub struct CallGuard<'a> {
+    calls: &'a Calls,
+    agent_id: String,
+    waiting: bool,
+    /// Cancelled when a newer call from the same agent arrives.
+    pub superseded: CancellationToken,
+}
+
+impl Calls {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, AgentCalls>> {
+        self.by_agent.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Register a call, superseding the agent's previous one.
+    pub fn begin(&self, agent_id: &str) -> CallGuard<'_> {
+        let mut map = self.lock();
+        let entry = map.entry(agent_id.to_owned()).or_default();
+        entry.generation += 1;
+        entry.newest.cancel();
+        entry.newest = CancellationToken::new();
+        entry.in_flight += 1;
+        CallGuard { calls: self, agent_id: agent_id.to_owned(), waiting: false, superseded: entry.newest.clone() }
+    }
+
+    /// How many calls from this agent are waiting on an empty queue now.
+    pub fn waiting(&self, agent_id: &str) -> usize {
+        self.lock().get(agent_id).map_or(0, |c| c.waiting)
+    }
+
+    /// Agents with at least one waiting call.
+    pub fn waiting_agents(&self) -> Vec<String> {
+        self.lock().iter().filter(|(_, c)| c.waiting > 0).map(|(k, _)| k.clone()).collect()
+    }
+}
+
+impl CallGuard<'_> {
+    /// Mark this call as waiting (the agent is "listening").
+    pub fn set_waiting(&mut self, waiting: bool) {
+        if self.waiting == waiting {
+            return;
+        }
+        self.waiting = waiting;
+        if let Some(c) = self.calls.lock().get_mut(&self.agent_id) {
+            if waiting {
+                c.waiting += 1;
+            } else {
+                c.waiting -= 1;
+            }
+        }
+    }
+}
+
+impl Drop for CallGuard<'_> {
+    fn drop(&mut self) {
+        self.set_waiting(false);
+        let mut map = self.calls.lock();
+        if let Some(c) = map.get_mut(&self.agent_id) {
+            c.in_flight -= 1;
+            // Forget idle agents so arbitrary agent ids cannot grow this map forever.
+            if c.in_flight == 0 {
+                map.remove(&self.agent_id);
+            }
+        }
+    }
+}
+
+/// An agent's state from its recorded activity (pure, so it is easy to test).
+pub fn agent_state(activity: &AgentActivity, waiting: bool, stale_after_seconds: u32) -> AgentState {
+    if waiting {
+        return AgentState::Listening;
+    }
+    let since = |t: Option<&str>| t.and_then(crate::time::seconds_since).unwrap_or(f64::INFINITY);
+    if activity.last_result_type.as_deref() == Some("instruction")
+        && since(activity.last_fetch_at.as_deref()) < WORKING_FOR_SECONDS
+    {
+        return AgentState::Working;
+    }
+    if since(Some(&activity.last_seen_at)) < f64::from(stale_after_seconds) {
+        AgentState::Idle
+    } else {
+        AgentState::Offline
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use time::{Duration, OffsetDateTime};
+
+    fn ago(seconds: i64) -> String {
+        crate::time::format(OffsetDateTime::now_utc() - Duration::seconds(seconds))
+    }
+
+    fn activity(seen: i64, fetch: Option<(i64, &str)>) -> AgentActivity {
+        AgentActivity {
+            agent_id: "a".into(),
+            last_seen_at: ago(seen),
+            last_fetch_at: fetch.map(|(s, _)| ago(s)),
+            last_result_type: fetch.map(|(_, r)| r.to_owned()),
+        }
+    }
+
+    #[test]
+    fn states_follow_activity() {
+        assert_eq!(agent_state(&activity(500, None), true, 30), AgentState::Listening);
+        assert_eq!(agent_state(&activity(100, Some((100, "instruction"))), false, 30), AgentState::Working);
+        assert_eq!(agent_state(&activity(5, Some((5, "empty"))), false, 30), AgentState::Idle);
+        assert_eq!(agent_state(&activity(31, Some((31, "default_response"))), false, 30), AgentState::Offline);
+        assert_eq!(agent_state(&activity(4000, Some((4000, "instruction"))), false, 30), AgentState::Offline);
+    }
+
+    #[test]
+    fn a_newer_call_supersedes_the_older_one() {
+        let calls = Calls::default();
+        let mut first = calls.begin("a");
+        first.set_waiting(true);
+        assert_eq!(calls.waiting("a"), 1);
+        let other = calls.begin("b");
+        assert!(!first.superseded.is_cancelled(), "another agent must not supersede");
+        let second = calls.begin("a");
+        assert!(first.superseded.is_cancelled());
+        assert!(!second.superseded.is_cancelled());
+        drop(first);
+        assert_eq!(calls.waiting("a"), 0);
+        drop((second, other));
+        assert!(calls.lock().is_empty(), "finished agents are forgotten");
+    }
+}

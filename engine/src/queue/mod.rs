@@ -1,0 +1,391 @@
+//! The domain service: everything a person or an agent can do to the queue.
+//!
+//! It owns the rules (validation, pending-only edits, FIFO delivery, waiting,
+//! supersede) and turns each change into one store transaction plus the
+//! events that describe it. It knows nothing of HTTP or MCP: both front ends
+//! call the same methods.
+
+mod agents;
+mod status;
+mod wait;
+
+use std::sync::{Arc, RwLock};
+
+use tokio::sync::{watch, Notify};
+use tokio_util::sync::CancellationToken;
+
+use crate::events::{Bus, Event, EventData, EventKind};
+use crate::model::{
+    Instruction, InstructionStatus, MoveTo, QueueCounts, RequeuePlace, Settings, SettingsPatch, StatusFilter,
+    MAX_INSTRUCTION_BYTES,
+};
+use crate::store::{Db, Durability, Store};
+use crate::{time, Error, Result};
+
+pub use agents::agent_state;
+pub use status::{AgentSummary, ServerSummary, StatusSnapshot};
+pub use wait::WaitOutcome;
+
+/// Facts about the running server that the status report includes.
+#[derive(Debug, Clone)]
+pub struct ServerFacts {
+    pub url: String,
+    pub version: String,
+    pub started_at: String,
+}
+
+/// The queue service. Cheap to clone; all clones share one queue.
+#[derive(Clone)]
+pub struct Queue {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    store: Store,
+    bus: Bus,
+    facts: ServerFacts,
+    /// The runtime settings, cached: every agent call reads them.
+    settings: RwLock<Settings>,
+    /// Bumped whenever an instruction becomes pending; waiting calls watch it.
+    added: watch::Sender<u64>,
+    /// Live `get_user_request` calls per agent (supersede + "waiting").
+    calls: agents::Calls,
+    /// Set when the status snapshot is out of date; a task publishes a fresh one.
+    status_dirty: Notify,
+    shutdown: CancellationToken,
+}
+
+impl Queue {
+    /// Build the service over an opened store. `seed` fills in settings the
+    /// database does not have yet (first run); stored settings win afterwards.
+    /// Spawns the status publisher, which stops with `shutdown`.
+    pub fn new(store: Store, seed: &Settings, facts: ServerFacts, shutdown: CancellationToken) -> Result<Queue> {
+        seed.validate()?;
+        let settings = store.write(Durability::Full, |db| {
+            db.seed_settings(seed)?;
+            db.settings()
+        }, |_| ())?;
+        let queue = Queue {
+            inner: Arc::new(Inner {
+                store,
+                bus: Bus::default(),
+                facts,
+                settings: RwLock::new(settings),
+                added: watch::Sender::new(0),
+                calls: agents::Calls::default(),
+                status_dirty: Notify::new(),
+                shutdown,
+            }),
+        };
+        tokio::spawn(status::publish_loop(queue.clone()));
+        Ok(queue)
+    }
+
+    pub fn bus(&self) -> &Bus {
+        &self.inner.bus
+    }
+
+    pub fn facts(&self) -> &ServerFacts {
+        &self.inner.facts
+    }
+
+    /// Run blocking store work off the async threads.
+    async fn blocking<T: Send + 'static>(&self, f: impl FnOnce(&Inner) -> Result<T> + Send + 'static) -> Result<T> {
+        let inner = self.inner.clone();
+        tokio::task::spawn_blocking(move || f(&inner))
+            .await
+            .map_err(|e| Error::internal("a storage task failed", e))?
+    }
+
+    // ---- reads --------------------------------------------------------------
+
+    pub async fn list(&self, filter: StatusFilter, consumed_limit: Option<u32>, consumed_offset: u32) -> Result<Vec<Instruction>> {
+        self.blocking(move |i| i.store.read(|db| db.list(filter, consumed_limit, consumed_offset))).await
+    }
+
+    pub async fn get(&self, id: String) -> Result<Instruction> {
+        self.blocking(move |i| i.store.read(|db| db.get_instruction(&id)?.ok_or_else(|| not_found(&id))))
+            .await
+    }
+
+    pub async fn counts(&self) -> Result<QueueCounts> {
+        self.blocking(|i| i.store.read(|db| db.counts())).await
+    }
+
+    pub fn settings(&self) -> Settings {
+        self.inner.settings.read().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    // ---- a person's changes (durable: synchronous=FULL) ---------------------
+
+    /// Queue a new instruction at the back of the rail.
+    pub async fn add(&self, content: String) -> Result<Instruction> {
+        let content = validate_content(content)?;
+        let item = self
+            .blocking(move |i| {
+                i.write_instruction_event(EventKind::InstructionCreated, |db| {
+                    let now = time::now();
+                    let item = Instruction {
+                        id: uuid::Uuid::new_v4().to_string(),
+                        content,
+                        status: InstructionStatus::Pending,
+                        created_at: now.clone(),
+                        updated_at: now,
+                        consumed_at: None,
+                        consumed_by_agent_id: None,
+                        position: db.next_position()?,
+                    };
+                    db.insert_instruction(&item)?;
+                    Ok(vec![item])
+                })
+            })
+            .await?;
+        self.instruction_added();
+        let item = first(item)?;
+        tracing::info!(id = %item.id, bytes = item.content.len(), "instruction created");
+        Ok(item)
+    }
+
+    /// Replace the text of a pending instruction.
+    pub async fn edit(&self, id: String, content: String) -> Result<Instruction> {
+        let content = validate_content(content)?;
+        let items = self
+            .blocking(move |i| {
+                i.write_instruction_event(EventKind::InstructionUpdated, |db| {
+                    match db.update_pending_content(&id, &content, &time::now())? {
+                        Some(item) => Ok(vec![item]),
+                        None => Err(pending_only(db, &id, "edited")?),
+                    }
+                })
+            })
+            .await?;
+        let item = first(items)?;
+        tracing::info!(id = %item.id, bytes = item.content.len(), "instruction updated");
+        Ok(item)
+    }
+
+    /// Remove a pending instruction.
+    pub async fn delete(&self, id: String) -> Result<Instruction> {
+        let items = self
+            .blocking(move |i| {
+                i.write_instruction_event(EventKind::InstructionDeleted, |db| match db.delete_pending(&id)? {
+                    Some(item) => Ok(vec![item]),
+                    None => Err(pending_only(db, &id, "deleted")?),
+                })
+            })
+            .await?;
+        let item = first(items)?;
+        tracing::info!(id = %item.id, "instruction deleted");
+        Ok(item)
+    }
+
+    /// Move a pending instruction before/after another pending one, or to the
+    /// front/back of the rail. Returns the pending rail in its new order.
+    pub async fn move_to(&self, id: String, to: MoveTo) -> Result<Vec<Instruction>> {
+        let given = [to.before_id.is_some(), to.after_id.is_some(), to.to.is_some()];
+        if given.iter().filter(|g| **g).count() != 1 {
+            return Err(Error::Invalid("give exactly one of before_id, after_id or to (\"front\" | \"back\")".into()));
+        }
+        self.blocking(move |i| {
+            i.write_instruction_event(EventKind::InstructionUpdated, |db| {
+                let mut order = db.pending_ids()?;
+                let Some(from) = order.iter().position(|x| *x == id) else {
+                    return Err(pending_only(db, &id, "moved")?);
+                };
+                let moving = order.remove(from);
+                let at = match (&to.before_id, &to.after_id, to.to) {
+                    (Some(anchor), _, _) | (_, Some(anchor), _) => {
+                        if *anchor == moving {
+                            return Err(Error::Invalid("an instruction cannot be moved relative to itself".into()));
+                        }
+                        let a = order.iter().position(|x| x == anchor).ok_or_else(|| {
+                            Error::Conflict(format!("instruction {anchor} is not pending; reload the queue and try again"))
+                        })?;
+                        if to.before_id.is_some() { a } else { a + 1 }
+                    }
+                    (_, _, Some(RequeuePlace::Front)) => 0,
+                    _ => order.len(),
+                };
+                order.insert(at, moving);
+                let base = db.min_pending_position()?.unwrap_or(1);
+                db.set_pending_order(&order, base, &time::now())
+            })
+        })
+        .await?;
+        self.list(StatusFilter::Pending, None, 0).await
+    }
+
+    /// "Send again": queue a copy of a consumed instruction as a new pending one.
+    pub async fn requeue(&self, id: String, place: RequeuePlace) -> Result<Instruction> {
+        let items = self
+            .blocking(move |i| {
+                i.write_instruction_event(EventKind::InstructionCreated, |db| {
+                    let source = db.get_instruction(&id)?.ok_or_else(|| not_found(&id))?;
+                    if source.status != InstructionStatus::Consumed {
+                        return Err(Error::Conflict(format!(
+                            "instruction {id} is still pending; only a consumed instruction can be sent again"
+                        )));
+                    }
+                    let now = time::now();
+                    let position = match place {
+                        RequeuePlace::Front => db.front_position()?,
+                        RequeuePlace::Back => db.next_position()?,
+                    };
+                    let item = Instruction {
+                        id: uuid::Uuid::new_v4().to_string(),
+                        content: source.content,
+                        status: InstructionStatus::Pending,
+                        created_at: now.clone(),
+                        updated_at: now,
+                        consumed_at: None,
+                        consumed_by_agent_id: None,
+                        position,
+                    };
+                    db.insert_instruction(&item)?;
+                    Ok(vec![item])
+                })
+            })
+            .await?;
+        self.instruction_added();
+        let item = first(items)?;
+        tracing::info!(id = %item.id, "instruction queued again");
+        Ok(item)
+    }
+
+    /// Change runtime settings; returns them as stored.
+    pub async fn update_settings(&self, patch: SettingsPatch) -> Result<Settings> {
+        let next = patch.apply(self.settings());
+        next.validate()?;
+        let stored = next.clone();
+        self.blocking(move |i| {
+            i.store.write(
+                Durability::Full,
+                |db| {
+                    db.put_settings(&stored)?;
+                    let event = Event::new(EventKind::ConfigUpdated, time::now(), EventData::Config(stored.clone()), None);
+                    let id = db.append_event(event.kind.as_str(), &event.timestamp, &event.json)?;
+                    Ok(Event { id: Some(id), ..event })
+                },
+                |event| {
+                    *i.settings.write().unwrap_or_else(|p| p.into_inner()) = stored.clone();
+                    i.bus.publish(event.clone());
+                },
+            )
+        })
+        .await?;
+        tracing::info!(
+            default_wait_seconds = next.default_wait_seconds,
+            agent_stale_after_seconds = next.agent_stale_after_seconds,
+            default_empty_response_bytes = next.default_empty_response.len(),
+            "settings updated"
+        );
+        self.mark_status_dirty();
+        Ok(next)
+    }
+
+    /// Events after `after_id` from the log, oldest first (for SSE replay).
+    pub async fn events_after(&self, after_id: i64, limit: u32) -> Result<Vec<crate::store::StoredEvent>> {
+        self.blocking(move |i| i.store.read(|db| db.events_after(after_id, limit))).await
+    }
+
+    /// The oldest event id still in the log, and the newest ever assigned.
+    pub async fn event_log_bounds(&self) -> Result<(Option<i64>, i64)> {
+        self.blocking(|i| i.store.read(|db| Ok((db.oldest_event_id()?, db.last_event_id()?)))).await
+    }
+
+    pub async fn integrity_check(&self) -> Result<String> {
+        self.blocking(|i| i.store.integrity_check()).await
+    }
+
+    fn instruction_added(&self) {
+        self.inner.added.send_modify(|n| *n = n.wrapping_add(1));
+        self.mark_status_dirty();
+    }
+
+    pub(crate) fn mark_status_dirty(&self) {
+        self.inner.status_dirty.notify_one();
+    }
+}
+
+impl Inner {
+    /// One durable write that changes instructions, logs one event per changed
+    /// row (with the pending count after the change) and publishes them in
+    /// commit order.
+    fn write_instruction_event(
+        &self,
+        kind: EventKind,
+        body: impl FnOnce(&Db<'_>) -> Result<Vec<Instruction>>,
+    ) -> Result<Vec<Instruction>> {
+        let events = self.store.write(
+            Durability::Full,
+            |db| {
+                let items = body(db)?;
+                let pending = db.pending_count()?;
+                let now = time::now();
+                items
+                    .into_iter()
+                    .map(|item| log_event(db, Event::new(kind, now.clone(), EventData::Instruction(item), Some(pending))))
+                    .collect::<Result<Vec<_>>>()
+            },
+            |events| {
+                for e in events {
+                    self.bus.publish(e.clone());
+                }
+            },
+        )?;
+        Ok(events
+            .into_iter()
+            .filter_map(|e| match e.data {
+                EventData::Instruction(i) => Some(i),
+                _ => None,
+            })
+            .collect())
+    }
+}
+
+/// Persist an event in the log and return it with its id.
+fn log_event(db: &Db<'_>, event: Event) -> Result<Event> {
+    let id = db.append_event(event.kind.as_str(), &event.timestamp, &event.json)?;
+    Ok(Event { id: Some(id), ..event })
+}
+
+fn first(items: Vec<Instruction>) -> Result<Instruction> {
+    items.into_iter().next().ok_or_else(|| Error::Internal("a write returned no row".into()))
+}
+
+fn not_found(id: &str) -> Error {
+    Error::NotFound(format!("no instruction with id {id}"))
+}
+
+/// Explain why a pending-only change did not apply: missing, or already consumed.
+fn pending_only(db: &Db<'_>, id: &str, verb: &str) -> Result<Error> {
+    Ok(match db.get_instruction(id)? {
+        None => not_found(id),
+        Some(i) => Error::Conflict(format!(
+            "instruction {id} was already consumed by agent {} at {}; it can no longer be {verb} (use \"send again\" to queue it anew)",
+            i.consumed_by_agent_id.as_deref().unwrap_or("unknown"),
+            i.consumed_at.as_deref().unwrap_or("an unknown time"),
+        )),
+    })
+}
+
+/// Refuse empty, whitespace-only, oversized or NUL-carrying instructions.
+/// The text is kept as typed (no trimming): indentation can matter.
+pub fn validate_content(content: String) -> Result<String> {
+    if content.trim().is_empty() {
+        return Err(Error::Invalid("instruction content must not be empty or whitespace only".into()));
+    }
+    if content.len() > MAX_INSTRUCTION_BYTES {
+        return Err(Error::TooLarge(format!(
+            "instruction content is {} bytes; the limit is {MAX_INSTRUCTION_BYTES} bytes",
+            content.len()
+        )));
+    }
+    if content.contains('\0') {
+        return Err(Error::Invalid("instruction content must not contain NUL characters".into()));
+    }
+    Ok(content)
+}
+
+#[cfg(test)]
+mod tests;

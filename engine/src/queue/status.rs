@@ -1,0 +1,158 @@
+//! The status report (`GET /api/status`, `status.changed`): server facts,
+//! agents with their inferred state, queue counts and settings.
+//!
+//! Snapshots are published by one task that coalesces bursts: every agent
+//! call marks the status dirty, and under load many marks become one
+//! snapshot instead of one database read per call.
+
+use serde::{Deserialize, Serialize};
+
+use super::{agent_state, Queue};
+use crate::events::{Event, EventData, EventKind};
+use crate::model::{AgentState, AgentStatus, QueueCounts, Settings};
+use crate::{time, Result};
+
+/// How many agents the report lists, most relevant first.
+const AGENTS_LISTED: u32 = 50;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ServerSummary {
+    pub status: String,
+    pub started_at: String,
+    pub url: String,
+    pub version: String,
+}
+
+/// The seed's single-agent summary: the most relevant agent, or nothing known.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AgentSummary {
+    pub connected: bool,
+    pub state: AgentState,
+    pub agent_id: Option<String>,
+    pub last_seen_at: Option<String>,
+    pub last_fetch_at: Option<String>,
+    pub waiting: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StatusSnapshot {
+    pub server: ServerSummary,
+    pub agent: AgentSummary,
+    pub agents: Vec<AgentStatus>,
+    pub queue: QueueCounts,
+    pub settings: Settings,
+}
+
+fn rank(s: AgentState) -> u8 {
+    match s {
+        AgentState::Listening => 0,
+        AgentState::Working => 1,
+        AgentState::Idle => 2,
+        AgentState::Offline => 3,
+    }
+}
+
+impl Queue {
+    /// The current status report.
+    pub async fn status(&self) -> Result<StatusSnapshot> {
+        let (activity, queue) = self.blocking(|i| i.store.read(|db| Ok((db.agents(AGENTS_LISTED)?, db.counts()?)))).await?;
+        let settings = self.settings();
+        let mut agents: Vec<AgentStatus> = activity
+            .into_iter()
+            .map(|a| {
+                let waiting = self.inner.calls.waiting(&a.agent_id) > 0;
+                let state = agent_state(&a, waiting, settings.agent_stale_after_seconds);
+                AgentStatus {
+                    state,
+                    connected: state != AgentState::Offline,
+                    waiting,
+                    agent_id: a.agent_id,
+                    last_seen_at: Some(a.last_seen_at),
+                    last_fetch_at: a.last_fetch_at,
+                    last_result_type: a.last_result_type,
+                }
+            })
+            .collect();
+        // A waiting call whose first write has not landed yet is still a listening agent.
+        for id in self.inner.calls.waiting_agents() {
+            if !agents.iter().any(|a| a.agent_id == id) {
+                agents.push(AgentStatus {
+                    agent_id: id,
+                    state: AgentState::Listening,
+                    connected: true,
+                    waiting: true,
+                    last_seen_at: None,
+                    last_fetch_at: None,
+                    last_result_type: None,
+                });
+            }
+        }
+        // Stable sort: within a state, the store's "most recently seen first" order holds.
+        agents.sort_by_key(|a| rank(a.state));
+        let agent = match agents.first() {
+            Some(a) => AgentSummary {
+                connected: a.connected,
+                state: a.state,
+                agent_id: Some(a.agent_id.clone()),
+                last_seen_at: a.last_seen_at.clone(),
+                last_fetch_at: a.last_fetch_at.clone(),
+                waiting: a.waiting,
+            },
+            None => AgentSummary {
+                connected: false,
+                state: AgentState::Offline,
+                agent_id: None,
+                last_seen_at: None,
+                last_fetch_at: None,
+                waiting: false,
+            },
+        };
+        let facts = self.facts();
+        Ok(StatusSnapshot {
+            server: ServerSummary {
+                status: if self.inner.shutdown.is_cancelled() { "stopping" } else { "up" }.into(),
+                started_at: facts.started_at.clone(),
+                url: facts.url.clone(),
+                version: facts.version.clone(),
+            },
+            agent,
+            agents,
+            queue,
+            settings,
+        })
+    }
+
+    /// A `status.changed` event with a fresh snapshot.
+    pub async fn status_event(&self) -> Result<Event> {
+        let snapshot = self.status().await?;
+        Ok(Event::new(EventKind::StatusChanged, time::now(), EventData::Status(Box::new(snapshot)), None))
+    }
+}
+
+/// Publish a fresh `status.changed` whenever the status is marked dirty, until shutdown.
+pub(super) async fn publish_loop(queue: Queue) {
+    let shutdown = queue.inner.shutdown.clone();
+    let mut last: Option<StatusSnapshot> = None;
+    loop {
+        tokio::select! {
+            _ = shutdown.cancelled() => return,
+            _ = queue.inner.status_dirty.notified() => {}
+        }
+        match queue.status().await {
+            // Agents' relative times change every call; the snapshot is sent
+            // even when only timestamps moved, so listeners see "last seen" advance.
+            Ok(snapshot) => {
+                if last.as_ref() != Some(&snapshot) {
+                    last = Some(snapshot.clone());
+                    queue.bus().publish(Event::new(
+                        EventKind::StatusChanged,
+                        time::now(),
+                        EventData::Status(Box::new(snapshot)),
+                        None,
+                    ));
+                }
+            }
+            Err(e) => tracing::warn!(error = %e, "could not build a status snapshot"),
+        }
+    }
+}

@@ -1,0 +1,86 @@
+//! Binding and serving: port fallback with an actionable message, graceful
+//! shutdown that cannot hang on open streams.
+
+use std::net::{IpAddr, SocketAddr};
+use std::time::Duration;
+
+use axum::Router;
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+
+use crate::{Error, Result};
+
+/// How many ports after the configured one to try when it is taken.
+pub const PORT_FALLBACK_TRIES: u16 = 20;
+/// How long shutdown waits for open requests before dropping them.
+pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
+
+/// Bind `host:port`; if the port is taken and `fallback` is on, the next free
+/// one. Returns the listener and, after a fallback, the port that was taken.
+pub async fn bind(host: IpAddr, port: u16, fallback: bool) -> Result<(TcpListener, Option<u16>)> {
+    let first = TcpListener::bind(SocketAddr::new(host, port)).await;
+    let err = match first {
+        Ok(l) => return Ok((l, None)),
+        Err(e) => e,
+    };
+    if err.kind() != std::io::ErrorKind::AddrInUse || !fallback || port == 0 {
+        return Err(Error::Internal(bind_message(host, port, &err)));
+    }
+    for candidate in (port.saturating_add(1)..=port.saturating_add(PORT_FALLBACK_TRIES)).filter(|p| *p != port) {
+        if let Ok(l) = TcpListener::bind(SocketAddr::new(host, candidate)).await {
+            tracing::warn!(
+                taken = port,
+                serving = candidate,
+                "port {port} is in use; serving on {candidate} — update your agent's MCP URL to http://{}:{candidate}/mcp",
+                url_host(host)
+            );
+            return Ok((l, Some(port)));
+        }
+    }
+    Err(Error::Internal(format!(
+        "ports {port}–{} on {host} are all in use; free one or set HTTP_PORT",
+        port.saturating_add(PORT_FALLBACK_TRIES)
+    )))
+}
+
+fn bind_message(host: IpAddr, port: u16, err: &std::io::Error) -> String {
+    match err.kind() {
+        std::io::ErrorKind::AddrInUse => {
+            format!("port {port} on {host} is already in use (another local-mcp?); stop it or set HTTP_PORT")
+        }
+        std::io::ErrorKind::PermissionDenied => {
+            format!("not allowed to bind {host}:{port}; choose a port above 1023 with HTTP_PORT")
+        }
+        _ => format!("cannot bind {host}:{port}: {err}"),
+    }
+}
+
+/// How a host is written in a URL.
+pub fn url_host(host: IpAddr) -> String {
+    match host {
+        IpAddr::V6(a) if a.is_unspecified() => "[::1]".into(),
+        IpAddr::V6(a) => format!("[{a}]"),
+        IpAddr::V4(a) if a.is_unspecified() => "127.0.0.1".into(),
+        IpAddr::V4(a) => a.to_string(),
+    }
+}
+
+/// Serve until `shutdown` is cancelled, then give open requests a short grace.
+pub async fn serve(listener: TcpListener, router: Router, shutdown: CancellationToken) {
+    let graceful = axum::serve(listener, router).with_graceful_shutdown(shutdown.clone().cancelled_owned());
+    let serving = tokio::spawn(async move { graceful.await });
+    tokio::pin!(serving);
+    tokio::select! {
+        r = &mut serving => {
+            if let Ok(Err(e)) = r {
+                tracing::error!(error = %e, "the HTTP server stopped with an error");
+            }
+            return;
+        }
+        _ = shutdown.cancelled() => {}
+    }
+    if tokio::time::timeout(SHUTDOWN_GRACE, &mut serving).await.is_err() {
+        tracing::warn!("open connections did not close within {SHUTDOWN_GRACE:?}; dropping them");
+        serving.abort();
+    }
+}

@@ -1,0 +1,67 @@
+//! The schema, as an append-only list of migrations tracked by `PRAGMA user_version`.
+//!
+//! Never edit or remove a shipped migration: add a new one. All pending
+//! migrations run in one exclusive transaction, so a crash mid-way leaves the
+//! old schema intact.
+
+use rusqlite::{Connection, TransactionBehavior};
+
+use crate::{Error, Result};
+
+/// Migration `i` brings the schema from version `i` to `i + 1`.
+const MIGRATIONS: &[&str] = &[
+    // 1: the seed's data model (DESIGN §3) plus the event log.
+    r#"
+    CREATE TABLE instructions (
+        id TEXT PRIMARY KEY NOT NULL,
+        content TEXT NOT NULL,
+        status TEXT NOT NULL CHECK (status IN ('pending', 'consumed')),
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL,
+        consumed_at TEXT,
+        consumed_by_agent_id TEXT,
+        position INTEGER NOT NULL
+    );
+    -- The claim path reads the head of the rail: keep it an index seek.
+    CREATE INDEX instructions_pending_by_position ON instructions(position) WHERE status = 'pending';
+    CREATE INDEX instructions_consumed_by_time ON instructions(consumed_at, id) WHERE status = 'consumed';
+    CREATE TABLE settings (
+        key TEXT PRIMARY KEY NOT NULL,
+        value TEXT NOT NULL
+    );
+    CREATE TABLE agent_activity (
+        agent_id TEXT PRIMARY KEY NOT NULL,
+        last_seen_at TEXT NOT NULL,
+        last_fetch_at TEXT,
+        last_result_type TEXT
+    );
+    CREATE TABLE events (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        type TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        data TEXT NOT NULL
+    );
+    "#,
+];
+
+/// The schema version this build writes.
+pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
+
+pub fn migrate(conn: &mut Connection) -> Result<()> {
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Exclusive)?;
+    let current: i64 = tx.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+    if current > SCHEMA_VERSION {
+        return Err(Error::Internal(format!(
+            "the database has schema version {current}, newer than this program's {SCHEMA_VERSION}; \
+             upgrade local-mcp or point DB_PATH at another file"
+        )));
+    }
+    for (i, sql) in MIGRATIONS.iter().enumerate().skip(current as usize) {
+        tx.execute_batch(sql)?;
+        tracing::info!(version = i + 1, "applied database migration");
+    }
+    // user_version cannot be bound as a parameter; the value is our own constant.
+    tx.execute_batch(&format!("PRAGMA user_version = {SCHEMA_VERSION}"))?;
+    tx.commit()?;
+    Ok(())
+}

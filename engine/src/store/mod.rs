@@ -1,0 +1,125 @@
+//! SQLite storage: opening the database, migrations, and every SQL statement
+//! the product runs. Nothing outside this module writes SQL.
+//!
+//! One connection behind a `std::sync::Mutex`: SQLite serialises writers anyway,
+//! and one connection keeps each multi-statement operation trivially consistent.
+//! The lock is held only for the statements themselves and never across an
+//! `.await`; callers run these blocking calls on `spawn_blocking` threads.
+//!
+//! Durability is chosen per write (DESIGN §3): a person's input commits with
+//! `synchronous=FULL` (survives power loss), a claim with `NORMAL` (survives any
+//! crash of the app; a power loss can at worst roll the claim back so the
+//! instruction is delivered again, never lost).
+
+mod migrations;
+mod queries;
+
+use std::path::Path;
+use std::sync::{Mutex, MutexGuard};
+use std::time::Duration;
+
+use rusqlite::{Connection, TransactionBehavior};
+
+use crate::{Error, Result};
+
+pub use queries::{Db, StoredEvent};
+
+/// How hard a commit must try to reach the disk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Durability {
+    /// fsync the WAL at commit: for anything that records a person's input.
+    Full,
+    /// fsync only at checkpoints: for claims, which must stay off the wake-up path's fsync.
+    Normal,
+}
+
+/// The database: one connection, opened, migrated and configured.
+pub struct Store {
+    conn: Mutex<Connection>,
+}
+
+impl Store {
+    /// Open (creating if needed) the database file, apply pragmas and migrations.
+    /// Refuses a database written by a newer version of the program.
+    pub fn open(path: &Path) -> Result<Store> {
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(|e| {
+                Error::Internal(format!("cannot create the database folder {}: {e}", dir.display()))
+            })?;
+        }
+        let conn = Connection::open(path).map_err(|e| {
+            Error::Internal(format!("cannot open the database {}: {e}", path.display()))
+        })?;
+        Self::configure(conn, true)
+    }
+
+    /// A private in-memory database, for unit tests.
+    pub fn open_in_memory() -> Result<Store> {
+        Self::configure(Connection::open_in_memory()?, false)
+    }
+
+    fn configure(mut conn: Connection, wal: bool) -> Result<Store> {
+        // A busy timeout matters only if another process (a CLI, a backup tool)
+        // holds the file; five seconds rides out a checkpoint without hanging a caller.
+        conn.busy_timeout(Duration::from_secs(5))?;
+        if wal {
+            let mode: String = conn.query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))?;
+            if !mode.eq_ignore_ascii_case("wal") {
+                return Err(Error::Internal(format!(
+                    "the database refused WAL mode (got {mode}); is it on a network file system?"
+                )));
+            }
+        }
+        conn.execute_batch("PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON;")?;
+        migrations::migrate(&mut conn)?;
+        Ok(Store { conn: Mutex::new(conn) })
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Connection> {
+        // A panic while holding the lock cannot leave a half-done transaction
+        // behind (rusqlite rolls back on drop), so a poisoned lock is still usable.
+        self.conn.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Run read-only statements.
+    pub fn read<T>(&self, body: impl FnOnce(&Db<'_>) -> Result<T>) -> Result<T> {
+        let conn = self.lock();
+        body(&Db::new(&conn))
+    }
+
+    /// Run `body` in one `BEGIN IMMEDIATE` transaction committed with the given
+    /// durability; then run `on_commit` while still holding the connection, so
+    /// that whatever it publishes (events) goes out in commit order.
+    pub fn write<T>(
+        &self,
+        durability: Durability,
+        body: impl FnOnce(&Db<'_>) -> Result<T>,
+        on_commit: impl FnOnce(&T),
+    ) -> Result<T> {
+        let mut conn = self.lock();
+        if durability == Durability::Normal {
+            conn.execute_batch("PRAGMA synchronous=NORMAL")?;
+        }
+        let result: Result<T> = (|| {
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let value = body(&Db::new(&tx))?;
+            tx.commit()?;
+            Ok(value)
+        })();
+        if durability == Durability::Normal {
+            conn.execute_batch("PRAGMA synchronous=FULL")?;
+        }
+        let value = result?;
+        on_commit(&value);
+        Ok(value)
+    }
+
+    /// `PRAGMA integrity_check`: "ok" for a sound database.
+    pub fn integrity_check(&self) -> Result<String> {
+        let conn = self.lock();
+        Ok(conn.query_row("PRAGMA integrity_check", [], |r| r.get(0))?)
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,48 @@
+//! Timestamps as the product stores and shows them: RFC 3339, UTC, milliseconds.
+//!
+//! One fixed-width format means stored strings sort in time order, so SQLite can
+//! order and compare them without parsing.
+
+use time::{format_description::FormatItem, macros::format_description, OffsetDateTime};
+
+const FORMAT: &[FormatItem<'static>] =
+    format_description!("[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:3]Z");
+
+/// Format an instant in the product's timestamp format.
+pub fn format(t: OffsetDateTime) -> String {
+    t.to_offset(time::UtcOffset::UTC)
+        .format(FORMAT)
+        .unwrap_or_else(|_| "1970-01-01T00:00:00.000Z".to_owned())
+}
+
+/// The current time, formatted.
+pub fn now() -> String {
+    format(OffsetDateTime::now_utc())
+}
+
+/// Parse a stored timestamp; `None` for anything that is not one.
+pub fn parse(s: &str) -> Option<OffsetDateTime> {
+    time::PrimitiveDateTime::parse(s, FORMAT).ok().map(|t| t.assume_utc())
+}
+
+/// Seconds elapsed between a stored timestamp and now (0 if it lies in the future).
+pub fn seconds_since(s: &str) -> Option<f64> {
+    let then = parse(s)?;
+    let d = OffsetDateTime::now_utc() - then;
+    Some(d.as_seconds_f64().max(0.0))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trips_and_sorts() {
+        let a = format(OffsetDateTime::from_unix_timestamp_nanos(1_700_000_000_123_456_789).unwrap());
+        assert_eq!(a, "2023-11-14T22:13:20.123Z");
+        assert_eq!(format(parse(&a).unwrap()), a);
+        let b = format(OffsetDateTime::from_unix_timestamp(1_700_000_001).unwrap());
+        assert!(a < b, "fixed width strings must sort in time order");
+        assert!(parse("yesterday").is_none());
+    }
+}
