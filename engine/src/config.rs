@@ -152,9 +152,17 @@ impl ServeArgs {
             db_path: self.db_path.clone().or(file.db_path).unwrap_or_else(default_db_path),
             settings,
             mcp_stateless: self.mcp_stateless.or(file.mcp_stateless).unwrap_or(true),
-            api_token: self.api_token.clone().or(file.api_token).filter(|t| !t.trim().is_empty()),
+            api_token: self
+                .api_token
+                .clone()
+                .or(file.api_token)
+                .filter(|t| !t.trim().is_empty()),
         };
-        let log_level = self.log_level.clone().or(file.log_level).unwrap_or_else(|| "info".into());
+        let log_level = self
+            .log_level
+            .clone()
+            .or(file.log_level)
+            .unwrap_or_else(|| "info".into());
         Ok((config, log_level))
     }
 }
@@ -177,8 +185,16 @@ mod tests {
     fn flags_beat_file_beats_defaults() {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("c.toml");
-        std::fs::write(&file, "http_port = 9100\ndefault_wait_seconds = 42\nhost = \"127.0.0.1\"\napi_token = \"\"\n").unwrap();
-        let args = ServeArgs { config: Some(file), http_port: Some(9200), ..Default::default() };
+        std::fs::write(
+            &file,
+            "http_port = 9100\ndefault_wait_seconds = 42\nhost = \"127.0.0.1\"\napi_token = \"\"\n",
+        )
+        .unwrap();
+        let args = ServeArgs {
+            config: Some(file),
+            http_port: Some(9200),
+            ..Default::default()
+        };
         let (c, level) = args.resolve().unwrap();
         assert_eq!(c.port, 9200, "flag wins over file");
         assert_eq!(c.settings.default_wait_seconds, 42, "file wins over default");
@@ -193,11 +209,26 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("c.toml");
         std::fs::write(&file, "htp_port = 1\n").unwrap();
-        let err = ServeArgs { config: Some(file), ..Default::default() }.resolve().unwrap_err();
+        let err = ServeArgs {
+            config: Some(file),
+            ..Default::default()
+        }
+        .resolve()
+        .unwrap_err();
         assert!(err.to_string().contains("htp_port"), "{err}");
-        let err = ServeArgs { host: Some("example.com".into()), ..Default::default() }.resolve().unwrap_err();
+        let err = ServeArgs {
+            host: Some("example.com".into()),
+            ..Default::default()
+        }
+        .resolve()
+        .unwrap_err();
         assert!(err.to_string().contains("HOST"), "{err}");
-        let err = ServeArgs { default_wait_seconds: Some(90_000), ..Default::default() }.resolve().unwrap_err();
+        let err = ServeArgs {
+            default_wait_seconds: Some(90_000),
+            ..Default::default()
+        }
+        .resolve()
+        .unwrap_err();
         assert!(err.to_string().contains("default_wait_seconds"), "{err}");
         assert_eq!(parse_host("[::1]").unwrap(), "::1".parse::<IpAddr>().unwrap());
     }

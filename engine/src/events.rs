@@ -83,9 +83,21 @@ struct Payload<'a> {
 
 impl Event {
     pub fn new(kind: EventKind, timestamp: String, data: EventData, pending_count: Option<u64>) -> Event {
-        let json = serde_json::to_string(&Payload { kind, timestamp: &timestamp, data: &data, pending_count })
-            .unwrap_or_else(|_| "{}".to_owned());
-        Event { id: None, kind, timestamp, data, pending_count, json }
+        let json = serde_json::to_string(&Payload {
+            kind,
+            timestamp: &timestamp,
+            data: &data,
+            pending_count,
+        })
+        .unwrap_or_else(|_| "{}".to_owned());
+        Event {
+            id: None,
+            kind,
+            timestamp,
+            data,
+            pending_count,
+            json,
+        }
     }
 
     /// The instruction this event is about, if it is an instruction event.
@@ -108,7 +120,9 @@ pub struct Bus {
 
 impl Default for Bus {
     fn default() -> Self {
-        Bus { tx: broadcast::channel(CHANNEL_CAPACITY).0 }
+        Bus {
+            tx: broadcast::channel(CHANNEL_CAPACITY).0,
+        }
     }
 }
 

@@ -81,10 +81,16 @@ pub async fn start(config: Config, shutdown: CancellationToken) -> Result<Engine
     tracing::info!(path = %config.db_path.display(), "database ready");
 
     let (listener, port_fallback_from) = server::bind(config.host, config.port, config.port_fallback).await?;
-    let addr = listener.local_addr().map_err(|e| Error::internal("reading the bound address", e))?;
+    let addr = listener
+        .local_addr()
+        .map_err(|e| Error::internal("reading the bound address", e))?;
     let url = format!("http://{}:{}", server::url_host(addr.ip()), addr.port());
 
-    let facts = queue::ServerFacts { url: url.clone(), version: VERSION.into(), started_at: time::now() };
+    let facts = queue::ServerFacts {
+        url: url.clone(),
+        version: VERSION.into(),
+        started_at: time::now(),
+    };
     let queue = Queue::new(store, &config.settings, facts, shutdown.clone())?;
     let security = Arc::new(http::Security::new(config.host, addr.port(), config.api_token.clone()));
     let router = http::router(queue.clone(), security, config.mcp_stateless, shutdown.clone());
@@ -96,5 +102,12 @@ pub async fn start(config: Config, shutdown: CancellationToken) -> Result<Engine
     );
     let task = tokio::spawn(server::serve(listener, router, shutdown.clone()));
     tracing::info!(%url, "local-mcp engine serving");
-    Ok(Engine { url, addr, port_fallback_from, queue, shutdown, task })
+    Ok(Engine {
+        url,
+        addr,
+        port_fallback_from,
+        queue,
+        shutdown,
+        task,
+    })
 }

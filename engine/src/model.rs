@@ -14,8 +14,7 @@ pub const MAX_AGENT_ID_CHARS: usize = 128;
 /// The agent id used when a caller does not name itself.
 pub const DEFAULT_AGENT_ID: &str = "default";
 /// The seed's default text returned when the queue stays empty.
-pub const DEFAULT_EMPTY_RESPONSE: &str =
-    "call this tool `get_user_request` again to fetch latest user input...";
+pub const DEFAULT_EMPTY_RESPONSE: &str = "call this tool `get_user_request` again to fetch latest user input...";
 
 /// Where an instruction is in its life: waiting on the rail, or handed to an agent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -85,7 +84,9 @@ impl Settings {
             )));
         }
         if self.default_empty_response.contains('\0') {
-            return Err(Error::Invalid("default_empty_response must not contain NUL characters".into()));
+            return Err(Error::Invalid(
+                "default_empty_response must not contain NUL characters".into(),
+            ));
         }
         Ok(())
     }

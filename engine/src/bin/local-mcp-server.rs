@@ -8,7 +8,11 @@ use tracing_subscriber::EnvFilter;
 use engine::config::ServeArgs;
 
 #[derive(Parser)]
-#[command(name = "local-mcp-server", version, about = "Serve the local-mcp instruction queue to MCP agents (headless)")]
+#[command(
+    name = "local-mcp-server",
+    version,
+    about = "Serve the local-mcp instruction queue to MCP agents (headless)"
+)]
 struct Cli {
     #[command(flatten)]
     serve: ServeArgs,
@@ -69,7 +73,11 @@ fn main() -> std::process::ExitCode {
 /// request at info, which drowns our own lines, so it is held to `warn`
 /// unless the filter names it.
 fn log_filter(level: &str) -> EnvFilter {
-    let spec = if level.contains("rmcp") { level.to_owned() } else { format!("{level},rmcp=warn") };
+    let spec = if level.contains("rmcp") {
+        level.to_owned()
+    } else {
+        format!("{level},rmcp=warn")
+    };
     EnvFilter::try_new(&spec).unwrap_or_else(|_| {
         eprintln!("local-mcp-server: LOG_LEVEL {level:?} is not a valid filter; using info");
         EnvFilter::new("info,rmcp=warn")

@@ -30,9 +30,10 @@ pub fn status_of(e: &Error) -> StatusCode {
 pub fn error_response(status: StatusCode, code: &str, message: &str) -> Response {
     let mut response = (status, Json(json!({ "error": { "code": code, "message": message } }))).into_response();
     if status == StatusCode::UNAUTHORIZED {
-        response
-            .headers_mut()
-            .insert(axum::http::header::WWW_AUTHENTICATE, axum::http::HeaderValue::from_static("Bearer"));
+        response.headers_mut().insert(
+            axum::http::header::WWW_AUTHENTICATE,
+            axum::http::HeaderValue::from_static("Bearer"),
+        );
     }
     response
 }
@@ -48,7 +49,11 @@ pub async fn not_found() -> Response {
 }
 
 pub async fn method_not_allowed() -> Response {
-    error_response(StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed", "this route does not take that method")
+    error_response(
+        StatusCode::METHOD_NOT_ALLOWED,
+        "method_not_allowed",
+        "this route does not take that method",
+    )
 }
 
 /// A JSON body, parsed with a size limit; syntax errors are 400, shape errors 422.
@@ -58,14 +63,24 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for ApiJson<T> {
     type Rejection = Response;
 
     async fn from_request(req: Request, _state: &S) -> Result<Self, Self::Rejection> {
-        let bytes = axum::body::to_bytes(req.into_body(), MAX_BODY_BYTES).await.map_err(|_| {
-            Error::TooLarge(format!("request body is larger than {MAX_BODY_BYTES} bytes")).into_response()
-        })?;
+        let bytes = axum::body::to_bytes(req.into_body(), MAX_BODY_BYTES)
+            .await
+            .map_err(|_| {
+                Error::TooLarge(format!("request body is larger than {MAX_BODY_BYTES} bytes")).into_response()
+            })?;
         serde_json::from_slice(&bytes).map(ApiJson).map_err(|e| {
             use serde_json::error::Category;
             match e.classify() {
-                Category::Data => error_response(StatusCode::UNPROCESSABLE_ENTITY, "invalid_request", &format!("invalid request body: {e}")),
-                _ => error_response(StatusCode::BAD_REQUEST, "invalid_json", &format!("request body is not valid JSON: {e}")),
+                Category::Data => error_response(
+                    StatusCode::UNPROCESSABLE_ENTITY,
+                    "invalid_request",
+                    &format!("invalid request body: {e}"),
+                ),
+                _ => error_response(
+                    StatusCode::BAD_REQUEST,
+                    "invalid_json",
+                    &format!("request body is not valid JSON: {e}"),
+                ),
             }
         })
     }
@@ -80,6 +95,12 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequestParts<S> for ApiQuery<T> {
     async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, Self::Rejection> {
         axum::extract::Query::<T>::try_from_uri(&parts.uri)
             .map(|q| ApiQuery(q.0))
-            .map_err(|e| error_response(StatusCode::BAD_REQUEST, "invalid_request", &format!("invalid query: {}", e.body_text())))
+            .map_err(|e| {
+                error_response(
+                    StatusCode::BAD_REQUEST,
+                    "invalid_request",
+                    &format!("invalid query: {}", e.body_text()),
+                )
+            })
     }
 }

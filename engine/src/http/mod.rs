@@ -35,7 +35,10 @@ pub struct AppState {
 
 /// Build the whole router for a running queue.
 pub fn router(queue: Queue, security: Arc<Security>, mcp_stateless: bool, shutdown: CancellationToken) -> Router {
-    let state = AppState { queue: queue.clone(), shutdown: shutdown.clone() };
+    let state = AppState {
+        queue: queue.clone(),
+        shutdown: shutdown.clone(),
+    };
     let mcp = tower::ServiceBuilder::new()
         .layer(mcp::DisconnectGuardLayer)
         .service(mcp::service(queue, mcp_stateless, MAX_BODY_BYTES, shutdown));
@@ -43,7 +46,10 @@ pub fn router(queue: Queue, security: Arc<Security>, mcp_stateless: bool, shutdo
         .route("/healthz", get(api::healthz))
         .route("/api/status", get(api::status))
         .route("/api/instructions", get(api::list).post(api::create))
-        .route("/api/instructions/{id}", get(api::get_one).patch(api::edit).delete(api::delete))
+        .route(
+            "/api/instructions/{id}",
+            get(api::get_one).patch(api::edit).delete(api::delete),
+        )
         .route("/api/instructions/{id}/requeue", post(api::requeue))
         .route("/api/instructions/{id}/move", post(api::move_to))
         .route("/api/config", get(api::get_config).patch(api::patch_config))

@@ -9,7 +9,12 @@ use super::AppState;
 
 pub async fn index(State(s): State<AppState>) -> Html<String> {
     let url = &s.queue.facts().url;
-    let esc = |t: &str| t.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;");
+    let esc = |t: &str| {
+        t.replace('&', "&amp;")
+            .replace('<', "&lt;")
+            .replace('>', "&gt;")
+            .replace('"', "&quot;")
+    };
     Html(format!(
         "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>local-mcp</title></head>\
          <body><h1>local-mcp</h1><p>MCP endpoint: <code>{mcp}</code></p>\

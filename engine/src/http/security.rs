@@ -47,7 +47,12 @@ impl Security {
                 IpAddr::V6(a) => format!("[{a}]"),
             });
         }
-        Security { hosts, any_host: bind.is_unspecified(), port, token }
+        Security {
+            hosts,
+            any_host: bind.is_unspecified(),
+            port,
+            token,
+        }
     }
 
     pub fn token_required(&self) -> bool {
@@ -58,7 +63,7 @@ impl Security {
     fn host_ok(&self, authority: &str) -> bool {
         let (host, port) = split_authority(authority);
         let host = host.to_ascii_lowercase();
-        let known = self.any_host && !host.is_empty() || self.hosts.iter().any(|h| *h == host);
+        let known = (self.any_host && !host.is_empty()) || self.hosts.contains(&host);
         known && port.is_none_or(|p| p == self.port)
     }
 
@@ -111,12 +116,20 @@ pub async fn guard(State(sec): State<Arc<Security>>, req: Request, next: Next) -
     let host = headers.get(header::HOST).and_then(|v| v.to_str().ok()).unwrap_or("");
     if !sec.host_ok(host) {
         tracing::warn!(host, path = req.uri().path(), "refused a request for a foreign Host");
-        return error_response(StatusCode::FORBIDDEN, "forbidden", "this server answers only to its own address (Host header refused)");
+        return error_response(
+            StatusCode::FORBIDDEN,
+            "forbidden",
+            "this server answers only to its own address (Host header refused)",
+        );
     }
     if let Some(origin) = headers.get(header::ORIGIN) {
         if !origin.to_str().is_ok_and(|o| sec.origin_ok(o)) {
             tracing::warn!(origin = ?origin, path = req.uri().path(), "refused a request from a foreign Origin");
-            return error_response(StatusCode::FORBIDDEN, "forbidden", "requests from other web origins are refused");
+            return error_response(
+                StatusCode::FORBIDDEN,
+                "forbidden",
+                "requests from other web origins are refused",
+            );
         }
     }
     let too_big = headers
@@ -140,12 +153,19 @@ pub async fn guard(State(sec): State<Arc<Security>>, req: Request, next: Next) -
         );
     }
     if needs_token(req.uri().path()) && !sec.token_ok(headers) {
-        return error_response(StatusCode::UNAUTHORIZED, "unauthorized", "a valid Authorization: Bearer token is required");
+        return error_response(
+            StatusCode::UNAUTHORIZED,
+            "unauthorized",
+            "a valid Authorization: Bearer token is required",
+        );
     }
 
     let mut response = next.run(req).await;
     let h = response.headers_mut();
-    h.insert(header::CONTENT_SECURITY_POLICY, HeaderValue::from_static(CONTENT_SECURITY_POLICY));
+    h.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(CONTENT_SECURITY_POLICY),
+    );
     h.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
     h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
     h.insert(header::REFERRER_POLICY, HeaderValue::from_static("no-referrer"));

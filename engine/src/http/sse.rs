@@ -28,7 +28,10 @@ const REPLAY_BATCH: u32 = 500;
 /// How often the browser should retry after the stream drops.
 const RETRY: Duration = Duration::from_secs(2);
 
-pub async fn events(State(s): State<AppState>, headers: HeaderMap) -> Sse<impl Stream<Item = Result<SseEvent, Infallible>>> {
+pub async fn events(
+    State(s): State<AppState>,
+    headers: HeaderMap,
+) -> Sse<impl Stream<Item = Result<SseEvent, Infallible>>> {
     let last_id = headers
         .get("last-event-id")
         .and_then(|v| v.to_str().ok())
@@ -73,7 +76,9 @@ async fn replay(queue: &Queue, mut cursor: i64, tx: &Tx) -> Result<Option<i64>> 
     }
     loop {
         let batch = queue.events_after(cursor, REPLAY_BATCH).await?;
-        let Some(last) = batch.last() else { return Ok(Some(cursor)) };
+        let Some(last) = batch.last() else {
+            return Ok(Some(cursor));
+        };
         cursor = last.id;
         for e in &batch {
             if tx.send(Ok(logged(e.id, &e.kind, &e.data))).await.is_err() {
@@ -93,7 +98,9 @@ async fn pump(queue: &Queue, mut live: broadcast::Receiver<Arc<Event>>, last_id:
     };
     // The snapshot carries the cursor as its id, so a reconnect resumes after it.
     let hello = queue.status_event().await?;
-    let _ = tx.send(Ok(live_event(&hello).id(cursor.to_string()).retry(RETRY))).await;
+    let _ = tx
+        .send(Ok(live_event(&hello).id(cursor.to_string()).retry(RETRY)))
+        .await;
 
     loop {
         match live.recv().await {

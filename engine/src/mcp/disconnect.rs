@@ -57,7 +57,10 @@ where
             let response = fut.await?;
             Ok(response.map(|body| {
                 let inner = axum::body::Body::new(body);
-                axum::body::Body::new(GuardedBody { inner, guard: Some(token.drop_guard()) })
+                axum::body::Body::new(GuardedBody {
+                    inner,
+                    guard: Some(token.drop_guard()),
+                })
             }))
         })
     }

@@ -10,7 +10,7 @@
 mod disconnect;
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use rmcp::handler::server::common::{schema_for_output, schema_for_type};
 use rmcp::model::{
@@ -29,8 +29,8 @@ use crate::model::{UserRequestResult, MAX_WAIT_SECONDS};
 use crate::queue::Queue;
 use crate::Error;
 
-pub use disconnect::DisconnectGuardLayer;
 use disconnect::ClientGone;
+pub use disconnect::DisconnectGuardLayer;
 
 pub const TOOL_NAME: &str = "get_user_request";
 
@@ -105,7 +105,7 @@ impl LocalMcp {
             Some(token) => {
                 // Report progress every PROGRESS_EVERY while the call waits.
                 tokio::pin!(call);
-                let started = Instant::now();
+                let started = tokio::time::Instant::now();
                 let total = f64::from(self.queue.settings().default_wait_seconds.min(MAX_WAIT_SECONDS));
                 let mut ticks = tokio::time::interval_at(tokio::time::Instant::now() + PROGRESS_EVERY, PROGRESS_EVERY);
                 loop {
@@ -129,7 +129,10 @@ impl LocalMcp {
         match result {
             Ok((result, _outcome)) => match serde_json::to_value(&result) {
                 Ok(value) => Ok(CallToolResult::structured(value)),
-                Err(e) => Err(McpError::internal_error(format!("could not encode the result: {e}"), None)),
+                Err(e) => Err(McpError::internal_error(
+                    format!("could not encode the result: {e}"),
+                    None,
+                )),
             },
             Err(Error::Internal(message)) => Err(McpError::internal_error(message, None)),
             Err(e) => Ok(tool_error(&e.to_string())),
@@ -190,7 +193,10 @@ impl ServerHandler for LocalMcp {
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         if request.name != TOOL_NAME {
-            return Err(McpError::invalid_params(format!("unknown tool {:?}; the only tool is {TOOL_NAME}", request.name), None));
+            return Err(McpError::invalid_params(
+                format!("unknown tool {:?}; the only tool is {TOOL_NAME}", request.name),
+                None,
+            ));
         }
         self.get_user_request(request, ctx).await.map(Into::into)
     }

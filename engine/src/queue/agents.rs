@@ -51,7 +51,12 @@ impl Calls {
         entry.newest.cancel();
         entry.newest = CancellationToken::new();
         entry.in_flight += 1;
-        CallGuard { calls: self, agent_id: agent_id.to_owned(), waiting: false, superseded: entry.newest.clone() }
+        CallGuard {
+            calls: self,
+            agent_id: agent_id.to_owned(),
+            waiting: false,
+            superseded: entry.newest.clone(),
+        }
     }
 
     /// How many calls from this agent are waiting on an empty queue now.
@@ -61,7 +66,11 @@ impl Calls {
 
     /// Agents with at least one waiting call.
     pub fn waiting_agents(&self) -> Vec<String> {
-        self.lock().iter().filter(|(_, c)| c.waiting > 0).map(|(k, _)| k.clone()).collect()
+        self.lock()
+            .iter()
+            .filter(|(_, c)| c.waiting > 0)
+            .map(|(k, _)| k.clone())
+            .collect()
     }
 }
 
@@ -135,10 +144,22 @@ mod tests {
     #[test]
     fn states_follow_activity() {
         assert_eq!(agent_state(&activity(500, None), true, 30), AgentState::Listening);
-        assert_eq!(agent_state(&activity(100, Some((100, "instruction"))), false, 30), AgentState::Working);
-        assert_eq!(agent_state(&activity(5, Some((5, "empty"))), false, 30), AgentState::Idle);
-        assert_eq!(agent_state(&activity(31, Some((31, "default_response"))), false, 30), AgentState::Offline);
-        assert_eq!(agent_state(&activity(4000, Some((4000, "instruction"))), false, 30), AgentState::Offline);
+        assert_eq!(
+            agent_state(&activity(100, Some((100, "instruction"))), false, 30),
+            AgentState::Working
+        );
+        assert_eq!(
+            agent_state(&activity(5, Some((5, "empty"))), false, 30),
+            AgentState::Idle
+        );
+        assert_eq!(
+            agent_state(&activity(31, Some((31, "default_response"))), false, 30),
+            AgentState::Offline
+        );
+        assert_eq!(
+            agent_state(&activity(4000, Some((4000, "instruction"))), false, 30),
+            AgentState::Offline
+        );
     }
 
     #[test]

@@ -61,10 +61,14 @@ impl Queue {
     /// Spawns the status publisher, which stops with `shutdown`.
     pub fn new(store: Store, seed: &Settings, facts: ServerFacts, shutdown: CancellationToken) -> Result<Queue> {
         seed.validate()?;
-        let settings = store.write(Durability::Full, |db| {
-            db.seed_settings(seed)?;
-            db.settings()
-        }, |_| ())?;
+        let settings = store.write(
+            Durability::Full,
+            |db| {
+                db.seed_settings(seed)?;
+                db.settings()
+            },
+            |_| (),
+        )?;
         let queue = Queue {
             inner: Arc::new(Inner {
                 store,
@@ -99,13 +103,22 @@ impl Queue {
 
     // ---- reads --------------------------------------------------------------
 
-    pub async fn list(&self, filter: StatusFilter, consumed_limit: Option<u32>, consumed_offset: u32) -> Result<Vec<Instruction>> {
-        self.blocking(move |i| i.store.read(|db| db.list(filter, consumed_limit, consumed_offset))).await
+    pub async fn list(
+        &self,
+        filter: StatusFilter,
+        consumed_limit: Option<u32>,
+        consumed_offset: u32,
+    ) -> Result<Vec<Instruction>> {
+        self.blocking(move |i| i.store.read(|db| db.list(filter, consumed_limit, consumed_offset)))
+            .await
     }
 
     pub async fn get(&self, id: String) -> Result<Instruction> {
-        self.blocking(move |i| i.store.read(|db| db.get_instruction(&id)?.ok_or_else(|| not_found(&id))))
-            .await
+        self.blocking(move |i| {
+            i.store
+                .read(|db| db.get_instruction(&id)?.ok_or_else(|| not_found(&id)))
+        })
+        .await
     }
 
     pub async fn counts(&self) -> Result<QueueCounts> {
@@ -184,7 +197,9 @@ impl Queue {
     pub async fn move_to(&self, id: String, to: MoveTo) -> Result<Vec<Instruction>> {
         let given = [to.before_id.is_some(), to.after_id.is_some(), to.to.is_some()];
         if given.iter().filter(|g| **g).count() != 1 {
-            return Err(Error::Invalid("give exactly one of before_id, after_id or to (\"front\" | \"back\")".into()));
+            return Err(Error::Invalid(
+                "give exactly one of before_id, after_id or to (\"front\" | \"back\")".into(),
+            ));
         }
         self.blocking(move |i| {
             i.write_instruction_event(EventKind::InstructionUpdated, |db| {
@@ -196,12 +211,20 @@ impl Queue {
                 let at = match (&to.before_id, &to.after_id, to.to) {
                     (Some(anchor), _, _) | (_, Some(anchor), _) => {
                         if *anchor == moving {
-                            return Err(Error::Invalid("an instruction cannot be moved relative to itself".into()));
+                            return Err(Error::Invalid(
+                                "an instruction cannot be moved relative to itself".into(),
+                            ));
                         }
                         let a = order.iter().position(|x| x == anchor).ok_or_else(|| {
-                            Error::Conflict(format!("instruction {anchor} is not pending; reload the queue and try again"))
+                            Error::Conflict(format!(
+                                "instruction {anchor} is not pending; reload the queue and try again"
+                            ))
                         })?;
-                        if to.before_id.is_some() { a } else { a + 1 }
+                        if to.before_id.is_some() {
+                            a
+                        } else {
+                            a + 1
+                        }
                     }
                     (_, _, Some(RequeuePlace::Front)) => 0,
                     _ => order.len(),
@@ -262,7 +285,12 @@ impl Queue {
                 Durability::Full,
                 |db| {
                     db.put_settings(&stored)?;
-                    let event = Event::new(EventKind::ConfigUpdated, time::now(), EventData::Config(stored.clone()), None);
+                    let event = Event::new(
+                        EventKind::ConfigUpdated,
+                        time::now(),
+                        EventData::Config(stored.clone()),
+                        None,
+                    );
                     let id = db.append_event(event.kind.as_str(), &event.timestamp, &event.json)?;
                     Ok(Event { id: Some(id), ..event })
                 },
@@ -285,12 +313,14 @@ impl Queue {
 
     /// Events after `after_id` from the log, oldest first (for SSE replay).
     pub async fn events_after(&self, after_id: i64, limit: u32) -> Result<Vec<crate::store::StoredEvent>> {
-        self.blocking(move |i| i.store.read(|db| db.events_after(after_id, limit))).await
+        self.blocking(move |i| i.store.read(|db| db.events_after(after_id, limit)))
+            .await
     }
 
     /// The oldest event id still in the log, and the newest ever assigned.
     pub async fn event_log_bounds(&self) -> Result<(Option<i64>, i64)> {
-        self.blocking(|i| i.store.read(|db| Ok((db.oldest_event_id()?, db.last_event_id()?)))).await
+        self.blocking(|i| i.store.read(|db| Ok((db.oldest_event_id()?, db.last_event_id()?))))
+            .await
     }
 
     pub async fn integrity_check(&self) -> Result<String> {
@@ -324,7 +354,12 @@ impl Inner {
                 let now = time::now();
                 items
                     .into_iter()
-                    .map(|item| log_event(db, Event::new(kind, now.clone(), EventData::Instruction(item), Some(pending))))
+                    .map(|item| {
+                        log_event(
+                            db,
+                            Event::new(kind, now.clone(), EventData::Instruction(item), Some(pending)),
+                        )
+                    })
                     .collect::<Result<Vec<_>>>()
             },
             |events| {
@@ -350,7 +385,10 @@ fn log_event(db: &Db<'_>, event: Event) -> Result<Event> {
 }
 
 fn first(items: Vec<Instruction>) -> Result<Instruction> {
-    items.into_iter().next().ok_or_else(|| Error::Internal("a write returned no row".into()))
+    items
+        .into_iter()
+        .next()
+        .ok_or_else(|| Error::Internal("a write returned no row".into()))
 }
 
 fn not_found(id: &str) -> Error {
@@ -373,7 +411,9 @@ fn pending_only(db: &Db<'_>, id: &str, verb: &str) -> Result<Error> {
 /// The text is kept as typed (no trimming): indentation can matter.
 pub fn validate_content(content: String) -> Result<String> {
     if content.trim().is_empty() {
-        return Err(Error::Invalid("instruction content must not be empty or whitespace only".into()));
+        return Err(Error::Invalid(
+            "instruction content must not be empty or whitespace only".into(),
+        ));
     }
     if content.len() > MAX_INSTRUCTION_BYTES {
         return Err(Error::TooLarge(format!(
@@ -382,7 +422,9 @@ pub fn validate_content(content: String) -> Result<String> {
         )));
     }
     if content.contains('\0') {
-        return Err(Error::Invalid("instruction content must not contain NUL characters".into()));
+        return Err(Error::Invalid(
+            "instruction content must not contain NUL characters".into(),
+        ));
     }
     Ok(content)
 }

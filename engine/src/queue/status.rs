@@ -55,7 +55,9 @@ fn rank(s: AgentState) -> u8 {
 impl Queue {
     /// The current status report.
     pub async fn status(&self) -> Result<StatusSnapshot> {
-        let (activity, queue) = self.blocking(|i| i.store.read(|db| Ok((db.agents(AGENTS_LISTED)?, db.counts()?)))).await?;
+        let (activity, queue) = self
+            .blocking(|i| i.store.read(|db| Ok((db.agents(AGENTS_LISTED)?, db.counts()?))))
+            .await?;
         let settings = self.settings();
         let mut agents: Vec<AgentStatus> = activity
             .into_iter()
@@ -110,7 +112,12 @@ impl Queue {
         let facts = self.facts();
         Ok(StatusSnapshot {
             server: ServerSummary {
-                status: if self.inner.shutdown.is_cancelled() { "stopping" } else { "up" }.into(),
+                status: if self.inner.shutdown.is_cancelled() {
+                    "stopping"
+                } else {
+                    "up"
+                }
+                .into(),
                 started_at: facts.started_at.clone(),
                 url: facts.url.clone(),
                 version: facts.version.clone(),
@@ -125,7 +132,12 @@ impl Queue {
     /// A `status.changed` event with a fresh snapshot.
     pub async fn status_event(&self) -> Result<Event> {
         let snapshot = self.status().await?;
-        Ok(Event::new(EventKind::StatusChanged, time::now(), EventData::Status(Box::new(snapshot)), None))
+        Ok(Event::new(
+            EventKind::StatusChanged,
+            time::now(),
+            EventData::Status(Box::new(snapshot)),
+            None,
+        ))
     }
 }
 

@@ -6,7 +6,9 @@
 //! polling, and claim only after the wait resolves *and* the caller is still
 //! there and still the agent's newest call.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use tokio::time::Instant;
 
 use tokio_util::sync::CancellationToken;
 
@@ -36,9 +38,14 @@ pub enum WaitOutcome {
 
 /// Trim the agent id, default it, and refuse ones too long or with control characters.
 pub fn normalize_agent_id(agent_id: Option<&str>) -> Result<String> {
-    let id = agent_id.map(str::trim).filter(|s| !s.is_empty()).unwrap_or(DEFAULT_AGENT_ID);
+    let id = agent_id
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .unwrap_or(DEFAULT_AGENT_ID);
     if id.chars().count() > MAX_AGENT_ID_CHARS {
-        return Err(Error::Invalid(format!("agent_id must be at most {MAX_AGENT_ID_CHARS} characters")));
+        return Err(Error::Invalid(format!(
+            "agent_id must be at most {MAX_AGENT_ID_CHARS} characters"
+        )));
     }
     if id.chars().any(char::is_control) {
         return Err(Error::Invalid("agent_id must not contain control characters".into()));
@@ -65,7 +72,7 @@ impl Queue {
         }
         let settings = self.settings();
         let wait = Duration::from_secs(u64::from(settings.default_wait_seconds.min(MAX_WAIT_SECONDS)));
-        let deadline = tokio::time::Instant::from_std(started + wait);
+        let deadline = started + wait;
 
         call.set_waiting(true);
         self.mark_status_dirty();
@@ -105,7 +112,8 @@ impl Queue {
                     ResultType::DefaultResponse
                 };
                 // A caller that is gone never reads a result; record only that it was seen.
-                let recorded = matches!(outcome, WaitOutcome::TimedOut | WaitOutcome::Superseded).then_some(result_type);
+                let recorded =
+                    matches!(outcome, WaitOutcome::TimedOut | WaitOutcome::Superseded).then_some(result_type);
                 let remaining = self.record_call(&agent, recorded).await?;
                 let waited = started.elapsed().as_secs();
                 self.mark_status_dirty();
@@ -174,7 +182,12 @@ impl Queue {
                     let remaining = db.pending_count()?;
                     let event = log_event(
                         db,
-                        Event::new(EventKind::InstructionConsumed, now, EventData::Instruction(item.clone()), Some(remaining)),
+                        Event::new(
+                            EventKind::InstructionConsumed,
+                            now,
+                            EventData::Instruction(item.clone()),
+                            Some(remaining),
+                        ),
                     )?;
                     Ok(Some((item, remaining, event)))
                 },

@@ -24,7 +24,7 @@ const MIGRATIONS: &[&str] = &[
     );
     -- The claim path reads the head of the rail: keep it an index seek.
     CREATE INDEX instructions_pending_by_position ON instructions(position) WHERE status = 'pending';
-    CREATE INDEX instructions_consumed_by_time ON instructions(consumed_at, id) WHERE status = 'consumed';
+    CREATE INDEX instructions_consumed_by_time ON instructions(consumed_at, position) WHERE status = 'consumed';
     CREATE TABLE settings (
         key TEXT PRIMARY KEY NOT NULL,
         value TEXT NOT NULL

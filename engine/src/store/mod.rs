@@ -43,13 +43,11 @@ impl Store {
     /// Refuses a database written by a newer version of the program.
     pub fn open(path: &Path) -> Result<Store> {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).map_err(|e| {
-                Error::Internal(format!("cannot create the database folder {}: {e}", dir.display()))
-            })?;
+            std::fs::create_dir_all(dir)
+                .map_err(|e| Error::Internal(format!("cannot create the database folder {}: {e}", dir.display())))?;
         }
-        let conn = Connection::open(path).map_err(|e| {
-            Error::Internal(format!("cannot open the database {}: {e}", path.display()))
-        })?;
+        let conn = Connection::open(path)
+            .map_err(|e| Error::Internal(format!("cannot open the database {}: {e}", path.display())))?;
         Self::configure(conn, true)
     }
 

@@ -33,7 +33,11 @@ fn instruction_from_row(row: &Row<'_>) -> rusqlite::Result<Instruction> {
     Ok(Instruction {
         id: row.get(0)?,
         content: row.get(1)?,
-        status: if status == "consumed" { InstructionStatus::Consumed } else { InstructionStatus::Pending },
+        status: if status == "consumed" {
+            InstructionStatus::Consumed
+        } else {
+            InstructionStatus::Pending
+        },
         created_at: row.get(3)?,
         updated_at: row.get(4)?,
         consumed_at: row.get(5)?,
@@ -51,7 +55,11 @@ impl<'c> Db<'c> {
 
     /// The position after every instruction ever queued (new ones go to the back).
     pub fn next_position(&self) -> Result<i64> {
-        Ok(self.conn.query_row("SELECT COALESCE(MAX(position), 0) + 1 FROM instructions", [], |r| r.get(0))?)
+        Ok(self
+            .conn
+            .query_row("SELECT COALESCE(MAX(position), 0) + 1 FROM instructions", [], |r| {
+                r.get(0)
+            })?)
     }
 
     /// A position before every pending instruction (for "send again" to the front).
@@ -135,7 +143,9 @@ impl<'c> Db<'c> {
         let mut stmt = self
             .conn
             .prepare_cached("SELECT id FROM instructions WHERE status = 'pending' ORDER BY position, created_at")?;
-        let ids = stmt.query_map([], |r| r.get(0))?.collect::<rusqlite::Result<Vec<String>>>()?;
+        let ids = stmt
+            .query_map([], |r| r.get(0))?
+            .collect::<rusqlite::Result<Vec<String>>>()?;
         Ok(ids)
     }
 
@@ -148,7 +158,10 @@ impl<'c> Db<'c> {
              WHERE id = ?1 AND status = 'pending' AND position <> ?2 RETURNING {INSTRUCTION_COLUMNS}"
         ))?;
         for (offset, id) in ids.iter().enumerate() {
-            if let Some(row) = stmt.query_row(params![id, base + offset as i64, now], instruction_from_row).optional()? {
+            if let Some(row) = stmt
+                .query_row(params![id, base + offset as i64, now], instruction_from_row)
+                .optional()?
+            {
                 changed.push(row);
             }
         }
@@ -157,17 +170,24 @@ impl<'c> Db<'c> {
 
     /// The lowest position among pending instructions (where a reordered rail starts).
     pub fn min_pending_position(&self) -> Result<Option<i64>> {
-        Ok(self
-            .conn
-            .query_row("SELECT MIN(position) FROM instructions WHERE status = 'pending'", [], |r| r.get(0))?)
+        Ok(self.conn.query_row(
+            "SELECT MIN(position) FROM instructions WHERE status = 'pending'",
+            [],
+            |r| r.get(0),
+        )?)
     }
 
     pub fn counts(&self) -> Result<QueueCounts> {
-        let (pending, consumed): (i64, i64) = self.conn.prepare_cached(
-            "SELECT COALESCE(SUM(status = 'pending'), 0), COALESCE(SUM(status = 'consumed'), 0) FROM instructions",
-        )?
-        .query_row([], |r| Ok((r.get(0)?, r.get(1)?)))?;
-        Ok(QueueCounts { pending_count: pending as u64, consumed_count: consumed as u64 })
+        let (pending, consumed): (i64, i64) = self
+            .conn
+            .prepare_cached(
+                "SELECT COALESCE(SUM(status = 'pending'), 0), COALESCE(SUM(status = 'consumed'), 0) FROM instructions",
+            )?
+            .query_row([], |r| Ok((r.get(0)?, r.get(1)?)))?;
+        Ok(QueueCounts {
+            pending_count: pending as u64,
+            consumed_count: consumed as u64,
+        })
     }
 
     pub fn pending_count(&self) -> Result<u64> {
@@ -180,7 +200,12 @@ impl<'c> Db<'c> {
 
     /// Instructions for a listing: pending in delivery order, then consumed
     /// newest first (at most `consumed_limit` of them, skipping `consumed_offset`).
-    pub fn list(&self, filter: StatusFilter, consumed_limit: Option<u32>, consumed_offset: u32) -> Result<Vec<Instruction>> {
+    pub fn list(
+        &self,
+        filter: StatusFilter,
+        consumed_limit: Option<u32>,
+        consumed_offset: u32,
+    ) -> Result<Vec<Instruction>> {
         let mut items = Vec::new();
         if filter != StatusFilter::Consumed {
             let mut stmt = self.conn.prepare_cached(&format!(
@@ -195,7 +220,7 @@ impl<'c> Db<'c> {
             let limit = consumed_limit.map(i64::from).unwrap_or(-1);
             let mut stmt = self.conn.prepare_cached(&format!(
                 "SELECT {INSTRUCTION_COLUMNS} FROM instructions WHERE status = 'consumed'
-                 ORDER BY consumed_at DESC, id DESC LIMIT ?1 OFFSET ?2"
+                 ORDER BY consumed_at DESC, position DESC LIMIT ?1 OFFSET ?2"
             ))?;
             let rows = stmt.query_map(params![limit, consumed_offset], instruction_from_row)?;
             for row in rows {
@@ -209,7 +234,9 @@ impl<'c> Db<'c> {
 
     /// Write any setting not stored yet (first run); stored values are kept.
     pub fn seed_settings(&self, s: &Settings) -> Result<()> {
-        let mut stmt = self.conn.prepare_cached("INSERT OR IGNORE INTO settings (key, value) VALUES (?1, ?2)")?;
+        let mut stmt = self
+            .conn
+            .prepare_cached("INSERT OR IGNORE INTO settings (key, value) VALUES (?1, ?2)")?;
         for (k, v) in settings_pairs(s) {
             stmt.execute(params![k, v])?;
         }
@@ -302,7 +329,12 @@ impl<'c> Db<'c> {
             .conn
             .prepare_cached("SELECT id, type, created_at, data FROM events WHERE id > ?1 ORDER BY id LIMIT ?2")?;
         let rows = stmt.query_map(params![after_id, limit], |r| {
-            Ok(StoredEvent { id: r.get(0)?, kind: r.get(1)?, created_at: r.get(2)?, data: r.get(3)? })
+            Ok(StoredEvent {
+                id: r.get(0)?,
+                kind: r.get(1)?,
+                created_at: r.get(2)?,
+                data: r.get(3)?,
+            })
         })?;
         Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
     }
@@ -314,9 +346,11 @@ impl<'c> Db<'c> {
 
     /// The newest event id ever assigned (survives pruning), 0 if none.
     pub fn last_event_id(&self) -> Result<i64> {
-        Ok(self
-            .conn
-            .query_row("SELECT COALESCE((SELECT seq FROM sqlite_sequence WHERE name = 'events'), 0)", [], |r| r.get(0))?)
+        Ok(self.conn.query_row(
+            "SELECT COALESCE((SELECT seq FROM sqlite_sequence WHERE name = 'events'), 0)",
+            [],
+            |r| r.get(0),
+        )?)
     }
 }
 
@@ -326,4 +360,14 @@ fn settings_pairs(s: &Settings) -> [(&'static str, String); 3] {
         ("default_empty_response", s.default_empty_response.clone()),
         ("agent_stale_after_seconds", s.agent_stale_after_seconds.to_string()),
     ]
+}
+
+#[cfg(test)]
+impl Db<'_> {
+    /// The connection's current `PRAGMA synchronous` (0 OFF, 1 NORMAL, 2 FULL).
+    pub fn conn_synchronous(&self) -> i64 {
+        self.conn
+            .query_row("PRAGMA synchronous", [], |r| r.get(0))
+            .unwrap_or(-1)
+    }
 }

@@ -1,0 +1,190 @@
+use super::*;
+use crate::model::{Instruction, InstructionStatus, Settings, StatusFilter};
+
+fn instruction(id: &str, position: i64) -> Instruction {
+    let now = crate::time::now();
+    Instruction {
+        id: id.into(),
+        content: format!("do {id}"),
+        status: InstructionStatus::Pending,
+        created_at: now.clone(),
+        updated_at: now,
+        consumed_at: None,
+        consumed_by_agent_id: None,
+        position,
+    }
+}
+
+fn pragma(store: &Store, name: &str) -> i64 {
+    store
+        .lock()
+        .query_row(&format!("PRAGMA {name}"), [], |r| r.get(0))
+        .unwrap()
+}
+
+#[test]
+fn a_new_file_is_migrated_in_wal_and_reopens_cleanly() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("nested/q.sqlite3");
+    let store = Store::open(&path).unwrap();
+    assert_eq!(pragma(&store, "user_version"), migrations::SCHEMA_VERSION);
+    let mode: String = store.lock().query_row("PRAGMA journal_mode", [], |r| r.get(0)).unwrap();
+    assert_eq!(mode, "wal");
+    assert_eq!(pragma(&store, "synchronous"), 2, "FULL by default");
+    assert_eq!(pragma(&store, "foreign_keys"), 1);
+    store
+        .write(
+            Durability::Full,
+            |db| db.insert_instruction(&instruction("a", 1)),
+            |_| (),
+        )
+        .unwrap();
+    drop(store);
+    let again = Store::open(&path).unwrap();
+    assert_eq!(again.read(|db| db.pending_ids()).unwrap(), ["a"]);
+    assert_eq!(again.integrity_check().unwrap(), "ok");
+}
+
+#[test]
+fn a_database_from_a_newer_version_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("q.sqlite3");
+    drop(Store::open(&path).unwrap());
+    rusqlite::Connection::open(&path)
+        .unwrap()
+        .execute_batch("PRAGMA user_version = 99")
+        .unwrap();
+    let err = Store::open(&path).err().expect("refused");
+    assert!(err.to_string().contains("newer"), "{err}");
+}
+
+#[test]
+fn a_claim_commits_with_normal_sync_and_restores_full() {
+    let store = Store::open_in_memory().unwrap();
+    store
+        .write(
+            Durability::Full,
+            |db| {
+                db.insert_instruction(&instruction("b", 2))?;
+                db.insert_instruction(&instruction("a", 1))
+            },
+            |_| (),
+        )
+        .unwrap();
+    let seen = std::cell::Cell::new(-1);
+    let claimed = store
+        .write(
+            Durability::Normal,
+            |db| {
+                seen.set(db.conn_synchronous());
+                db.claim_next("agent", &crate::time::now())
+            },
+            |_| (),
+        )
+        .unwrap()
+        .unwrap();
+    assert_eq!(seen.get(), 1, "NORMAL inside the claim");
+    assert_eq!(pragma(&store, "synchronous"), 2, "FULL again afterwards");
+    assert_eq!(claimed.id, "a", "lowest position first");
+    assert_eq!(claimed.status, InstructionStatus::Consumed);
+    assert_eq!(claimed.consumed_by_agent_id.as_deref(), Some("agent"));
+    let next = store
+        .write(
+            Durability::Normal,
+            |db| db.claim_next("agent", &crate::time::now()),
+            |_| (),
+        )
+        .unwrap();
+    assert_eq!(next.unwrap().id, "b");
+    assert!(store
+        .write(
+            Durability::Normal,
+            |db| db.claim_next("agent", &crate::time::now()),
+            |_| ()
+        )
+        .unwrap()
+        .is_none());
+    let counts = store.read(|db| db.counts()).unwrap();
+    assert_eq!((counts.pending_count, counts.consumed_count), (0, 2));
+}
+
+#[test]
+fn a_failed_body_rolls_back_and_publishes_nothing() {
+    let store = Store::open_in_memory().unwrap();
+    let published = std::cell::Cell::new(false);
+    let r: crate::Result<()> = store.write(
+        Durability::Full,
+        |db| {
+            db.insert_instruction(&instruction("x", 1))?;
+            Err(crate::Error::Invalid("no".into()))
+        },
+        |_| published.set(true),
+    );
+    assert!(r.is_err());
+    assert!(!published.get());
+    assert!(store.read(|db| db.list(StatusFilter::All, None, 0)).unwrap().is_empty());
+    // The same id can be written afterwards: the first attempt left nothing behind.
+    store
+        .write(
+            Durability::Full,
+            |db| db.insert_instruction(&instruction("x", 1)),
+            |_| (),
+        )
+        .unwrap();
+}
+
+#[test]
+fn settings_seed_once_then_stored_values_rule() {
+    let store = Store::open_in_memory().unwrap();
+    let first = Settings {
+        default_wait_seconds: 5,
+        ..Settings::default()
+    };
+    store
+        .write(Durability::Full, |db| db.seed_settings(&first), |_| ())
+        .unwrap();
+    let later = Settings {
+        default_wait_seconds: 99,
+        ..Settings::default()
+    };
+    store
+        .write(Durability::Full, |db| db.seed_settings(&later), |_| ())
+        .unwrap();
+    assert_eq!(store.read(|db| db.settings()).unwrap().default_wait_seconds, 5);
+    store
+        .write(Durability::Full, |db| db.put_settings(&later), |_| ())
+        .unwrap();
+    assert_eq!(store.read(|db| db.settings()).unwrap(), later);
+}
+
+#[test]
+fn the_event_log_is_pruned_but_ids_keep_growing() {
+    let store = Store::open_in_memory().unwrap();
+    let total = queries::EVENT_LOG_KEEP + 1024;
+    store
+        .write(
+            Durability::Full,
+            |db| {
+                for _ in 0..total {
+                    db.append_event("instruction.created", "t", "{}")?;
+                }
+                Ok(())
+            },
+            |_| (),
+        )
+        .unwrap();
+    let (oldest, newest) = store
+        .read(|db| Ok((db.oldest_event_id()?.unwrap(), db.last_event_id()?)))
+        .unwrap();
+    assert_eq!(newest, total);
+    assert!(oldest > 1, "old events were pruned");
+    assert!(
+        newest - oldest < queries::EVENT_LOG_KEEP + 512,
+        "at most one batch over the limit"
+    );
+    let after = store.read(|db| db.events_after(newest - 3, 10)).unwrap();
+    assert_eq!(
+        after.iter().map(|e| e.id).collect::<Vec<_>>(),
+        [newest - 2, newest - 1, newest]
+    );
+}

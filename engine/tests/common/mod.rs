@@ -1,0 +1,226 @@
+//! Shared harness for the integration tests: the real engine on port 0 with a
+//! temporary database, plus small HTTP, SSE and MCP client helpers.
+#![allow(dead_code)]
+
+use std::time::Duration;
+
+use engine::{Config, Engine};
+use rmcp::model::{CallToolRequestParams, CallToolResult};
+use rmcp::service::RunningService;
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::{RoleClient, ServiceExt};
+use serde_json::{json, Value};
+use tokio_util::sync::CancellationToken;
+
+pub struct Server {
+    pub engine: Engine,
+    pub url: String,
+    pub http: reqwest::Client,
+    pub shutdown: CancellationToken,
+    pub db: std::path::PathBuf,
+    /// Keeps the temporary folder alive as long as the server.
+    pub dir: std::sync::Arc<tempfile::TempDir>,
+}
+
+pub async fn start(configure: impl FnOnce(&mut Config)) -> Server {
+    let dir = std::sync::Arc::new(tempfile::tempdir().unwrap());
+    start_in(dir, configure).await
+}
+
+/// Start on an existing folder (same database file): for restart tests.
+pub async fn start_in(dir: std::sync::Arc<tempfile::TempDir>, configure: impl FnOnce(&mut Config)) -> Server {
+    let db = dir.path().join("queue.sqlite3");
+    let mut config = Config::for_db(&db);
+    configure(&mut config);
+    let shutdown = CancellationToken::new();
+    let engine = engine::start(config, shutdown.clone()).await.expect("engine starts");
+    let url = engine.url.clone();
+    let http = reqwest::Client::builder().pool_max_idle_per_host(0).build().unwrap();
+    Server {
+        engine,
+        url,
+        http,
+        shutdown,
+        db,
+        dir,
+    }
+}
+
+impl Server {
+    pub async fn stop(self) -> std::sync::Arc<tempfile::TempDir> {
+        self.shutdown.cancel();
+        tokio::time::timeout(Duration::from_secs(10), self.engine.stopped())
+            .await
+            .expect("server stops promptly");
+        self.dir
+    }
+
+    pub fn api(&self, path: &str) -> String {
+        format!("{}{}", self.url, path)
+    }
+
+    /// POST an instruction; panics unless it is 201.
+    pub async fn add(&self, content: &str) -> Value {
+        let r = self
+            .http
+            .post(self.api("/api/instructions"))
+            .json(&json!({ "content": content }))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 201, "adding {content:?}");
+        r.json::<Value>().await.unwrap()["item"].clone()
+    }
+
+    pub async fn get_json(&self, path: &str) -> Value {
+        let r = self.http.get(self.api(path)).send().await.unwrap();
+        assert!(r.status().is_success(), "GET {path}: {}", r.status());
+        r.json().await.unwrap()
+    }
+
+    pub async fn set_config(&self, patch: Value) -> Value {
+        let r = self
+            .http
+            .patch(self.api("/api/config"))
+            .json(&patch)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 200, "PATCH /api/config {patch}");
+        r.json().await.unwrap()
+    }
+
+    /// Wait (bounded) until the status report says whether `agent` is waiting.
+    pub async fn until_waiting(&self, agent: &str, waiting: bool) {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+        loop {
+            let s = self.get_json("/api/status").await;
+            let now = s["agents"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|a| a["agent_id"] == agent && a["waiting"] == true);
+            if now == waiting {
+                return;
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "agent {agent} never became waiting={waiting}: {s}"
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+
+    /// A connected official-SDK MCP client.
+    pub async fn mcp(&self) -> RunningService<RoleClient, ()> {
+        let transport = StreamableHttpClientTransport::from_uri(format!("{}/mcp", self.url));
+        ().serve(transport).await.expect("MCP client connects")
+    }
+}
+
+/// Call `get_user_request` and return its structured result.
+pub async fn get_user_request(client: &RunningService<RoleClient, ()>, agent: Option<&str>) -> Value {
+    let result = call(client, agent).await;
+    assert_ne!(result.is_error, Some(true), "tool error: {result:?}");
+    let structured = result.structured_content.clone().expect("structured content");
+    // The text block carries the same JSON.
+    let text = result
+        .content
+        .first()
+        .and_then(|c| c.as_text())
+        .map(|t| t.text.clone())
+        .expect("text block");
+    assert_eq!(serde_json::from_str::<Value>(&text).unwrap(), structured);
+    structured
+}
+
+pub async fn call(client: &RunningService<RoleClient, ()>, agent: Option<&str>) -> CallToolResult {
+    let mut params = CallToolRequestParams::new("get_user_request");
+    if let Some(a) = agent {
+        params = params.with_arguments(json!({ "agent_id": a }).as_object().unwrap().clone());
+    }
+    client.call_tool(params).await.expect("tools/call")
+}
+
+/// A raw MCP `tools/call` POST (stateless, no initialize), as a JSON string body.
+pub fn raw_call_body(id: u64, agent: &str) -> String {
+    json!({"jsonrpc":"2.0","id":id,"method":"tools/call","params":{"name":"get_user_request","arguments":{"agent_id":agent}}}).to_string()
+}
+
+/// One server-sent event as the page's EventSource would see it.
+#[derive(Debug, Clone)]
+pub struct Sse {
+    pub event: String,
+    pub id: Option<String>,
+    pub data: Value,
+}
+
+/// A reader over a `text/event-stream` response.
+pub struct SseReader {
+    stream: std::pin::Pin<Box<dyn futures::Stream<Item = reqwest::Result<bytes::Bytes>> + Send>>,
+    buf: String,
+}
+
+impl SseReader {
+    pub async fn open(s: &Server, last_event_id: Option<&str>) -> SseReader {
+        let mut req = s.http.get(s.api("/api/events"));
+        if let Some(id) = last_event_id {
+            req = req.header("last-event-id", id);
+        }
+        let resp = req.send().await.unwrap();
+        assert_eq!(resp.status(), 200);
+        assert_eq!(resp.headers()["content-type"], "text/event-stream");
+        SseReader {
+            stream: Box::pin(resp.bytes_stream()),
+            buf: String::new(),
+        }
+    }
+
+    /// The next event (skipping keep-alive comments); `None` when the stream ends.
+    pub async fn next(&mut self) -> Option<Sse> {
+        use futures::StreamExt;
+        loop {
+            if let Some(end) = self.buf.find("\n\n") {
+                let block: String = self.buf.drain(..end + 2).collect();
+                let (mut event, mut id, mut data) = (String::from("message"), None, String::new());
+                for line in block.lines() {
+                    if let Some(v) = line.strip_prefix("event:") {
+                        event = v.trim().to_owned();
+                    } else if let Some(v) = line.strip_prefix("id:") {
+                        id = Some(v.trim().to_owned());
+                    } else if let Some(v) = line.strip_prefix("data:") {
+                        data.push_str(v.trim_start());
+                    }
+                }
+                if data.is_empty() {
+                    continue; // a comment or retry-only block
+                }
+                return Some(Sse {
+                    event,
+                    id,
+                    data: serde_json::from_str(&data).expect("event data is JSON"),
+                });
+            }
+            match tokio::time::timeout(Duration::from_secs(10), self.stream.next())
+                .await
+                .expect("an event within 10 s")
+            {
+                Some(chunk) => self.buf.push_str(&String::from_utf8_lossy(&chunk.ok()?)),
+                None => return None,
+            }
+        }
+    }
+
+    /// The next event of the given type, skipping others (status snapshots interleave).
+    pub async fn next_of(&mut self, event: &str) -> Sse {
+        loop {
+            let e = self
+                .next()
+                .await
+                .unwrap_or_else(|| panic!("stream ended before {event}"));
+            if e.event == event {
+                return e;
+            }
+        }
+    }
+}

@@ -1,0 +1,408 @@
+//! `get_user_request` over real MCP: the official Rust SDK client (rmcp) and raw
+//! streamable-HTTP requests where a test needs to hang up mid-call.
+
+mod common;
+
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use futures::StreamExt;
+use rmcp::model::{
+    CallToolRequestParams, ClientRequest, ProgressNotificationParam, Request, RequestMetaObject, ServerResult,
+};
+use rmcp::service::{NotificationContext, PeerRequestOptions};
+use rmcp::{ClientHandler, RoleClient, ServiceExt};
+use serde_json::{json, Value};
+
+#[tokio::test]
+async fn lists_one_tool_with_schemas_and_tells_agents_to_keep_calling() {
+    let s = common::start(|_| {}).await;
+    let client = s.mcp().await;
+    let info = client.peer_info().expect("server info");
+    let instructions = info.instructions.clone().unwrap_or_default();
+    assert!(
+        instructions.contains("get_user_request") && instructions.contains("Do not end your session"),
+        "{instructions}"
+    );
+    let tools = client.list_all_tools().await.unwrap();
+    assert_eq!(tools.len(), 1);
+    let tool = &tools[0];
+    assert_eq!(tool.name, "get_user_request");
+    let out = tool.output_schema.as_ref().expect("outputSchema");
+    for field in [
+        "status",
+        "result_type",
+        "instruction",
+        "remaining_pending",
+        "waited_seconds",
+    ] {
+        assert!(
+            out["properties"].get(field).is_some(),
+            "outputSchema lacks {field}: {out:?}"
+        );
+    }
+    assert_eq!(tool.input_schema["properties"]["agent_id"]["maxLength"], 128);
+    let ann = tool.annotations.as_ref().expect("annotations");
+    assert_eq!(ann.read_only_hint, Some(false));
+    assert!(tool.description.as_deref().unwrap().contains("call this tool again"));
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn fifo_one_per_call_with_remaining_count_then_timeout_results() {
+    let s = common::start(|c| c.settings.default_wait_seconds = 1).await;
+    for c in ["one", "two", "three"] {
+        s.add(c).await;
+    }
+    let client = s.mcp().await;
+    for (expected, remaining) in [("one", 2), ("two", 1), ("three", 0)] {
+        let r = common::get_user_request(&client, Some("fifo")).await;
+        assert_eq!(r["result_type"], "instruction");
+        assert_eq!(r["instruction"]["content"], expected);
+        assert_eq!(r["remaining_pending"], remaining);
+        assert_eq!(r["waited_seconds"], 0);
+        assert!(r["instruction"]["consumed_at"].as_str().unwrap().ends_with('Z'));
+    }
+    // Empty queue: wait the configured second, then the default response.
+    let t = Instant::now();
+    let r = common::get_user_request(&client, Some("fifo")).await;
+    assert!(t.elapsed() >= Duration::from_millis(950), "waited {:?}", t.elapsed());
+    assert_eq!(r["result_type"], "default_response");
+    assert_eq!(r["instruction"], Value::Null);
+    assert_eq!(r["response"], engine::model::DEFAULT_EMPTY_RESPONSE);
+    assert_eq!(r["waited_seconds"], 1);
+    // With no default text, the result is `empty`.
+    s.set_config(json!({"default_empty_response": ""})).await;
+    let r = common::get_user_request(&client, None).await;
+    assert_eq!(r["result_type"], "empty");
+    assert_eq!(r["response"], "");
+    // Zero wait answers at once.
+    s.set_config(json!({"default_wait_seconds": 0})).await;
+    let t = Instant::now();
+    let r = common::get_user_request(&client, None).await;
+    assert_eq!(r["result_type"], "empty");
+    assert!(t.elapsed() < Duration::from_millis(500));
+    let status = s.get_json("/api/status").await;
+    let default = status["agents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["agent_id"] == "default")
+        .unwrap()
+        .clone();
+    assert_eq!(
+        default["last_result_type"], "empty",
+        "a missing agent_id is recorded as \"default\""
+    );
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn a_waiting_call_is_woken_at_once_by_a_new_instruction() {
+    let s = common::start(|c| c.settings.default_wait_seconds = 60).await;
+    let client = s.mcp().await;
+    let waiting = tokio::spawn(async move {
+        let r = common::get_user_request(&client, Some("sleeper")).await;
+        (r, Instant::now())
+    });
+    s.until_waiting("sleeper", true).await;
+    let status = s.get_json("/api/status").await;
+    assert_eq!(status["agent"]["state"], "listening");
+    let posted = Instant::now();
+    let item = s.add("wake up").await;
+    let (r, woke) = tokio::time::timeout(Duration::from_secs(5), waiting)
+        .await
+        .expect("woken")
+        .unwrap();
+    assert_eq!(r["instruction"]["id"], item["id"]);
+    assert!(woke - posted < Duration::from_secs(1), "woke after {:?}", woke - posted);
+    assert_eq!(s.get_json("/api/status").await["agent"]["state"], "working");
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn eight_agents_share_8000_instructions_exactly_once() {
+    const AGENTS: usize = 8;
+    const PREFILLED: usize = 7000;
+    const LIVE: usize = 1000;
+    let dir = Arc::new(tempfile::tempdir().unwrap());
+    {
+        // Prefill through the engine's own store in one transaction: a thousand
+        // separate fsyncs would only measure the disk.
+        let store = engine::store::Store::open(&dir.path().join("queue.sqlite3")).unwrap();
+        store
+            .write(
+                engine::store::Durability::Full,
+                |db| {
+                    for n in 0..PREFILLED {
+                        let now = engine::time::now();
+                        db.insert_instruction(&engine::model::Instruction {
+                            id: format!("pre-{n}"),
+                            content: format!("prefilled {n}"),
+                            status: engine::model::InstructionStatus::Pending,
+                            created_at: now.clone(),
+                            updated_at: now,
+                            consumed_at: None,
+                            consumed_by_agent_id: None,
+                            position: n as i64 + 1,
+                        })?;
+                    }
+                    Ok(())
+                },
+                |_| (),
+            )
+            .unwrap();
+    }
+    let s = Arc::new(common::start_in(dir, |c| c.settings.default_wait_seconds = 2).await);
+    let producing = Arc::new(AtomicUsize::new(1));
+    let producer = {
+        let s = s.clone();
+        let producing = producing.clone();
+        tokio::spawn(async move {
+            for n in 0..LIVE {
+                s.add(&format!("live {n}")).await;
+            }
+            producing.store(0, Ordering::SeqCst);
+        })
+    };
+    let mut consumers = Vec::new();
+    for a in 0..AGENTS {
+        let s = s.clone();
+        let producing = producing.clone();
+        consumers.push(tokio::spawn(async move {
+            let client = s.mcp().await;
+            let mut got = Vec::new();
+            loop {
+                let r = common::get_user_request(&client, Some(&format!("agent-{a}"))).await;
+                match r["result_type"].as_str().unwrap() {
+                    "instruction" => got.push(r["instruction"]["id"].as_str().unwrap().to_owned()),
+                    _ if producing.load(Ordering::SeqCst) == 0 => break,
+                    _ => {}
+                }
+            }
+            got
+        }));
+    }
+    producer.await.unwrap();
+    let mut all = Vec::new();
+    let mut per_agent = Vec::new();
+    for c in consumers {
+        let got = c.await.unwrap();
+        per_agent.push(got.len());
+        all.extend(got);
+    }
+    let unique: HashSet<&String> = all.iter().collect();
+    assert_eq!(all.len(), unique.len(), "duplicates delivered");
+    assert_eq!(
+        all.len(),
+        PREFILLED + LIVE,
+        "lost instructions; per agent {per_agent:?}"
+    );
+    assert!(per_agent.iter().all(|n| *n > 0), "every agent got work: {per_agent:?}");
+    let counts = s.get_json("/api/status").await["queue"].clone();
+    assert_eq!(counts, json!({"pending_count": 0, "consumed_count": PREFILLED + LIVE}));
+    assert_eq!(s.engine.queue.integrity_check().await.unwrap(), "ok");
+}
+
+/// Start a raw `tools/call` and return the streaming response once the agent waits.
+async fn hang_a_call(s: &common::Server, agent: &str, session: Option<&str>) -> reqwest::Response {
+    let mut req = s
+        .http
+        .post(s.api("/mcp"))
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .body(common::raw_call_body(7, agent));
+    if let Some(id) = session {
+        req = req
+            .header("mcp-session-id", id)
+            .header("mcp-protocol-version", "2025-06-18");
+    }
+    let resp = req.send().await.unwrap();
+    assert!(resp.status().is_success(), "{}", resp.status());
+    s.until_waiting(agent, true).await;
+    resp
+}
+
+async fn departed_caller_consumes_nothing(s: &common::Server, session: Option<&str>) {
+    let resp = hang_a_call(s, "leaver", session).await;
+    drop(resp); // the client hangs up mid-wait
+    s.until_waiting("leaver", false).await;
+    let item = s.add("for whoever is still here").await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let after = s
+        .get_json(&format!("/api/instructions/{}", item["id"].as_str().unwrap()))
+        .await;
+    assert_eq!(after["item"]["status"], "pending", "the departed caller consumed it");
+    let client = s.mcp().await;
+    let r = common::get_user_request(&client, Some("stayer")).await;
+    assert_eq!(r["instruction"]["id"], item["id"]);
+}
+
+#[tokio::test]
+async fn a_caller_that_disconnects_mid_wait_consumes_nothing_stateless() {
+    let s = common::start(|c| c.settings.default_wait_seconds = 60).await;
+    departed_caller_consumes_nothing(&s, None).await;
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn a_caller_that_disconnects_mid_wait_consumes_nothing_with_sessions() {
+    let s = common::start(|c| {
+        c.settings.default_wait_seconds = 60;
+        c.mcp_stateless = false;
+    })
+    .await;
+    // A real session handshake.
+    let init = s
+        .http
+        .post(s.api("/mcp"))
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .body(json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw-test","version":"0"}}}).to_string())
+        .send()
+        .await
+        .unwrap();
+    let session = init
+        .headers()
+        .get("mcp-session-id")
+        .expect("a session id in session mode")
+        .to_str()
+        .unwrap()
+        .to_owned();
+    let _ = init.bytes().await;
+    let ack = s
+        .http
+        .post(s.api("/mcp"))
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-session-id", &session)
+        .header("mcp-protocol-version", "2025-06-18")
+        .body(json!({"jsonrpc":"2.0","method":"notifications/initialized"}).to_string())
+        .send()
+        .await
+        .unwrap();
+    assert!(ack.status().is_success());
+    departed_caller_consumes_nothing(&s, Some(&session)).await;
+    // The SDK client works in session mode too.
+    let client = s.mcp().await;
+    s.add("session mode").await;
+    assert_eq!(
+        common::get_user_request(&client, Some("sess")).await["instruction"]["content"],
+        "session mode"
+    );
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn a_newer_call_from_the_same_agent_supersedes_the_waiting_one() {
+    let s = Arc::new(common::start(|c| c.settings.default_wait_seconds = 60).await);
+    let first = {
+        let s = s.clone();
+        tokio::spawn(async move {
+            let client = s.mcp().await;
+            let r = common::get_user_request(&client, Some("twin")).await;
+            (r, Instant::now())
+        })
+    };
+    s.until_waiting("twin", true).await;
+    let second = {
+        let s = s.clone();
+        tokio::spawn(async move {
+            let client = s.mcp().await;
+            common::get_user_request(&client, Some("twin")).await
+        })
+    };
+    let (r1, _) = tokio::time::timeout(Duration::from_secs(5), first)
+        .await
+        .expect("the older call returns at once")
+        .unwrap();
+    assert_eq!(r1["result_type"], "default_response");
+    assert_eq!(r1["instruction"], Value::Null);
+    s.until_waiting("twin", true).await;
+    let item = s.add("for the newest call").await;
+    let r2 = tokio::time::timeout(Duration::from_secs(5), second)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(r2["instruction"]["id"], item["id"]);
+}
+
+#[tokio::test]
+async fn bad_arguments_are_tool_errors_and_unknown_tools_protocol_errors() {
+    let s = common::start(|_| {}).await;
+    let client = s.mcp().await;
+    let long = "a".repeat(129);
+    let r = common::call(&client, Some(&long)).await;
+    assert_eq!(r.is_error, Some(true));
+    let text = r.content[0].as_text().unwrap().text.clone();
+    assert!(text.contains("128"), "{text}");
+    let r = client
+        .call_tool(
+            CallToolRequestParams::new("get_user_request")
+                .with_arguments(json!({"agent_id": 5}).as_object().unwrap().clone()),
+        )
+        .await
+        .unwrap();
+    assert_eq!(r.is_error, Some(true));
+    let err = client.call_tool(CallToolRequestParams::new("no_such_tool")).await;
+    assert!(err.is_err(), "unknown tool must be a protocol error");
+    s.stop().await;
+}
+
+#[derive(Clone, Default)]
+struct ProgressCounter(Arc<AtomicUsize>);
+
+impl ClientHandler for ProgressCounter {
+    async fn on_progress(&self, _p: ProgressNotificationParam, _c: NotificationContext<RoleClient>) {
+        self.0.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+#[tokio::test]
+async fn long_waits_send_progress_when_asked() {
+    let s = common::start(|c| c.settings.default_wait_seconds = 12).await;
+    let counter = ProgressCounter::default();
+    let transport = rmcp::transport::StreamableHttpClientTransport::from_uri(format!("{}/mcp", s.url));
+    let client = counter.clone().serve(transport).await.unwrap();
+    let mut meta = RequestMetaObject::default();
+    meta.set_progress_token(rmcp::model::ProgressToken(rmcp::model::NumberOrString::Number(1)));
+    let mut params = CallToolRequestParams::new("get_user_request");
+    params.meta = Some(meta);
+    let result = client
+        .send_request_with_option(
+            ClientRequest::CallToolRequest(Request::new(params)),
+            PeerRequestOptions::with_timeout(Duration::from_secs(30)),
+        )
+        .await
+        .unwrap()
+        .await_response()
+        .await
+        .unwrap();
+    assert!(matches!(result, ServerResult::CallToolResult(_)), "{result:?}");
+    assert!(counter.0.load(Ordering::SeqCst) >= 1, "no progress during a 12 s wait");
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn raw_sse_answer_keeps_the_stream_open_while_waiting() {
+    let s = common::start(|c| c.settings.default_wait_seconds = 1).await;
+    let resp = s
+        .http
+        .post(s.api("/mcp"))
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .body(common::raw_call_body(3, "raw"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.headers()["content-type"], "text/event-stream");
+    let mut body = String::new();
+    let mut stream = resp.bytes_stream();
+    while let Some(chunk) = stream.next().await {
+        body.push_str(&String::from_utf8_lossy(&chunk.unwrap()));
+    }
+    assert!(body.contains("\"result_type\":\"default_response\""), "{body}");
+    s.stop().await;
+}

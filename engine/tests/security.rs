@@ -1,0 +1,220 @@
+//! DESIGN §6: foreign Host/Origin, non-JSON writes, CORS, bearer token, bind rules.
+
+mod common;
+
+use std::time::Duration;
+
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::ServiceExt;
+use serde_json::json;
+
+const ROUTES: [&str; 5] = ["/", "/healthz", "/api/status", "/api/instructions", "/api/events"];
+
+#[tokio::test]
+async fn foreign_host_and_origin_are_refused_on_every_route() {
+    let s = common::start(|_| {}).await;
+    let port = s.engine.addr.port();
+    let mcp_body = common::raw_call_body(1, "x");
+    for route in ROUTES.iter().chain(["/mcp"].iter()) {
+        let post = *route == "/mcp";
+        let req = |extra: (&'static str, String)| {
+            let r = if post {
+                s.http
+                    .post(s.api(route))
+                    .header("content-type", "application/json")
+                    .header("accept", "application/json, text/event-stream")
+                    .body(mcp_body.clone())
+            } else {
+                s.http.get(s.api(route))
+            };
+            r.header(extra.0, extra.1)
+        };
+        for host in [
+            "evil.example".to_owned(),
+            format!("evil.example:{port}"),
+            format!("127.0.0.1:{}", port + 1),
+            "localhost.evil.example".into(),
+        ] {
+            let r = req(("host", host.clone())).send().await.unwrap();
+            assert_eq!(r.status(), 403, "{route} with Host {host}");
+            let body: serde_json::Value = r.json().await.unwrap();
+            assert_eq!(body["error"]["code"], "forbidden");
+        }
+        for origin in [
+            "http://evil.example".to_owned(),
+            "null".into(),
+            format!("https://127.0.0.1:{port}"),
+            format!("http://127.0.0.1:{}", port + 1),
+        ] {
+            let r = req(("origin", origin.clone())).send().await.unwrap();
+            assert_eq!(r.status(), 403, "{route} with Origin {origin}");
+        }
+        // The page's own origin is fine.
+        let r = req(("origin", format!("http://127.0.0.1:{port}")))
+            .send()
+            .await
+            .unwrap();
+        assert!(r.status().is_success(), "{route} from its own origin: {}", r.status());
+        assert!(
+            r.headers().get("access-control-allow-origin").is_none(),
+            "no CORS grants"
+        );
+    }
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn writes_must_be_json_and_no_cors_is_granted() {
+    let s = common::start(|_| {}).await;
+    for (ct, body) in [
+        ("text/plain", "{\"content\":\"x\"}"),
+        ("application/x-www-form-urlencoded", "content=x"),
+        ("multipart/form-data; boundary=x", "--x--"),
+    ] {
+        let r = s
+            .http
+            .post(s.api("/api/instructions"))
+            .header("content-type", ct)
+            .body(body)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 415, "{ct}");
+        let r = s
+            .http
+            .post(s.api("/mcp"))
+            .header("content-type", ct)
+            .body(body)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 415, "/mcp {ct}");
+    }
+    let r = s
+        .http
+        .post(s.api("/api/instructions"))
+        .body("{\"content\":\"x\"}")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 415, "no content type");
+    assert_eq!(
+        s.get_json("/api/instructions").await["items"],
+        json!([]),
+        "nothing was queued"
+    );
+    let r = s
+        .http
+        .request(reqwest::Method::OPTIONS, s.api("/api/instructions"))
+        .header("origin", "http://evil.example")
+        .header("access-control-request-method", "POST")
+        .send()
+        .await
+        .unwrap();
+    assert!(r.headers().get("access-control-allow-origin").is_none());
+    let r = s.http.get(s.api("/")).send().await.unwrap();
+    let csp = r.headers()["content-security-policy"].to_str().unwrap().to_owned();
+    assert!(
+        csp.contains("default-src 'self'") && csp.contains("script-src 'self'"),
+        "{csp}"
+    );
+    assert_eq!(r.headers()["x-content-type-options"], "nosniff");
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn a_token_guards_the_api_and_mcp_but_not_health() {
+    let token = "correct-horse-battery-staple";
+    let s = common::start(|c| {
+        c.api_token = Some(token.into());
+        c.settings.default_wait_seconds = 0;
+    })
+    .await;
+    let h = s.http.get(s.api("/healthz")).send().await.unwrap();
+    assert_eq!(h.status(), 200, "health stays open for probes");
+    for route in ["/api/status", "/api/instructions", "/api/events", "/api/config"] {
+        for auth in [
+            None,
+            Some("Bearer wrong"),
+            Some("Bearer "),
+            Some("Basic Y29ycmVjdA=="),
+            Some(&format!("Bearer {token}x")[..]),
+        ] {
+            let mut r = s.http.get(s.api(route));
+            if let Some(a) = auth {
+                r = r.header("authorization", a);
+            }
+            let r = r.send().await.unwrap();
+            assert_eq!(r.status(), 401, "{route} with {auth:?}");
+            assert_eq!(r.headers()["www-authenticate"], "Bearer");
+        }
+        let r = s
+            .http
+            .get(s.api(&format!("{route}?token={token}&access_token={token}")))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 401, "a token in the query string is never read");
+    }
+    let r = s
+        .http
+        .post(s.api("/mcp"))
+        .header("content-type", "application/json")
+        .body(common::raw_call_body(1, "x"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 401);
+
+    let r = s
+        .http
+        .post(s.api("/api/instructions"))
+        .bearer_auth(token)
+        .json(&json!({"content": "with a token"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 201);
+    // The official client with the header gets through.
+    let transport = StreamableHttpClientTransport::from_config(
+        StreamableHttpClientTransportConfig::with_uri(format!("{}/mcp", s.url)).auth_header(token),
+    );
+    let client = ().serve(transport).await.unwrap();
+    let r = common::get_user_request(&client, Some("authed")).await;
+    assert_eq!(r["instruction"]["content"], "with a token");
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn a_non_loopback_bind_needs_a_token() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = engine::Config::for_db(dir.path().join("q.sqlite3"));
+    config.host = "0.0.0.0".parse().unwrap();
+    let err = engine::start(config, Default::default()).await.err().expect("refused");
+    assert!(err.to_string().contains("API_TOKEN"), "{err}");
+}
+
+#[tokio::test]
+async fn a_taken_port_falls_back_to_the_next_free_one() {
+    let taken = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = taken.local_addr().unwrap().port();
+    let s = common::start(|c| {
+        c.port = port;
+        c.port_fallback = true;
+    })
+    .await;
+    assert_ne!(s.engine.addr.port(), port);
+    assert_eq!(s.engine.port_fallback_from, Some(port));
+    assert!(s.get_json("/healthz").await["status"] == "ok");
+    s.stop().await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = engine::Config::for_db(dir.path().join("q.sqlite3"));
+    config.port = port;
+    let err = tokio::time::timeout(Duration::from_secs(5), engine::start(config, Default::default()))
+        .await
+        .unwrap()
+        .err()
+        .expect("no fallback: refused");
+    assert!(err.to_string().contains("in use"), "{err}");
+}
