@@ -67,6 +67,14 @@ pub fn url_host(host: IpAddr) -> String {
 
 /// Serve until `shutdown` is cancelled, then give open requests a short grace.
 pub async fn serve(listener: TcpListener, router: Router, shutdown: CancellationToken) {
+    use axum::serve::ListenerExt;
+    // MCP answers are SSE: several small writes per call. Without TCP_NODELAY,
+    // Nagle's algorithm meets the client's delayed ACK and every call stalls ~40 ms.
+    let listener = listener.tap_io(|tcp| {
+        if let Err(e) = tcp.set_nodelay(true) {
+            tracing::debug!(error = %e, "could not set TCP_NODELAY");
+        }
+    });
     let graceful = axum::serve(listener, router).with_graceful_shutdown(shutdown.clone().cancelled_owned());
     let serving = tokio::spawn(async move { graceful.await });
     tokio::pin!(serving);

@@ -74,31 +74,15 @@ impl Queue {
         let wait = Duration::from_secs(u64::from(settings.default_wait_seconds.min(MAX_WAIT_SECONDS)));
         let deadline = started + wait;
 
-        call.set_waiting(true);
-        self.mark_status_dirty();
-        let outcome = loop {
-            tokio::select! {
-                biased;
-                _ = caller_gone.cancelled() => break Err(WaitOutcome::CallerGone),
-                _ = call.superseded.cancelled() => break Err(WaitOutcome::Superseded),
-                _ = self.inner.shutdown.cancelled() => break Err(WaitOutcome::ShuttingDown),
-                _ = tokio::time::sleep_until(deadline) => break Err(WaitOutcome::TimedOut),
-                changed = added.changed() => {
-                    if changed.is_err() {
-                        break Err(WaitOutcome::ShuttingDown);
-                    }
-                    // Let a disconnect that is already on the wire be seen first:
-                    // one trip through the scheduler runs the connection tasks.
-                    tokio::task::yield_now().await;
-                    if caller_gone.is_cancelled() || call.superseded.is_cancelled() {
-                        continue; // the next turn of the loop reports why
-                    }
-                    if let Some(claimed) = self.claim(&agent, false).await? {
-                        break Ok(claimed);
-                    }
-                    // Another waiter was faster: keep waiting for the rest of the time.
-                }
-            }
+        // A zero wait answers at once: even an already-due tokio timer waits
+        // for the next 1 ms tick of the timer wheel.
+        let outcome = if wait.is_zero() {
+            Err(WaitOutcome::TimedOut)
+        } else {
+            call.set_waiting(true);
+            self.mark_status_dirty();
+            self.wait_and_claim(&agent, &mut added, &call.superseded, &caller_gone, deadline)
+                .await?
         };
         call.set_waiting(false);
         drop(call);
@@ -135,6 +119,43 @@ impl Queue {
                 ))
             }
         }
+    }
+
+    /// Wait for an instruction until `deadline`; claim one only while the
+    /// caller is still there and still the agent's newest call.
+    async fn wait_and_claim(
+        &self,
+        agent: &str,
+        added: &mut tokio::sync::watch::Receiver<u64>,
+        superseded: &CancellationToken,
+        caller_gone: &CancellationToken,
+        deadline: Instant,
+    ) -> Result<Result<(Instruction, u64), WaitOutcome>> {
+        let outcome = loop {
+            tokio::select! {
+                biased;
+                _ = caller_gone.cancelled() => break Err(WaitOutcome::CallerGone),
+                _ = superseded.cancelled() => break Err(WaitOutcome::Superseded),
+                _ = self.inner.shutdown.cancelled() => break Err(WaitOutcome::ShuttingDown),
+                _ = tokio::time::sleep_until(deadline) => break Err(WaitOutcome::TimedOut),
+                changed = added.changed() => {
+                    if changed.is_err() {
+                        break Err(WaitOutcome::ShuttingDown);
+                    }
+                    // Let a disconnect that is already on the wire be seen first:
+                    // one trip through the scheduler runs the connection tasks.
+                    tokio::task::yield_now().await;
+                    if caller_gone.is_cancelled() || superseded.is_cancelled() {
+                        continue; // the next turn of the loop reports why
+                    }
+                    if let Some(claimed) = self.claim(agent, false).await? {
+                        break Ok(claimed);
+                    }
+                    // Another waiter was faster: keep waiting for the rest of the time.
+                }
+            }
+        };
+        Ok(outcome)
     }
 
     fn finish_delivered(
