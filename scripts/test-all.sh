@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Every test in the repository: Rust unit and integration tests (real SQLite,
+# the real server on port 0, the official Rust MCP client), then the official
+# Python MCP SDK against the real binary. The 600-second wait test (the SDK
+# gives up after 300 s of silence) runs alongside the rest; set
+# LOCAL_MCP_LONG_WAIT_SECONDS=0 to skip it while iterating.
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+cd "$root"
+long_wait="${LOCAL_MCP_LONG_WAIT_SECONDS:-600}"
+
+step() { printf '\n==> %s\n' "$*"; }
+
+step "build the binaries"
+cargo build --workspace --bins --locked
+
+step "Python test environment (tests/.venv)"
+venv="$root/tests/.venv"
+if [ ! -x "$venv/bin/python" ]; then
+  python3 -m venv "$venv"
+fi
+"$venv/bin/python" -m pip install --quiet --disable-pip-version-check -r tests/python/requirements.txt
+
+long_pid=""
+long_log="$(mktemp)"
+if [ "$long_wait" != "0" ]; then
+  step "start the ${long_wait}-second wait test in the background"
+  LOCAL_MCP_LONG_WAIT_SECONDS="$long_wait" "$venv/bin/python" -m pytest -q -p no:cacheprovider \
+    -k long_wait tests/python >"$long_log" 2>&1 &
+  long_pid=$!
+fi
+
+step "Rust tests"
+cargo test --workspace --locked
+
+step "official Python MCP SDK tests"
+"$venv/bin/python" -m pytest -q -p no:cacheprovider -k "not long_wait" tests/python
+
+if [ -n "$long_pid" ]; then
+  step "wait for the ${long_wait}-second wait test"
+  if ! wait "$long_pid"; then
+    cat "$long_log"
+    echo "the long wait test failed" >&2
+    exit 1
+  fi
+  cat "$long_log"
+fi
+rm -f "$long_log"

@@ -1,0 +1,82 @@
+"""Fixtures: the real `local-mcp-server` binary on a free port with a temporary database."""
+
+import json
+import os
+import pathlib
+import subprocess
+import threading
+import urllib.request
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+
+
+def server_binary() -> str:
+    explicit = os.environ.get("LOCAL_MCP_SERVER_BIN")
+    if explicit:
+        return explicit
+    target = os.environ.get("CARGO_TARGET_DIR", str(ROOT / "target"))
+    return str(pathlib.Path(target) / "debug" / "local-mcp-server")
+
+
+class Server:
+    def __init__(self, tmp: pathlib.Path, wait_seconds: int):
+        env = dict(os.environ, DB_PATH=str(tmp / "queue.sqlite3"), HTTP_PORT="0",
+                   DEFAULT_WAIT_SECONDS=str(wait_seconds), LOG_LEVEL="info")
+        self.proc = subprocess.Popen([server_binary()], env=env, stdin=subprocess.DEVNULL,
+                                    stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        self.log: list[str] = []
+        for line in self.proc.stderr:
+            self.log.append(line)
+            if line.startswith("local-mcp-server ready: "):
+                self.url = line.split()[2]
+                break
+        else:
+            raise RuntimeError("server exited before it was ready:\n" + "".join(self.log))
+        # Keep draining the log so the server never blocks on a full pipe.
+        threading.Thread(target=lambda: [self.log.append(l) for l in self.proc.stderr], daemon=True).start()
+        self.mcp_url = self.url + "/mcp"
+
+    def request(self, method: str, path: str, body=None):
+        data = None if body is None else json.dumps(body).encode()
+        req = urllib.request.Request(self.url + path, data=data, method=method,
+                                     headers={"content-type": "application/json"})
+        with urllib.request.urlopen(req) as r:
+            text = r.read()
+            return r.status, (json.loads(text) if text else None)
+
+    def add(self, content: str) -> dict:
+        status, body = self.request("POST", "/api/instructions", {"content": content})
+        assert status == 201
+        return body["item"]
+
+    def stop(self):
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            raise
+
+
+@pytest.fixture
+def server(tmp_path):
+    s = Server(tmp_path, wait_seconds=2)
+    yield s
+    s.stop()
+    assert s.proc.returncode == 0, "the server stops cleanly on SIGTERM:\n" + "".join(s.log[-20:])
+
+
+@pytest.fixture
+def make_server(tmp_path):
+    started = []
+
+    def make(wait_seconds: int) -> Server:
+        s = Server(tmp_path, wait_seconds)
+        started.append(s)
+        return s
+
+    yield make
+    for s in started:
+        s.stop()

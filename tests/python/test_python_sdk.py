@@ -1,0 +1,81 @@
+"""The official MCP Python SDK (`pip install mcp`) against the real server."""
+
+import os
+import time
+
+import anyio
+import pytest
+from mcp.client.client import Client
+
+
+def call(client, agent):
+    return client.call_tool("get_user_request", {"agent_id": agent})
+
+
+def test_lists_the_tool_and_times_out_then_is_woken(server):
+    async def main():
+        async with Client(server.mcp_url) as client:
+            tools = (await client.list_tools()).tools
+            assert [t.name for t in tools] == ["get_user_request"]
+            assert tools[0].output_schema["properties"]["result_type"]
+
+            started = time.monotonic()
+            empty = await call(client, "py-agent")
+            assert time.monotonic() - started >= 1.9
+            assert empty.structured_content["result_type"] == "default_response"
+            assert empty.structured_content["instruction"] is None
+
+            # A waiting call gets an instruction queued over plain HTTP, at once.
+            async def queue_later():
+                await anyio.sleep(0.5)
+                await anyio.to_thread.run_sync(server.add, "added with curl")
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(queue_later)
+                woken = await call(client, "py-agent")
+            got = woken.structured_content
+            assert got["result_type"] == "instruction"
+            assert got["instruction"]["content"] == "added with curl"
+            assert got["remaining_pending"] == 0
+            assert not woken.is_error
+
+    anyio.run(main)
+
+
+def test_fifo_and_tool_errors(server):
+    for text in ["first", "second"]:
+        server.add(text)
+
+    async def main():
+        async with Client(server.mcp_url) as client:
+            a = await call(client, "fifo")
+            b = await call(client, "fifo")
+            assert [a.structured_content["instruction"]["content"], b.structured_content["instruction"]["content"]] == ["first", "second"]
+            assert a.structured_content["remaining_pending"] == 1
+            bad = await client.call_tool("get_user_request", {"agent_id": "x" * 200})
+            assert bad.is_error
+
+    anyio.run(main)
+    status, items = server.request("GET", "/api/instructions?status=consumed")
+    assert [i["consumed_by_agent_id"] for i in items["items"]] == ["fifo", "fifo"]
+
+
+LONG_WAIT = int(os.environ.get("LOCAL_MCP_LONG_WAIT_SECONDS", "0"))
+
+
+@pytest.mark.skipif(LONG_WAIT == 0, reason="set LOCAL_MCP_LONG_WAIT_SECONDS (CI sets 600) to run the long wait")
+def test_a_wait_longer_than_the_sdk_silence_limit_completes(make_server):
+    """The SDK's HTTP reader gives up after 300 s of silence; keep-alives must keep the stream alive."""
+    server = make_server(LONG_WAIT)
+
+    async def main():
+        async with Client(server.mcp_url) as client:
+            started = time.monotonic()
+            result = await call(client, "patient")
+            waited = time.monotonic() - started
+            assert not result.is_error
+            assert result.structured_content["result_type"] == "default_response"
+            assert result.structured_content["waited_seconds"] == LONG_WAIT
+            assert waited >= LONG_WAIT - 1
+
+    anyio.run(main)
