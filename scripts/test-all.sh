@@ -11,8 +11,10 @@ long_wait="${LOCAL_MCP_LONG_WAIT_SECONDS:-600}"
 
 step() { printf '\n==> %s\n' "$*"; }
 
-step "build the binaries"
-cargo build --workspace --bins --locked
+step "build the binaries and tests"
+# One build: `cargo test` builds the binaries too (with the same features),
+# where a separate `cargo build` would compile half the dependencies twice.
+cargo test --workspace --locked --no-run
 
 step "Python test environment (tests/.venv)"
 venv="$root/tests/.venv"

@@ -64,7 +64,7 @@ LONG_WAIT = int(os.environ.get("LOCAL_MCP_LONG_WAIT_SECONDS", "0"))
 
 
 @pytest.mark.skipif(LONG_WAIT == 0, reason="set LOCAL_MCP_LONG_WAIT_SECONDS (CI sets 600) to run the long wait")
-def test_a_wait_longer_than_the_sdk_silence_limit_completes(make_server):
+def test_long_wait_outlasts_the_sdk_silence_limit(make_server):
     """The SDK's HTTP reader gives up after 300 s of silence; keep-alives must keep the stream alive."""
     server = make_server(LONG_WAIT)
 
