@@ -254,36 +254,7 @@ async fn a_caller_that_disconnects_mid_wait_consumes_nothing_with_sessions() {
         c.mcp_stateless = false;
     })
     .await;
-    // A real session handshake.
-    let init = s
-        .http
-        .post(s.api("/mcp"))
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .body(json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw-test","version":"0"}}}).to_string())
-        .send()
-        .await
-        .unwrap();
-    let session = init
-        .headers()
-        .get("mcp-session-id")
-        .expect("a session id in session mode")
-        .to_str()
-        .unwrap()
-        .to_owned();
-    let _ = init.bytes().await;
-    let ack = s
-        .http
-        .post(s.api("/mcp"))
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .header("mcp-session-id", &session)
-        .header("mcp-protocol-version", "2025-06-18")
-        .body(json!({"jsonrpc":"2.0","method":"notifications/initialized"}).to_string())
-        .send()
-        .await
-        .unwrap();
-    assert!(ack.status().is_success());
+    let session = open_session(&s).await;
     departed_caller_consumes_nothing(&s, Some(&session)).await;
     // The SDK client works in session mode too.
     let client = s.mcp().await;
@@ -385,24 +356,85 @@ async fn long_waits_send_progress_when_asked() {
     s.stop().await;
 }
 
+/// rmcp's stateless transport sends no headers until the handler's first
+/// message; a silent wait would then trip clients' 300 s read timeout (the
+/// official Python SDK's). A waiting call must open its SSE stream at once.
 #[tokio::test]
-async fn raw_sse_answer_keeps_the_stream_open_while_waiting() {
-    let s = common::start(|c| c.settings.default_wait_seconds = 1).await;
-    let resp = s
+async fn a_waiting_call_opens_its_stream_at_once() {
+    for stateless in [true, false] {
+        let s = common::start(|c| {
+            c.settings.default_wait_seconds = 4;
+            c.mcp_stateless = stateless;
+        })
+        .await;
+        let session = if stateless { None } else { Some(open_session(&s).await) };
+        let mut req = s
+            .http
+            .post(s.api("/mcp"))
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .body(common::raw_call_body(3, "raw"));
+        if let Some(id) = &session {
+            req = req
+                .header("mcp-session-id", id)
+                .header("mcp-protocol-version", "2025-06-18");
+        }
+        let started = Instant::now();
+        let resp = req.send().await.unwrap();
+        let headers_after = started.elapsed();
+        assert!(
+            headers_after < Duration::from_secs(2),
+            "stateless={stateless}: headers only after {headers_after:?}"
+        );
+        assert_eq!(resp.headers()["content-type"], "text/event-stream");
+        let mut stream = resp.bytes_stream();
+        let first = stream.next().await.unwrap().unwrap();
+        assert!(
+            started.elapsed() < Duration::from_secs(2),
+            "stateless={stateless}: no bytes during the wait"
+        );
+        let mut body = String::from_utf8_lossy(&first).into_owned();
+        while let Some(chunk) = stream.next().await {
+            body.push_str(&String::from_utf8_lossy(&chunk.unwrap()));
+        }
+        if stateless {
+            // Sessions open their stream with a priming event; stateless calls need this first message.
+            assert!(body.contains("notifications/message"), "the opening message: {body}");
+        }
+        assert!(body.contains(r#""result_type":"default_response""#), "{body}");
+        s.stop().await;
+    }
+}
+
+async fn open_session(s: &common::Server) -> String {
+    let init = s
         .http
         .post(s.api("/mcp"))
         .header("content-type", "application/json")
         .header("accept", "application/json, text/event-stream")
-        .body(common::raw_call_body(3, "raw"))
+        .body(json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw-test","version":"0"}}}).to_string())
         .send()
         .await
         .unwrap();
-    assert_eq!(resp.headers()["content-type"], "text/event-stream");
-    let mut body = String::new();
-    let mut stream = resp.bytes_stream();
-    while let Some(chunk) = stream.next().await {
-        body.push_str(&String::from_utf8_lossy(&chunk.unwrap()));
-    }
-    assert!(body.contains("\"result_type\":\"default_response\""), "{body}");
-    s.stop().await;
+    let session = init
+        .headers()
+        .get("mcp-session-id")
+        .expect("a session id in session mode")
+        .to_str()
+        .unwrap()
+        .to_owned();
+    let _ = init.bytes().await;
+    let ack = s
+        .http
+        .post(s.api("/mcp"))
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-session-id", &session)
+        .header("mcp-protocol-version", "2025-06-18")
+        .body(json!({"jsonrpc":"2.0","method":"notifications/initialized"}).to_string())
+        .send()
+        .await
+        .unwrap();
+    assert!(ack.status().is_success());
+    session
 }

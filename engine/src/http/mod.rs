@@ -9,6 +9,7 @@ mod api;
 mod error;
 mod page;
 pub mod security;
+mod session;
 mod sse;
 
 use std::sync::Arc;
@@ -30,6 +31,7 @@ pub const MAX_BODY_BYTES: usize = 1024 * 1024;
 #[derive(Clone)]
 pub struct AppState {
     pub queue: Queue,
+    pub security: Arc<Security>,
     pub shutdown: CancellationToken,
 }
 
@@ -37,6 +39,7 @@ pub struct AppState {
 pub fn router(queue: Queue, security: Arc<Security>, mcp_stateless: bool, shutdown: CancellationToken) -> Router {
     let state = AppState {
         queue: queue.clone(),
+        security: security.clone(),
         shutdown: shutdown.clone(),
     };
     let mcp = tower::ServiceBuilder::new()
@@ -54,7 +57,12 @@ pub fn router(queue: Queue, security: Arc<Security>, mcp_stateless: bool, shutdo
         .route("/api/instructions/{id}/move", post(api::move_to))
         .route("/api/config", get(api::get_config).patch(api::patch_config))
         .route("/api/events", get(sse::events))
+        .route(
+            "/api/session",
+            get(session::get).post(session::create).delete(session::delete),
+        )
         .route("/", get(page::index))
+        .route("/{*path}", get(page::asset))
         .nest_service("/mcp", mcp)
         .fallback(error::not_found)
         .method_not_allowed_fallback(error::method_not_allowed)

@@ -1,25 +1,52 @@
-//! `GET /`: the landing page of the headless server. It names the MCP URL and
-//! the API so a person who opens the address sees something useful; the full
-//! queue manager page replaces it (see the UI issue).
+//! The queue manager page: the files under `ui/`, embedded in the binary (read
+//! from disk in debug builds, so editing the page needs no rebuild).
+//!
+//! No build step and no fingerprinted names, so every file is served with
+//! `Cache-Control: no-cache` and a strong ETag: the browser revalidates and
+//! gets a 304 unless the file changed. The CSP header comes from the security layer.
 
-use axum::extract::State;
-use axum::response::Html;
+use axum::extract::Path;
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use rust_embed::RustEmbed;
 
-use super::AppState;
+use super::error::error_response;
 
-pub async fn index(State(s): State<AppState>) -> Html<String> {
-    let url = &s.queue.facts().url;
-    let esc = |t: &str| {
-        t.replace('&', "&amp;")
-            .replace('<', "&lt;")
-            .replace('>', "&gt;")
-            .replace('"', "&quot;")
+#[derive(RustEmbed)]
+#[folder = "../ui/"]
+struct Ui;
+
+pub async fn index(headers: HeaderMap) -> Response {
+    serve("index.html", &headers)
+}
+
+pub async fn asset(Path(path): Path<String>, headers: HeaderMap) -> Response {
+    serve(&path, &headers)
+}
+
+fn serve(path: &str, headers: &HeaderMap) -> Response {
+    let Some(file) = Ui::get(path) else {
+        return error_response(StatusCode::NOT_FOUND, "not_found", "no such file");
     };
-    Html(format!(
-        "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>local-mcp</title></head>\
-         <body><h1>local-mcp</h1><p>MCP endpoint: <code>{mcp}</code></p>\
-         <p>API: <a href=\"/api/status\">/api/status</a>, <a href=\"/api/instructions\">/api/instructions</a>, \
-         <a href=\"/healthz\">/healthz</a></p></body></html>",
-        mcp = esc(&format!("{url}/mcp")),
-    ))
+    let etag = format!("\"{}\"", hex::encode(file.metadata.sha256_hash()));
+    let cached = headers
+        .get(header::IF_NONE_MATCH)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.split(',').any(|t| t.trim() == etag));
+    let mut response = if cached {
+        StatusCode::NOT_MODIFIED.into_response()
+    } else {
+        let mime = mime_guess::from_path(path).first_or_octet_stream();
+        let mut r = file.data.into_owned().into_response();
+        if let Ok(v) = HeaderValue::from_str(mime.as_ref()) {
+            r.headers_mut().insert(header::CONTENT_TYPE, v);
+        }
+        r
+    };
+    let h = response.headers_mut();
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    if let Ok(v) = HeaderValue::from_str(&etag) {
+        h.insert(header::ETAG, v);
+    }
+    response
 }

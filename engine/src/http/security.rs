@@ -15,6 +15,8 @@ use axum::extract::{Request, State};
 use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
 use axum::middleware::Next;
 use axum::response::Response;
+use hmac::{Hmac, Mac};
+use sha2::Sha256;
 use subtle::ConstantTimeEq;
 
 use super::error::error_response;
@@ -36,6 +38,20 @@ pub struct Security {
     /// The port we actually serve on (after any fallback).
     port: u16,
     token: Option<String>,
+    /// The session cookie value that stands for the token (see [`session_value`]).
+    session: Option<String>,
+}
+
+/// The page's session cookie. HttpOnly (no script can read it), SameSite=Strict
+/// (no other site can send it), set only after the person typed the token.
+pub const SESSION_COOKIE: &str = "local_mcp_session";
+
+/// The cookie value for a token: an HMAC keyed by the token, so it survives a
+/// restart, dies with the token, and never reveals the token itself.
+pub fn session_value(token: &str) -> String {
+    let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(token.as_bytes()).expect("HMAC takes any key length");
+    mac.update(b"local-mcp page session v1");
+    hex::encode(mac.finalize().into_bytes())
 }
 
 impl Security {
@@ -47,11 +63,13 @@ impl Security {
                 IpAddr::V6(a) => format!("[{a}]"),
             });
         }
+        let session = token.as_deref().map(session_value);
         Security {
             hosts,
             any_host: bind.is_unspecified(),
             port,
             token,
+            session,
         }
     }
 
@@ -76,8 +94,30 @@ impl Security {
         })
     }
 
+    /// Is `token` the configured one? (constant time)
+    pub fn token_matches(&self, token: &str) -> bool {
+        self.token
+            .as_ref()
+            .is_some_and(|t| token.as_bytes().ct_eq(t.as_bytes()).into())
+    }
+
+    /// Does the request carry the page's session cookie?
+    pub fn has_session(&self, headers: &HeaderMap) -> bool {
+        let Some(expected) = &self.session else { return false };
+        headers
+            .get_all(header::COOKIE)
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .flat_map(|v| v.split(';'))
+            .filter_map(|pair| pair.trim().split_once('='))
+            .any(|(k, v)| k == SESSION_COOKIE && bool::from(v.as_bytes().ct_eq(expected.as_bytes())))
+    }
+
     fn token_ok(&self, headers: &HeaderMap) -> bool {
         let Some(expected) = &self.token else { return true };
+        if self.has_session(headers) {
+            return true;
+        }
         let Some(given) = headers
             .get(header::AUTHORIZATION)
             .and_then(|v| v.to_str().ok())
@@ -107,7 +147,9 @@ fn is_json(headers: &HeaderMap) -> bool {
 }
 
 fn needs_token(path: &str) -> bool {
-    path.starts_with("/api/") || path == "/api" || path == "/mcp" || path.starts_with("/mcp/")
+    // `/api/session` is where the page presents the token, so it cannot need one.
+    let api = (path.starts_with("/api/") || path == "/api") && path != "/api/session";
+    api || path == "/mcp" || path.starts_with("/mcp/")
 }
 
 /// The middleware.

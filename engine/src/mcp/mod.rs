@@ -15,8 +15,11 @@ use std::time::Duration;
 use rmcp::handler::server::common::{schema_for_output, schema_for_type};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation, ListToolsResult,
-    PaginatedRequestParams, ProgressNotificationParam, ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
+    PaginatedRequestParams, ProgressNotificationParam, ProgressToken, ServerCapabilities, ServerConfig, Tool,
+    ToolAnnotations,
 };
+#[allow(deprecated)] // see `announce_wait`
+use rmcp::model::{LoggingLevel, LoggingMessageNotificationParam};
 use rmcp::service::RequestContext;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
@@ -99,26 +102,38 @@ impl LocalMcp {
         };
 
         let gone = caller_gone_token(&ctx);
-        let call = self.queue.get_user_request(args.agent_id.as_deref(), gone.clone());
-        let result = match ctx.meta.get_progress_token() {
-            None => call.await,
-            Some(token) => {
-                // Report progress every PROGRESS_EVERY while the call waits.
-                tokio::pin!(call);
-                let started = tokio::time::Instant::now();
-                let total = f64::from(self.queue.settings().default_wait_seconds.min(MAX_WAIT_SECONDS));
-                let mut ticks = tokio::time::interval_at(tokio::time::Instant::now() + PROGRESS_EVERY, PROGRESS_EVERY);
-                loop {
-                    tokio::select! {
-                        r = &mut call => break r,
-                        _ = ticks.tick() => {
-                            let waited = started.elapsed().as_secs_f64().floor();
-                            let param = ProgressNotificationParam::new(token.clone(), waited)
-                                .with_total(total)
-                                .with_message("waiting for the user's next instruction");
-                            // A failed send means the caller left; `gone` covers that.
-                            let _ = ctx.peer.notify_progress(param).await;
-                        }
+        let (waiting_tx, waiting_rx) = tokio::sync::oneshot::channel();
+        let call = self
+            .queue
+            .get_user_request(args.agent_id.as_deref(), gone.clone(), Some(waiting_tx));
+        tokio::pin!(call);
+        let progress_token = ctx.meta.get_progress_token();
+        let mut waiting_rx = Some(waiting_rx);
+        let mut ticks = tokio::time::interval_at(tokio::time::Instant::now() + PROGRESS_EVERY, PROGRESS_EVERY);
+        let started = tokio::time::Instant::now();
+        let mut total = 0.0;
+        let result = loop {
+            tokio::select! {
+                r = &mut call => break r,
+                w = async { waiting_rx.as_mut().expect("guarded").await }, if waiting_rx.is_some() => {
+                    waiting_rx = None;
+                    if let Ok(wait_seconds) = w {
+                        total = f64::from(wait_seconds);
+                        // rmcp's stateless transport sends no HTTP headers (so no
+                        // keep-alives) until the handler emits a first message; a
+                        // silent wait would hit clients' 300 s read timeout. One
+                        // message now opens the SSE stream.
+                        self.announce_wait(&ctx, progress_token.clone(), wait_seconds).await;
+                    }
+                }
+                _ = ticks.tick(), if progress_token.is_some() && waiting_rx.is_none() => {
+                    if let Some(token) = progress_token.clone() {
+                        let waited = started.elapsed().as_secs_f64().floor();
+                        let param = ProgressNotificationParam::new(token, waited)
+                            .with_total(total)
+                            .with_message("waiting for the user's next instruction");
+                        // A failed send means the caller left; `gone` covers that.
+                        let _ = ctx.peer.notify_progress(param).await;
                     }
                 }
             }
@@ -136,6 +151,35 @@ impl LocalMcp {
             },
             Err(Error::Internal(message)) => Err(McpError::internal_error(message, None)),
             Err(e) => Ok(tool_error(&e.to_string())),
+        }
+    }
+}
+
+impl LocalMcp {
+    /// The first message of a waiting call: progress 0 when the caller asked
+    /// for progress, otherwise a debug-level log line. Logging is deprecated for
+    /// a future protocol revision (SEP-2577) but valid in every version clients
+    /// negotiate today, and it is the one notification that needs no token
+    /// from the caller; when it goes, this must become another first message.
+    #[allow(deprecated)]
+    async fn announce_wait(&self, ctx: &RequestContext<RoleServer>, token: Option<ProgressToken>, wait_seconds: u32) {
+        let message = format!("queue empty: waiting up to {wait_seconds} s for the user's next instruction");
+        let sent = match token {
+            Some(token) => {
+                let param = ProgressNotificationParam::new(token, 0.0)
+                    .with_total(f64::from(wait_seconds))
+                    .with_message(message);
+                ctx.peer.notify_progress(param).await
+            }
+            None => {
+                let param =
+                    LoggingMessageNotificationParam::new(LoggingLevel::Debug, serde_json::Value::String(message))
+                        .with_logger("local-mcp");
+                ctx.peer.notify_logging_message(param).await
+            }
+        };
+        if let Err(e) = sent {
+            tracing::debug!(error = %e, "could not announce a wait (caller gone?)");
         }
     }
 }
@@ -167,8 +211,10 @@ fn caller_gone_token(ctx: &RequestContext<RoleServer>) -> CancellationToken {
 }
 
 impl ServerHandler for LocalMcp {
+    // `logging` is declared because waiting calls announce themselves with a log line (see `announce_wait`).
+    #[allow(deprecated)]
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().enable_logging().build())
             .with_server_info(
                 Implementation::new("local-mcp", env!("CARGO_PKG_VERSION")).with_title("local-mcp instruction queue"),
             )

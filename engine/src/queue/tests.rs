@@ -49,7 +49,10 @@ fn agent_ids_are_trimmed_defaulted_and_bounded() {
 #[tokio::test(start_paused = true)]
 async fn an_empty_queue_waits_the_full_configured_time() {
     let (q, _s) = queue(86_400);
-    let (r, outcome) = q.get_user_request(Some("a"), CancellationToken::new()).await.unwrap();
+    let (r, outcome) = q
+        .get_user_request(Some("a"), CancellationToken::new(), None)
+        .await
+        .unwrap();
     assert_eq!(outcome, WaitOutcome::TimedOut);
     assert_eq!(r.result_type, ResultType::DefaultResponse);
     assert_eq!(r.waited_seconds, 86_400);
@@ -60,7 +63,11 @@ async fn a_new_instruction_ends_the_wait_without_polling() {
     let (q, _s) = queue(3600);
     let waiter = {
         let q = q.clone();
-        tokio::spawn(async move { q.get_user_request(Some("a"), CancellationToken::new()).await.unwrap() })
+        tokio::spawn(async move {
+            q.get_user_request(Some("a"), CancellationToken::new(), None)
+                .await
+                .unwrap()
+        })
     };
     while q.inner.calls.waiting("a") == 0 {
         tokio::task::yield_now().await;
@@ -79,7 +86,7 @@ async fn a_cancelled_caller_consumes_nothing() {
     let gone = CancellationToken::new();
     let waiter = {
         let (q, gone) = (q.clone(), gone.clone());
-        tokio::spawn(async move { q.get_user_request(Some("a"), gone).await.unwrap() })
+        tokio::spawn(async move { q.get_user_request(Some("a"), gone, None).await.unwrap() })
     };
     while q.inner.calls.waiting("a") == 0 {
         tokio::task::yield_now().await;
@@ -96,7 +103,11 @@ async fn shutdown_releases_waiters_without_consuming() {
     let (q, shutdown) = queue(3600);
     let waiter = {
         let q = q.clone();
-        tokio::spawn(async move { q.get_user_request(Some("a"), CancellationToken::new()).await.unwrap() })
+        tokio::spawn(async move {
+            q.get_user_request(Some("a"), CancellationToken::new(), None)
+                .await
+                .unwrap()
+        })
     };
     while q.inner.calls.waiting("a") == 0 {
         tokio::task::yield_now().await;

@@ -57,10 +57,13 @@ impl Queue {
     /// Hand the next pending instruction to `agent_id`, waiting up to the
     /// configured `default_wait_seconds` for one. `caller_gone` is cancelled
     /// when the caller disconnects or cancels; the call then consumes nothing.
+    /// `waiting` (if given) is told when the call starts to wait, so a front
+    /// end can open its stream then and not for calls answered at once.
     pub async fn get_user_request(
         &self,
         agent_id: Option<&str>,
         caller_gone: CancellationToken,
+        waiting: Option<tokio::sync::oneshot::Sender<u32>>,
     ) -> Result<(UserRequestResult, WaitOutcome)> {
         let agent = normalize_agent_id(agent_id)?;
         let started = Instant::now();
@@ -81,6 +84,9 @@ impl Queue {
         } else {
             call.set_waiting(true);
             self.mark_status_dirty();
+            if let Some(tx) = waiting {
+                let _ = tx.send(settings.default_wait_seconds);
+            }
             self.wait_and_claim(&agent, &mut added, &call.superseded, &caller_gone, deadline)
                 .await?
         };

@@ -1,0 +1,63 @@
+//! `/api/session`: how the page authenticates when a token is required, without
+//! ever putting the token in a URL or in script-readable storage. The person
+//! types the token once; we answer with an HttpOnly, SameSite=Strict cookie
+//! that the security layer accepts in place of the bearer header (and that
+//! EventSource sends, which cannot set headers).
+
+use axum::extract::State;
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use serde::Deserialize;
+use serde_json::json;
+
+use super::error::error_response;
+use super::security::{session_value, SESSION_COOKIE};
+use super::{ApiJson, AppState};
+
+/// Whether a token is required and whether this browser already has a session.
+pub async fn get(State(s): State<AppState>, headers: HeaderMap) -> Json<serde_json::Value> {
+    let required = s.security.token_required();
+    Json(json!({
+        "token_required": required,
+        "authenticated": !required || s.security.has_session(&headers),
+    }))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Login {
+    token: String,
+}
+
+pub async fn create(State(s): State<AppState>, ApiJson(login): ApiJson<Login>) -> Response {
+    if !s.security.token_required() {
+        return StatusCode::NO_CONTENT.into_response();
+    }
+    if !s.security.token_matches(login.token.trim()) {
+        tracing::warn!("a wrong token was presented for a page session");
+        return error_response(
+            StatusCode::UNAUTHORIZED,
+            "unauthorized",
+            "that is not this server's token",
+        );
+    }
+    let cookie = format!(
+        "{SESSION_COOKIE}={}; HttpOnly; SameSite=Strict; Path=/",
+        session_value(login.token.trim())
+    );
+    let mut response = StatusCode::NO_CONTENT.into_response();
+    if let Ok(v) = HeaderValue::from_str(&cookie) {
+        response.headers_mut().insert(header::SET_COOKIE, v);
+    }
+    response
+}
+
+pub async fn delete() -> Response {
+    let mut response = StatusCode::NO_CONTENT.into_response();
+    response.headers_mut().insert(
+        header::SET_COOKIE,
+        HeaderValue::from_static("local_mcp_session=; HttpOnly; SameSite=Strict; Path=/; Max-Age=0"),
+    );
+    response
+}
