@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Every test in the repository: Rust unit and integration tests (real SQLite,
-# the real server on port 0, the official Rust MCP client), then the official
-# Python MCP SDK against the real binary. The 600-second wait test (the SDK
+# the real server on port 0, the official Rust MCP client), the official
+# Python MCP SDK against the real binary, and the page in a real Chromium. The 600-second wait test (the SDK
 # gives up after 300 s of silence) runs alongside the rest; set
 # LOCAL_MCP_LONG_WAIT_SECONDS=0 to skip it while iterating.
 set -euo pipefail
@@ -37,6 +37,13 @@ cargo test --workspace --locked
 
 step "official Python MCP SDK tests"
 "$venv/bin/python" -m pytest -q -p no:cacheprovider -k "not long_wait" tests/python
+
+step "browser tests of the page (Chromium: ${CHROMIUM_PATH:-/usr/bin/chromium})"
+if [ ! -x "${CHROMIUM_PATH:-/usr/bin/chromium}" ]; then
+  echo "Chromium is missing: install Debian's chromium package (apt-get install chromium) or set CHROMIUM_PATH" >&2
+  exit 1
+fi
+(cd tests/ui && npm ci --no-audit --no-fund --silent && npm test)
 
 if [ -n "$long_pid" ]; then
   step "wait for the ${long_wait}-second wait test"

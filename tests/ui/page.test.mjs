@@ -1,0 +1,265 @@
+// The queue page in a real Chromium against the real server (issue 3).
+
+import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import { join } from "node:path";
+import { after, before, describe, test } from "node:test";
+
+import { artifacts, launchBrowser, openPage, startServer, until } from "./harness.mjs";
+
+const require = createRequire(import.meta.url);
+const AXE = readFileSync(require.resolve("axe-core/axe.min.js"), "utf8");
+
+let browser;
+before(async () => {
+  browser = await launchBrowser();
+});
+after(async () => {
+  await browser?.close();
+});
+
+const texts = (page, sel) => page.locator(sel).allTextContents();
+const railTexts = (page) => texts(page, "#rail .ticket__text");
+
+describe("the queue page", () => {
+  let server;
+  before(async () => {
+    server = await startServer();
+  });
+  after(async () => {
+    await server?.stop();
+  });
+
+  test("queues by keyboard only; whitespace is refused inline; the title counts", async () => {
+    const { page, errors, context } = await openPage(browser, server);
+    await until(() => page.evaluate(() => document.activeElement?.id === "composer-text"), { what: "composer focused on load" });
+    // First run: an empty rail that says how to connect an agent, with the config to copy.
+    await until(() => page.locator("#rail-empty").isVisible(), { what: "empty state" });
+    assert.match(await page.locator("#snippet-claude").textContent(), new RegExp(`claude mcp add --transport http local-mcp ${server.url}/mcp`));
+    assert.equal(JSON.parse(await page.locator("#snippet-vscode").textContent()).servers["local-mcp"].url, `${server.url}/mcp`);
+    await page.locator("#connect summary").click();
+    await page.locator('[data-copy="snippet-claude"]').click();
+    await until(async () => (await page.evaluate(() => navigator.clipboard.readText())).includes("/mcp"), { what: "copied config" });
+    await page.screenshot({ path: join(artifacts, "screenshots", "page-empty-1280-light.png") });
+    await page.locator("#composer-text").focus();
+    await page.keyboard.type("   ");
+    await page.keyboard.press("Control+Enter");
+    await until(() => page.locator("#composer-error").isVisible(), { what: "inline error" });
+    assert.match(await page.locator("#composer-error").textContent(), /blank/);
+    assert.equal((await server.pending()).length, 0, "nothing queued");
+    await page.keyboard.press("Control+A");
+    await page.keyboard.type("Write the release notes");
+    await page.keyboard.press("Control+Enter");
+    await until(async () => (await railTexts(page)).includes("Write the release notes"), { what: "ticket on the rail" });
+    assert.equal(await page.locator("#composer-text").inputValue(), "", "the composer is cleared");
+    assert.equal(await page.locator("#composer-error").isVisible(), false);
+    assert.equal(await page.title(), "(1) local-mcp");
+    assert.deepEqual((await server.pending()).map((i) => i.content), ["Write the release notes"]);
+    // Queued elsewhere (another tab, the CLI): appears live.
+    await server.add("From another tab");
+    await until(async () => (await railTexts(page)).includes("From another tab"), { what: "live update" });
+    await until(async () => (await page.title()) === "(2) local-mcp", { what: "title count" });
+    assert.deepEqual(errors, []);
+    await context.close();
+    for (const i of await server.pending()) await server.api("DELETE", `/api/instructions/${i.id}`);
+  });
+
+  test("edit in place, delete with undo, reorder by keyboard and pointer", async () => {
+    for (const c of ["alpha", "bravo", "charlie"]) await server.add(c);
+    const { page, errors, context } = await openPage(browser, server);
+    await until(async () => (await railTexts(page)).length === 3, { what: "three tickets" });
+
+    // Edit the second ticket: Ctrl+Enter saves.
+    await page.locator("#rail .ticket").nth(1).locator('[data-action="edit"]').click();
+    const editor = page.locator("#rail textarea.ticket__editor");
+    await editor.fill("bravo, reworded");
+    await editor.press("Control+Enter");
+    await until(async () => (await railTexts(page)).includes("bravo, reworded"), { what: "edited text" });
+    assert.deepEqual((await server.pending()).map((i) => i.content), ["alpha", "bravo, reworded", "charlie"]);
+
+    // Esc cancels an edit.
+    await page.locator("#rail .ticket").first().locator('[data-action="edit"]').click();
+    await page.locator("#rail textarea.ticket__editor").fill("should not stick");
+    await page.keyboard.press("Escape");
+    await until(async () => (await railTexts(page))[0] === "alpha", { what: "cancelled edit" });
+
+    // Reorder by keyboard: focus "Move down" on the head ticket and press Enter.
+    await page.locator("#rail .ticket").first().locator('[data-action="down"]').focus();
+    await page.keyboard.press("Enter");
+    await until(async () => (await railTexts(page))[0] === "bravo, reworded", { what: "moved down" });
+    assert.deepEqual((await server.pending()).map((i) => i.content), ["bravo, reworded", "alpha", "charlie"]);
+    // By pointer: move "charlie" up.
+    await page.locator("#rail .ticket").nth(2).locator('[data-action="up"]').click();
+    await until(async () => (await railTexts(page))[1] === "charlie", { what: "moved up" });
+    assert.deepEqual((await server.pending()).map((i) => i.content), ["bravo, reworded", "charlie", "alpha"]);
+
+    // Delete with undo: the ticket comes back in its place.
+    await page.locator("#rail .ticket").nth(1).locator('[data-action="delete"]').click();
+    await until(async () => !(await railTexts(page)).includes("charlie"), { what: "deleted" });
+    assert.deepEqual((await server.pending()).map((i) => i.content), ["bravo, reworded", "alpha"]);
+    await page.locator("#toast-action").click();
+    await until(async () => (await server.pending()).map((i) => i.content).join() === "bravo, reworded,charlie,alpha", { what: "undo restores the place" });
+    await until(async () => (await railTexts(page)).join() === "bravo, reworded,charlie,alpha", { what: "rail after undo" });
+    assert.deepEqual(errors, []);
+    await context.close();
+    for (const i of await server.pending()) await server.api("DELETE", `/api/instructions/${i.id}`);
+  });
+
+  test("an agent consuming a ticket moves it to the ledger within a second; send again", async () => {
+    await server.add("ship it");
+    const { page, errors, context } = await openPage(browser, server);
+    await until(async () => (await railTexts(page)).includes("ship it"), { what: "ticket" });
+    const t0 = Date.now();
+    const got = await server.consume("copilot-e2e");
+    assert.equal(got.instruction.content, "ship it");
+    await until(async () => (await texts(page, "#ledger .entry__text")).includes("ship it"), { what: "ledger entry", timeout: 1000 });
+    const took = Date.now() - t0;
+    assert.ok(took < 1000, `moved in ${took} ms`);
+    await until(async () => !(await railTexts(page)).includes("ship it"), { what: "gone from the rail", timeout: 1000 });
+    const entry = page.locator("#ledger .entry").first();
+    assert.equal(await entry.locator(".entry__text").evaluate((e) => getComputedStyle(e).textDecorationLine), "line-through");
+    assert.match(await entry.locator(".entry__meta").textContent(), /copilot-e2e/);
+    assert.match(await page.locator("#agent-word").textContent(), /Working · copilot-e2e/);
+    // Send again.
+    await entry.locator('[data-action="requeue"]').click();
+    await until(async () => (await railTexts(page))[0] === "ship it", { what: "sent again" });
+    assert.equal((await server.pending())[0].content, "ship it");
+    assert.deepEqual(errors, []);
+    await context.close();
+    for (const i of await server.pending()) await server.api("DELETE", `/api/instructions/${i.id}`);
+  });
+
+  test("a 409 while editing is explained and the typed text is kept", async () => {
+    await server.add("original wording");
+    const { page, errors, context } = await openPage(browser, server);
+    await until(async () => (await railTexts(page)).includes("original wording"), { what: "ticket" });
+    await page.locator("#rail .ticket").first().locator('[data-action="edit"]').click();
+    await page.locator("#rail textarea.ticket__editor").fill("my better wording");
+    await server.consume("fast-agent"); // the agent takes it mid-edit
+    const notice = page.locator(".ticket--conflict .ticket__notice");
+    await until(() => notice.isVisible(), { what: "conflict notice" });
+    assert.match(await notice.textContent(), /agent picked this instruction up/);
+    assert.equal(await page.locator(".ticket--conflict .ticket__text").textContent(), "my better wording");
+    await page.getByRole("button", { name: "Queue my version as new" }).click();
+    await until(async () => (await server.pending()).some((i) => i.content === "my better wording"), { what: "queued as new" });
+    assert.deepEqual(errors, []);
+    await context.close();
+    for (const i of await server.pending()) await server.api("DELETE", `/api/instructions/${i.id}`);
+  });
+
+  test("settings are validated inline and saved", async () => {
+    const { page, errors, context } = await openPage(browser, server);
+    await page.locator("#settings-details summary").click();
+    await until(async () => (await page.locator("#set-wait").inputValue()) === "30", { what: "settings filled" });
+    await page.locator("#set-wait").fill("99999");
+    await page.getByRole("button", { name: "Save settings" }).click();
+    await until(() => page.locator("#set-wait-error").isVisible(), { what: "inline error" });
+    assert.equal((await server.api("GET", "/api/config")).body.default_wait_seconds, 30, "nothing saved");
+    await page.locator("#set-wait").fill("45");
+    await page.getByRole("button", { name: "Save settings" }).click();
+    await until(async () => (await server.api("GET", "/api/config")).body.default_wait_seconds === 45, { what: "saved" });
+    assert.deepEqual(errors, []);
+    await context.close();
+    await server.api("PATCH", "/api/config", { default_wait_seconds: 30 });
+  });
+
+  test("no request leaves the origin; nothing overflows at 360, 480 and 1280 px; screenshots", async () => {
+    await server.add("Refactor the tray module so menu ids are constants and add a test for each state's icon");
+    await server.consume("claude-code-local-mcp");
+    await server.add("Add a dark theme toggle to the settings panel");
+    await server.add("Fix the flaky SSE reconnect test");
+    await server.add("A very long instruction ".repeat(40));
+    for (const scheme of ["light", "dark"]) {
+      for (const width of [360, 480, 1280]) {
+        const { page, errors, requests, context } = await openPage(browser, server, { width, height: 800, colorScheme: scheme });
+        await until(async () => (await railTexts(page)).length === 3, { what: "tickets" });
+        await page.evaluate(() => document.fonts.ready);
+        const overflow = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
+        assert.ok(overflow <= 0, `${width}px ${scheme}: horizontal overflow of ${overflow}px`);
+        const foreign = requests.filter((u) => !u.startsWith(server.url));
+        assert.deepEqual(foreign, [], "every request stays on the origin");
+        await page.screenshot({ path: join(artifacts, "screenshots", `page-${width}-${scheme}.png`), fullPage: true });
+        assert.deepEqual(errors, []);
+        await context.close();
+      }
+    }
+  });
+
+  test("an accessibility scan finds no serious or critical violations in either theme", async () => {
+    for (const scheme of ["light", "dark"]) {
+      const { page, context } = await openPage(browser, server, { colorScheme: scheme });
+      await until(async () => (await railTexts(page)).length > 0, { what: "tickets" });
+      await page.locator("#settings-details summary").click();
+      // evaluate() runs through DevTools, outside the page's CSP.
+      await page.evaluate(AXE);
+      const result = await page.evaluate(() => window.axe.run(document, { resultTypes: ["violations"] }));
+      const bad = result.violations.filter((v) => v.impact === "serious" || v.impact === "critical");
+      assert.deepEqual(
+        bad.map((v) => `${v.id}: ${v.nodes.map((n) => n.target.join(" ")).join(", ")}`),
+        [],
+        `${scheme} theme`,
+      );
+      await context.close();
+    }
+  });
+
+  test("1,200 ledger entries: the page shows 20 and loads more on demand", async () => {
+    for (const i of await server.pending()) await server.api("DELETE", `/api/instructions/${i.id}`);
+    for (let i = 0; i < 1200; i++) await server.add(`bulk ${i}`);
+    for (let i = 0; i < 1200; i++) await server.consume("bulk-agent");
+    const t0 = Date.now();
+    const { page, errors, context } = await openPage(browser, server);
+    await until(async () => (await page.locator("#ledger .entry").count()) === 20, { what: "20 ledger rows" });
+    const loaded = Date.now() - t0;
+    assert.ok(loaded < 3000, `page with a long ledger ready in ${loaded} ms`);
+    assert.match(await page.locator("#ledger-aside").textContent(), /12\d\d delivered/);
+    await page.locator("#ledger-more").click();
+    await until(async () => (await page.locator("#ledger .entry").count()) === 120, { what: "show more" });
+    assert.equal(await page.locator("#ledger .entry__text").first().textContent(), "bulk 1199", "newest first");
+    assert.deepEqual(errors, []);
+    await context.close();
+  });
+});
+
+describe("resilience", () => {
+  test("the page reconnects after the server restarts and catches up", async () => {
+    let server = await startServer();
+    const { page, context } = await openPage(browser, server);
+    await until(async () => (await page.locator("#conn").textContent()) === "live", { what: "live" });
+    const { dir, port } = server;
+    await server.stop();
+    await until(async () => /reconnecting|unreachable/.test(await page.locator("#conn").textContent()), { what: "reconnecting shown" });
+    assert.equal(await page.locator("#banner").isVisible(), true);
+    server = await startServer({ dir, port, env: { } });
+    await server.add("after the restart");
+    await until(async () => (await railTexts(page)).includes("after the restart"), { what: "caught up", timeout: 10000 });
+    assert.equal(await page.locator("#conn").textContent(), "live");
+    await context.close();
+    await server.stop();
+  });
+
+  test("a token-protected server asks once, then works live without the token in any URL", async () => {
+    const token = "page-test-token-123";
+    const server = await startServer({ env: { API_TOKEN: token } });
+    const { page, requests, errors, context } = await openPage(browser, server);
+    const gate = page.locator("#gate");
+    await until(() => gate.isVisible(), { what: "token prompt" });
+    await page.locator("#gate-token").fill("wrong");
+    await page.keyboard.press("Enter");
+    await until(() => page.locator("#gate-error").isVisible(), { what: "wrong token message" });
+    await page.locator("#gate-token").fill(token);
+    await page.keyboard.press("Enter");
+    await until(async () => !(await gate.isVisible()), { what: "gate closes" });
+    await until(async () => (await page.locator("#conn").textContent()) === "live", { what: "SSE with the session cookie" });
+    await server.add("needs a token");
+    await until(async () => (await railTexts(page)).includes("needs a token"), { what: "live event" });
+    const cookies = await context.cookies();
+    const session = cookies.find((c) => c.name === "local_mcp_session");
+    assert.ok(session?.httpOnly && session.sameSite === "Strict", "an HttpOnly SameSite=Strict session cookie");
+    assert.ok(!requests.some((u) => u.includes(token)), "the token never appears in a URL");
+    assert.ok(errors.every((e) => /401/.test(e)), `only the expected 401s: ${errors}`);
+    await context.close();
+    await server.stop();
+  });
+});

@@ -1,0 +1,53 @@
+// The one way the page talks to the engine: fetch with JSON in and out, and
+// errors as ApiError carrying the server's {code, message}.
+
+export class ApiError extends Error {
+  constructor(status, code, message) {
+    super(message);
+    this.status = status;
+    this.code = code;
+  }
+}
+
+async function request(method, path, body) {
+  const init = { method, credentials: "same-origin", headers: { accept: "application/json" } };
+  if (body !== undefined) {
+    init.headers["content-type"] = "application/json";
+    init.body = JSON.stringify(body);
+  }
+  let res;
+  try {
+    res = await fetch(path, init);
+  } catch {
+    throw new ApiError(0, "unreachable", "Can't reach the local-mcp server. Is it running?");
+  }
+  if (res.status === 204) return null;
+  let data = null;
+  try {
+    data = await res.json();
+  } catch {
+    /* a non-JSON body: described below */
+  }
+  if (!res.ok) {
+    if (res.status === 401) document.dispatchEvent(new CustomEvent("auth:required"));
+    throw new ApiError(res.status, data?.error?.code ?? `http_${res.status}`, data?.error?.message ?? `The server answered ${res.status}.`);
+  }
+  return data;
+}
+
+const enc = encodeURIComponent;
+
+export const api = {
+  session: () => request("GET", "/api/session"),
+  login: (token) => request("POST", "/api/session", { token }),
+  status: () => request("GET", "/api/status"),
+  pending: () => request("GET", "/api/instructions?status=pending"),
+  consumed: (limit, offset = 0) => request("GET", `/api/instructions?status=consumed&limit=${limit}&offset=${offset}`),
+  add: (content) => request("POST", "/api/instructions", { content }),
+  edit: (id, content) => request("PATCH", `/api/instructions/${enc(id)}`, { content }),
+  remove: (id) => request("DELETE", `/api/instructions/${enc(id)}`),
+  move: (id, where) => request("POST", `/api/instructions/${enc(id)}/move`, where),
+  requeue: (id) => request("POST", `/api/instructions/${enc(id)}/requeue`, {}),
+  config: () => request("GET", "/api/config"),
+  saveConfig: (patch) => request("PATCH", "/api/config", patch),
+};

@@ -1,0 +1,152 @@
+// Entry module: wires the feature modules together and loads the queue.
+// It holds no feature logic of its own.
+
+import { api } from "./api.js";
+import { initAgents } from "./agents.js";
+import { connect } from "./events.js";
+import { initInstructions, toast } from "./instructions.js";
+import { initSettings } from "./settings.js";
+import { load, on, setConn, state } from "./state.js";
+
+const $ = (id) => document.getElementById(id);
+const INITIAL_LEDGER = 50;
+
+function banner(msg) {
+  const b = $("banner");
+  b.textContent = msg ?? "";
+  b.hidden = !msg;
+}
+
+/** Fetch everything the page shows (first load, after a reset, while polling). */
+async function reload() {
+  try {
+    const [pending, consumed, status] = await Promise.all([api.pending(), api.consumed(Math.max(INITIAL_LEDGER, state.consumed.length)), api.status()]);
+    load({ pending: pending.items, consumed: consumed.items, status });
+    banner(null);
+  } catch (err) {
+    if (err.status === 401) return; // the token gate handles it
+    banner(`${err.message} Retrying…`);
+    if (state.conn === "polling" || state.conn === "connecting") setConn("offline");
+  }
+}
+
+// ---- theme toggle: system → light → dark → system ---------------------------
+function initTheme() {
+  const btn = $("theme-toggle");
+  const label = () => {
+    const t = document.documentElement.dataset.theme;
+    btn.setAttribute("aria-label", t ? `Theme: ${t} (click to change)` : "Theme: follows the system (click to change)");
+  };
+  btn.addEventListener("click", () => {
+    const order = [undefined, "light", "dark"];
+    const next = order[(order.indexOf(document.documentElement.dataset.theme) + 1) % order.length];
+    if (next) document.documentElement.dataset.theme = next;
+    else delete document.documentElement.dataset.theme;
+    try {
+      if (next) localStorage.setItem("local-mcp-theme", next);
+      else localStorage.removeItem("local-mcp-theme");
+    } catch {
+      /* storage off: the choice lasts for this page */
+    }
+    label();
+  });
+  label();
+}
+
+// ---- connection strip -------------------------------------------------------
+const CONN_WORDS = { connecting: "connecting…", live: "live", reconnecting: "reconnecting…", polling: "polling", offline: "server unreachable" };
+function initConn() {
+  on("conn", (c) => {
+    const el = $("conn");
+    el.dataset.conn = c;
+    el.textContent = CONN_WORDS[c] ?? c;
+    if (c === "reconnecting") banner("Lost the live connection to local-mcp. Reconnecting…");
+    if (c === "live") {
+      banner(null);
+      if (state.loaded) reload();
+    }
+  });
+}
+
+// ---- MCP config snippets ----------------------------------------------------
+function initConnectHelp() {
+  const url = `${location.origin}/mcp`;
+  $("mcp-url").textContent = url;
+  $("mcp-url-2").textContent = url;
+  $("snippet-vscode").textContent = JSON.stringify({ servers: { "local-mcp": { type: "http", url } } }, null, 2);
+  $("snippet-claude").textContent = `claude mcp add --transport http local-mcp ${url}`;
+  document.body.addEventListener("click", async (e) => {
+    const btn = e.target.closest("[data-copy]");
+    if (!btn) return;
+    try {
+      await navigator.clipboard.writeText($(btn.dataset.copy).textContent);
+      toast("Copied.");
+    } catch {
+      toast("Copy failed: select the text and copy it by hand.");
+    }
+  });
+}
+
+// ---- token gate -------------------------------------------------------------
+function showGate() {
+  const gate = $("gate");
+  if (!gate.open) gate.showModal();
+  $("gate-token").focus();
+}
+
+function initGate(start) {
+  document.addEventListener("auth:required", showGate);
+  $("gate-form").addEventListener("submit", async (e) => {
+    e.preventDefault();
+    const input = $("gate-token");
+    const error = $("gate-error");
+    if (!input.value.trim()) {
+      error.textContent = "Enter the token.";
+      error.hidden = false;
+      return;
+    }
+    try {
+      await api.login(input.value);
+      input.value = "";
+      error.hidden = true;
+      $("gate").close();
+      start();
+    } catch (err) {
+      error.textContent = err.status === 401 ? "That is not this server's token." : err.message;
+      error.hidden = false;
+      input.select();
+    }
+  });
+}
+
+async function start() {
+  await reload();
+  connect(reload);
+  $("composer-text").focus();
+}
+
+async function main() {
+  initTheme();
+  initConn();
+  initConnectHelp();
+  initAgents();
+  initSettings();
+  initInstructions();
+  initGate(start);
+  $("composer-text").focus();
+  try {
+    const session = await api.session();
+    if (session.token_required && !session.authenticated) {
+      showGate();
+      return;
+    }
+  } catch (err) {
+    banner(`${err.message} Retrying…`);
+    setConn("offline");
+    setTimeout(main, 3000);
+    return;
+  }
+  start();
+}
+
+main();

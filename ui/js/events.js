@@ -1,0 +1,74 @@
+// The one EventSource: live changes from /api/events, re-dispatched into the
+// state. The browser reconnects by itself and sends Last-Event-ID, so the
+// server replays what we missed. If the stream cannot be had (no EventSource,
+// or the server refuses it), the page falls back to polling.
+
+import { applyInstruction, setConn, setSettings, setStatus } from "./state.js";
+
+const INSTRUCTION_EVENTS = ["instruction.created", "instruction.updated", "instruction.deleted", "instruction.consumed"];
+const POLL_MS = 5000;
+const RETRY_STREAM_MS = 30_000;
+
+let source = null;
+let pollTimer = null;
+
+function parse(e) {
+  try {
+    return JSON.parse(e.data);
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Start listening. `reload` refetches everything (after a reset or while polling).
+ */
+export function connect(reload) {
+  if (!("EventSource" in window)) {
+    startPolling(reload);
+    return;
+  }
+  source?.close();
+  source = new EventSource("/api/events");
+  setConn("connecting");
+  source.addEventListener("open", () => {
+    stopPolling();
+    setConn("live");
+  });
+  source.addEventListener("error", () => {
+    if (source.readyState === EventSource.CLOSED) {
+      // The server refused the stream (e.g. 401 or 403): poll, and try the stream again later.
+      startPolling(reload);
+      setTimeout(() => connect(reload), RETRY_STREAM_MS);
+    } else {
+      setConn("reconnecting");
+    }
+  });
+  for (const type of INSTRUCTION_EVENTS) {
+    source.addEventListener(type, (e) => {
+      const msg = parse(e);
+      if (msg) applyInstruction(type, msg.data);
+    });
+  }
+  source.addEventListener("status.changed", (e) => {
+    const msg = parse(e);
+    if (msg) setStatus(msg.data);
+  });
+  source.addEventListener("config.updated", (e) => {
+    const msg = parse(e);
+    if (msg) setSettings(msg.data);
+  });
+  source.addEventListener("stream.reset", () => reload());
+}
+
+function startPolling(reload) {
+  if (pollTimer) return;
+  setConn("polling");
+  reload();
+  pollTimer = setInterval(reload, POLL_MS);
+}
+
+function stopPolling() {
+  clearInterval(pollTimer);
+  pollTimer = null;
+}

@@ -1,0 +1,82 @@
+// The page's model of the queue, fed by the API and the event stream. Views
+// subscribe with on(); every mutation announces what changed.
+
+const bus = new EventTarget();
+
+export const state = {
+  /** Pending instructions in delivery order. */
+  pending: [],
+  /** Consumed instructions shown in the ledger, newest first (a window, not all). */
+  consumed: [],
+  /** How many consumed instructions exist on the server. */
+  consumedTotal: 0,
+  status: null,
+  settings: null,
+  /** "connecting" | "live" | "reconnecting" | "polling" | "offline" */
+  conn: "connecting",
+  loaded: false,
+};
+
+export function on(type, fn) {
+  bus.addEventListener(type, (e) => fn(e.detail));
+}
+
+function emit(type, detail) {
+  bus.dispatchEvent(new CustomEvent(type, { detail }));
+}
+
+export function setConn(conn) {
+  if (state.conn !== conn) {
+    state.conn = conn;
+    emit("conn", conn);
+  }
+}
+
+export function load({ pending, consumed, status }) {
+  state.pending = pending;
+  state.consumed = consumed;
+  if (status) setStatus(status);
+  state.loaded = true;
+  emit("queue", { kind: "load" });
+}
+
+export function appendConsumed(items) {
+  const known = new Set(state.consumed.map((i) => i.id));
+  state.consumed.push(...items.filter((i) => !known.has(i.id)));
+  emit("ledger", {});
+}
+
+export function setStatus(status) {
+  state.status = status;
+  state.consumedTotal = status.queue.consumed_count;
+  state.settings = status.settings;
+  emit("status", status);
+}
+
+export function setSettings(settings) {
+  state.settings = settings;
+  emit("settings", settings);
+}
+
+function byPosition(a, b) {
+  return a.position - b.position || a.created_at.localeCompare(b.created_at);
+}
+
+/** Apply one instruction event from the stream (or from our own request). */
+export function applyInstruction(kind, item) {
+  const i = state.pending.findIndex((p) => p.id === item.id);
+  if (kind === "instruction.deleted") {
+    if (i >= 0) state.pending.splice(i, 1);
+  } else if (kind === "instruction.consumed") {
+    if (i >= 0) state.pending.splice(i, 1);
+    if (!state.consumed.some((c) => c.id === item.id)) {
+      state.consumed.unshift(item);
+      state.consumedTotal += 1;
+    }
+  } else if (item.status === "pending") {
+    if (i >= 0) state.pending[i] = item;
+    else state.pending.push(item);
+    state.pending.sort(byPosition);
+  }
+  emit("queue", { kind, item });
+}
