@@ -218,3 +218,129 @@ async fn a_taken_port_falls_back_to_the_next_free_one() {
         .expect("no fallback: refused");
     assert!(err.to_string().contains("in use"), "{err}");
 }
+
+#[tokio::test]
+async fn the_page_signs_in_with_a_cookie_never_a_url() {
+    let token = "cookie-flow-token";
+    let s = common::start(|c| c.api_token = Some(token.into())).await;
+    let info: serde_json::Value = s
+        .http
+        .get(s.api("/api/session"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(info, json!({"token_required": true, "authenticated": false}));
+    let wrong = s
+        .http
+        .post(s.api("/api/session"))
+        .json(&json!({"token": "nope"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(wrong.status(), 401);
+    assert!(wrong.headers().get("set-cookie").is_none());
+    let right = s
+        .http
+        .post(s.api("/api/session"))
+        .json(&json!({"token": token}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(right.status(), 204);
+    let cookie = right.headers()["set-cookie"].to_str().unwrap().to_owned();
+    assert!(
+        cookie.contains("HttpOnly") && cookie.contains("SameSite=Strict"),
+        "{cookie}"
+    );
+    assert!(!cookie.contains(token), "the cookie does not carry the token itself");
+    let pair = cookie.split(';').next().unwrap().to_owned();
+    let ok = s
+        .http
+        .get(s.api("/api/status"))
+        .header("cookie", &pair)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(ok.status(), 200, "the cookie stands for the token");
+    let sse = s
+        .http
+        .get(s.api("/api/events"))
+        .header("cookie", &pair)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        sse.status(),
+        200,
+        "EventSource cannot send headers; the cookie is enough"
+    );
+    drop(sse);
+    let forged = s
+        .http
+        .get(s.api("/api/status"))
+        .header("cookie", "local_mcp_session=00ff")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(forged.status(), 401);
+    let info: serde_json::Value = s
+        .http
+        .get(s.api("/api/session"))
+        .header("cookie", &pair)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(info["authenticated"], true);
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn page_files_are_embedded_revalidated_and_confined() {
+    let s = common::start(|_| {}).await;
+    let index = s.http.get(s.api("/")).send().await.unwrap();
+    assert_eq!(index.status(), 200);
+    assert!(index.headers()["content-type"]
+        .to_str()
+        .unwrap()
+        .starts_with("text/html"));
+    assert_eq!(index.headers()["cache-control"], "no-cache");
+    let html = index.text().await.unwrap();
+    assert!(
+        html.contains("js/app.js") && !html.contains("<script>"),
+        "no inline script"
+    );
+    for (path, mime) in [
+        ("/css/tokens.css", "text/css"),
+        ("/js/app.js", "javascript"),
+        ("/fonts/fraunces-latin-600-normal.woff2", "font/woff2"),
+    ] {
+        let r = s.http.get(s.api(path)).send().await.unwrap();
+        assert_eq!(r.status(), 200, "{path}");
+        assert!(r.headers()["content-type"].to_str().unwrap().contains(mime), "{path}");
+        let etag = r.headers()["etag"].to_str().unwrap().to_owned();
+        let again = s
+            .http
+            .get(s.api(path))
+            .header("if-none-match", &etag)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(again.status(), 304, "{path} revalidates");
+    }
+    for path in [
+        "/nope.js",
+        "/../Cargo.toml",
+        "/%2e%2e/%2e%2e/etc/passwd",
+        "/css/../../engine/Cargo.toml",
+    ] {
+        let r = s.http.get(s.api(path)).send().await.unwrap();
+        assert_eq!(r.status(), 404, "{path}");
+    }
+    s.stop().await;
+}
