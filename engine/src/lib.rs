@@ -14,6 +14,7 @@ pub mod mcp;
 pub mod model;
 pub mod queue;
 pub mod server;
+pub mod snippets;
 pub mod store;
 pub mod time;
 
@@ -39,6 +40,7 @@ pub struct Engine {
     /// Set when the configured port was taken and another was used: that port.
     pub port_fallback_from: Option<u16>,
     pub queue: Queue,
+    api_token: Option<String>,
     shutdown: CancellationToken,
     task: JoinHandle<()>,
 }
@@ -47,6 +49,19 @@ impl Engine {
     /// The MCP endpoint agents connect to.
     pub fn mcp_url(&self) -> String {
         format!("{}/mcp", self.url)
+    }
+
+    /// The bearer token agents must send, if one is required.
+    pub fn api_token(&self) -> Option<&str> {
+        self.api_token.as_deref()
+    }
+
+    /// The page-session cookie (name, value) that signs a window in when a
+    /// token is required, so an embedding shell never hands the token to the page.
+    pub fn page_session_cookie(&self) -> Option<(&'static str, String)> {
+        self.api_token
+            .as_deref()
+            .map(|t| (http::security::SESSION_COOKIE, http::security::session_value(t)))
     }
 
     /// Domain events as they happen (instruction changes, status, config).
@@ -90,6 +105,7 @@ pub async fn start(config: Config, shutdown: CancellationToken) -> Result<Engine
         url: url.clone(),
         version: VERSION.into(),
         started_at: time::now(),
+        requested_port: port_fallback_from,
     };
     let queue = Queue::new(store, &config.settings, facts, shutdown.clone())?;
     let security = Arc::new(http::Security::new(config.host, addr.port(), config.api_token.clone()));
@@ -107,6 +123,7 @@ pub async fn start(config: Config, shutdown: CancellationToken) -> Result<Engine
         addr,
         port_fallback_from,
         queue,
+        api_token: config.api_token,
         shutdown,
         task,
     })

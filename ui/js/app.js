@@ -68,6 +68,16 @@ function initConn() {
   });
 }
 
+// ---- port fallback: agents configured for the old port must be told ------
+function initPortNote() {
+  on("status", (s) => {
+    const note = $("port-note");
+    const wanted = s.server.requested_port;
+    note.hidden = !wanted;
+    if (wanted) note.textContent = `Port ${wanted} was taken, so local-mcp is serving on ${location.port}. Point your agents at ${s.server.url}/mcp.`;
+  });
+}
+
 // ---- MCP config snippets ----------------------------------------------------
 function initConnectHelp() {
   const url = `${location.origin}/mcp`;
@@ -129,6 +139,7 @@ async function main() {
   initTheme();
   initConn();
   initConnectHelp();
+  initPortNote();
   initAgents();
   initSettings();
   initInstructions();

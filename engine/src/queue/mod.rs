@@ -32,6 +32,8 @@ pub struct ServerFacts {
     pub url: String,
     pub version: String,
     pub started_at: String,
+    /// The configured port, when it was taken and another one is in use.
+    pub requested_port: Option<u16>,
 }
 
 /// The queue service. Cheap to clone; all clones share one queue.

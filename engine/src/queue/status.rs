@@ -21,6 +21,9 @@ pub struct ServerSummary {
     pub started_at: String,
     pub url: String,
     pub version: String,
+    /// Set when the configured port was taken: agents configured for it must be updated.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub requested_port: Option<u16>,
 }
 
 /// The seed's single-agent summary: the most relevant agent, or nothing known.
@@ -121,6 +124,7 @@ impl Queue {
                 started_at: facts.started_at.clone(),
                 url: facts.url.clone(),
                 version: facts.version.clone(),
+                requested_port: facts.requested_port,
             },
             agent,
             agents,

@@ -1,0 +1,210 @@
+//! The desktop shell of local-mcp: it runs the engine in-process and wraps it
+//! in a tray icon (one image per agent state), the queue window (the engine's
+//! own page), a quick-add box and OS notifications. It only uses the engine's
+//! public handle (URL, events, config); the engine knows nothing of Tauri.
+
+mod notify;
+mod prefs;
+mod tray;
+mod view;
+mod windows;
+
+use std::collections::HashMap;
+use std::process::ExitCode;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use clap::Parser;
+use engine::events::EventData;
+use engine::model::AgentState;
+use engine::{Engine, EventKind};
+use tauri::{AppHandle, Manager, RunEvent};
+use tauri_plugin_global_shortcut::{GlobalShortcutExt, ShortcutState};
+use tokio_util::sync::CancellationToken;
+use tracing_subscriber::EnvFilter;
+
+/// The global shortcut that opens quick add.
+pub const QUICK_ADD_SHORTCUT: &str = "CmdOrCtrl+Alt+Space";
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "local-mcp",
+    version,
+    about = "local-mcp: your instruction queue for AI agents, in the tray"
+)]
+struct Cli {
+    #[command(flatten)]
+    serve: engine::config::ServeArgs,
+    /// Open the quick-add box (in the running instance, if there is one)
+    #[arg(long)]
+    quick_add: bool,
+    /// Start in the tray without opening the queue window (used at login)
+    #[arg(long)]
+    hidden: bool,
+}
+
+/// What the shell keeps for its windows, tray and menu handlers.
+pub struct Shell {
+    pub page_url: url::Url,
+    pub quick_url: url::Url,
+    pub origin: url::Origin,
+    pub mcp_url: String,
+    pub token: Option<String>,
+    pub cookie: Option<(&'static str, String)>,
+    pub prefs: prefs::Store,
+    engine: Mutex<Option<Engine>>,
+}
+
+pub fn run() -> ExitCode {
+    let cli = Cli::parse();
+    let (config, log_level) = match cli.serve.resolve() {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("local-mcp: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let filter = if log_level.contains("rmcp") {
+        log_level
+    } else {
+        format!("{log_level},rmcp=warn")
+    };
+    tracing_subscriber::fmt()
+        .with_env_filter(EnvFilter::try_new(&filter).unwrap_or_else(|_| EnvFilter::new("info,rmcp=warn")))
+        .with_writer(std::io::stderr)
+        .init();
+    // Without a display GTK would panic deep inside Tauri; say what to do instead.
+    if let Some(msg) = view::missing_display(
+        std::env::var("DISPLAY").ok().as_deref(),
+        std::env::var("WAYLAND_DISPLAY").ok().as_deref(),
+    ) {
+        eprintln!("{msg}");
+        return ExitCode::from(3);
+    }
+
+    let shutdown = CancellationToken::new();
+    let setup_shutdown = shutdown.clone();
+    let app = tauri::Builder::default()
+        // First: a second launch hands its arguments to this instance and exits.
+        .plugin(tauri_plugin_single_instance::init(|app, argv, _cwd| {
+            if argv.iter().any(|a| a == "--quick-add") {
+                windows::show_quick_add(app);
+            } else {
+                windows::show_main(app);
+            }
+        }))
+        .plugin(tauri_plugin_notification::init())
+        .plugin(tauri_plugin_clipboard_manager::init())
+        .plugin(tauri_plugin_opener::init())
+        .plugin(tauri_plugin_window_state::Builder::default().build())
+        .plugin(tauri_plugin_autostart::init(tauri_plugin_autostart::MacosLauncher::LaunchAgent, Some(vec!["--hidden"])))
+        .plugin(
+            tauri_plugin_global_shortcut::Builder::new()
+                .with_handler(|app, _shortcut, event| {
+                    if event.state() == ShortcutState::Pressed {
+                        windows::show_quick_add(app);
+                    }
+                })
+                .build(),
+        )
+        .setup(move |app| {
+            let engine = tauri::async_runtime::block_on(engine::start(config, setup_shutdown))?;
+            let page_url = url::Url::parse(&format!("{}/", engine.url))?;
+            let shell = Shell {
+                quick_url: page_url.join("quick.html")?,
+                origin: page_url.origin(),
+                mcp_url: engine.mcp_url(),
+                token: engine.api_token().map(str::to_owned),
+                cookie: engine.page_session_cookie(),
+                prefs: prefs::Store::load(),
+                page_url,
+                engine: Mutex::new(None),
+            };
+            let fallback = engine.port_fallback_from;
+            let events = engine.subscribe();
+            let mcp_url = engine.mcp_url();
+            *shell.engine.lock().unwrap_or_else(|p| p.into_inner()) = Some(engine);
+            app.manage(shell);
+            let handle = app.handle().clone();
+            let items = tray::create(&handle)?;
+            tauri::async_runtime::spawn(follow_engine(handle.clone(), items, events));
+            if let Some(port) = fallback {
+                notify::send(&handle, &format!("Port {port} was taken"), &format!("local-mcp is serving on {mcp_url} — update your agents' MCP URL."));
+            }
+            if let Err(e) = handle.global_shortcut().register(QUICK_ADD_SHORTCUT) {
+                tracing::warn!(error = %e, "could not register the quick-add shortcut {QUICK_ADD_SHORTCUT}; use the tray menu");
+            }
+            if !cli.hidden {
+                windows::show_main(&handle);
+            }
+            if cli.quick_add {
+                windows::show_quick_add(&handle);
+            }
+            Ok(())
+        })
+        .build(tauri::generate_context!());
+    let app = match app {
+        Ok(app) => app,
+        Err(e) => {
+            eprintln!("local-mcp: could not start: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    app.run(move |handle, event| match event {
+        // Closing the last window keeps local-mcp in the tray; only Quit exits.
+        RunEvent::ExitRequested { code: None, api, .. } => api.prevent_exit(),
+        RunEvent::Exit => stop_engine(handle, &shutdown),
+        _ => {}
+    });
+    ExitCode::SUCCESS
+}
+
+fn stop_engine(app: &AppHandle, shutdown: &CancellationToken) {
+    shutdown.cancel();
+    let engine = app
+        .state::<Shell>()
+        .engine
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .take();
+    if let Some(engine) = engine {
+        let _ = tauri::async_runtime::block_on(tokio::time::timeout(Duration::from_secs(6), engine.stopped()));
+    }
+}
+
+/// React to engine events: tray on every status change, notifications on
+/// consumption (and, if wanted, when an agent starts waiting on an empty queue).
+async fn follow_engine(
+    app: AppHandle,
+    items: tray::TrayItems,
+    mut events: tokio::sync::broadcast::Receiver<std::sync::Arc<engine::Event>>,
+) {
+    let mut was_listening: HashMap<String, bool> = HashMap::new();
+    loop {
+        let event = match events.recv().await {
+            Ok(e) => e,
+            Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => continue,
+            Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+        };
+        let prefs = app.state::<Shell>().prefs.get();
+        match (&event.kind, &event.data) {
+            (EventKind::StatusChanged, EventData::Status(status)) => {
+                tray::apply(&app, &items, &view::tray_view(status));
+                for agent in &status.agents {
+                    let listening = agent.state == AgentState::Listening;
+                    let before = was_listening.insert(agent.agent_id.clone(), listening).unwrap_or(false);
+                    if listening && !before && prefs.notify_waiting && status.queue.pending_count == 0 {
+                        let (title, body) = view::waiting_notification(&agent.agent_id);
+                        notify::send(&app, &title, &body);
+                    }
+                }
+            }
+            (EventKind::InstructionConsumed, EventData::Instruction(item)) if prefs.notify_consumed => {
+                let agent = item.consumed_by_agent_id.as_deref().unwrap_or("An agent");
+                let (title, body) = view::consumed_notification(agent, &item.content, event.pending_count.unwrap_or(0));
+                notify::send(&app, &title, &body);
+            }
+            _ => {}
+        }
+    }
+}

@@ -1,0 +1,68 @@
+//! The shell's own preferences (which notifications to show), kept in
+//! `desktop.json` in the platform config folder. The queue's settings live in
+//! the engine; these only concern this desktop.
+
+use std::path::PathBuf;
+use std::sync::Mutex;
+
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Prefs {
+    /// "<agent> picked up: …" when an instruction is consumed.
+    pub notify_consumed: bool,
+    /// "<agent> is waiting for you" when an agent waits on an empty queue.
+    pub notify_waiting: bool,
+}
+
+impl Default for Prefs {
+    fn default() -> Self {
+        Prefs {
+            notify_consumed: true,
+            notify_waiting: false,
+        }
+    }
+}
+
+/// Preferences plus where they are saved.
+pub struct Store {
+    path: Option<PathBuf>,
+    prefs: Mutex<Prefs>,
+}
+
+impl Store {
+    pub fn load() -> Store {
+        let path = engine::config::project_dirs().map(|d| d.config_dir().join("desktop.json"));
+        let prefs = path
+            .as_ref()
+            .and_then(|p| std::fs::read_to_string(p).ok())
+            .and_then(|t| serde_json::from_str(&t).ok())
+            .unwrap_or_default();
+        Store {
+            path,
+            prefs: Mutex::new(prefs),
+        }
+    }
+
+    pub fn get(&self) -> Prefs {
+        *self.prefs.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub fn update(&self, f: impl FnOnce(&mut Prefs)) -> Prefs {
+        let mut guard = self.prefs.lock().unwrap_or_else(|p| p.into_inner());
+        f(&mut guard);
+        let prefs = *guard;
+        drop(guard);
+        if let Some(path) = &self.path {
+            let saved = path
+                .parent()
+                .map_or(Ok(()), std::fs::create_dir_all)
+                .and_then(|_| std::fs::write(path, serde_json::to_vec_pretty(&prefs).unwrap_or_default()));
+            if let Err(e) = saved {
+                tracing::warn!(error = %e, path = %path.display(), "could not save desktop preferences");
+            }
+        }
+        prefs
+    }
+}

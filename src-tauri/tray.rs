@@ -1,0 +1,128 @@
+//! The tray icon: an image per agent state, a tooltip with the state and the
+//! pending count, and the menu. Updated from engine events (no polling).
+
+use tauri::image::Image;
+use tauri::menu::{CheckMenuItem, Menu, MenuItem, PredefinedMenuItem};
+use tauri::tray::{MouseButton, MouseButtonState, TrayIcon, TrayIconBuilder, TrayIconEvent};
+use tauri::{AppHandle, Manager, Wry};
+use tauri_plugin_autostart::ManagerExt as _;
+use tauri_plugin_clipboard_manager::ClipboardExt as _;
+
+use crate::view::{TrayIcon as Icon, TrayView};
+use crate::{notify, windows, Shell};
+
+pub const TRAY_ID: &str = "local-mcp";
+pub const QUICK_ADD: &str = "quick-add";
+pub const OPEN: &str = "open";
+pub const PENDING: &str = "pending";
+pub const COPY_CONFIG: &str = "copy-config";
+pub const NOTIFY_CONSUMED: &str = "notify-consumed";
+pub const NOTIFY_WAITING: &str = "notify-waiting";
+pub const AUTOSTART: &str = "autostart";
+pub const QUIT: &str = "quit";
+
+/// The menu items that change after start-up.
+pub struct TrayItems {
+    pub pending: MenuItem<Wry>,
+}
+
+pub fn create(app: &AppHandle) -> tauri::Result<TrayItems> {
+    let prefs = app.state::<Shell>().prefs.get();
+    let autostart = app.autolaunch().is_enabled().unwrap_or(false);
+    let pending = MenuItem::with_id(app, PENDING, "Nothing pending", false, None::<&str>)?;
+    let menu = Menu::with_items(
+        app,
+        &[
+            &MenuItem::with_id(app, QUICK_ADD, "Quick add…", true, Some(crate::QUICK_ADD_SHORTCUT))?,
+            &MenuItem::with_id(app, OPEN, "Open queue", true, None::<&str>)?,
+            &pending,
+            &PredefinedMenuItem::separator(app)?,
+            &MenuItem::with_id(app, COPY_CONFIG, "Copy MCP config (VS Code)", true, None::<&str>)?,
+            &CheckMenuItem::with_id(
+                app,
+                NOTIFY_CONSUMED,
+                "Notify when an instruction is picked up",
+                true,
+                prefs.notify_consumed,
+                None::<&str>,
+            )?,
+            &CheckMenuItem::with_id(
+                app,
+                NOTIFY_WAITING,
+                "Notify when an agent is waiting",
+                true,
+                prefs.notify_waiting,
+                None::<&str>,
+            )?,
+            &CheckMenuItem::with_id(app, AUTOSTART, "Start at login", true, autostart, None::<&str>)?,
+            &PredefinedMenuItem::separator(app)?,
+            &MenuItem::with_id(app, QUIT, "Quit local-mcp", true, None::<&str>)?,
+        ],
+    )?;
+    TrayIconBuilder::with_id(TRAY_ID)
+        .icon(Image::from_bytes(Icon::Offline.png())?)
+        .tooltip("local-mcp — starting")
+        .menu(&menu)
+        .show_menu_on_left_click(false)
+        .on_menu_event(on_menu)
+        .on_tray_icon_event(|tray, event| {
+            // Windows reports both the press and the release: act on release only.
+            if let TrayIconEvent::Click {
+                button: MouseButton::Left,
+                button_state: MouseButtonState::Up,
+                ..
+            } = event
+            {
+                windows::show_main(tray.app_handle());
+            }
+        })
+        .build(app)?;
+    Ok(TrayItems { pending })
+}
+
+fn on_menu(app: &AppHandle, event: tauri::menu::MenuEvent) {
+    let shell = app.state::<Shell>();
+    match event.id().as_ref() {
+        QUICK_ADD => windows::show_quick_add(app),
+        OPEN => windows::show_main(app),
+        COPY_CONFIG => {
+            let snippet =
+                engine::snippets::snippet(engine::snippets::Client::VsCode, &shell.mcp_url, shell.token.as_deref());
+            match app.clipboard().write_text(snippet) {
+                Ok(()) => notify::send(app, "MCP config copied", "Paste it into .vscode/mcp.json."),
+                Err(e) => tracing::warn!(error = %e, "could not copy the MCP config"),
+            }
+        }
+        NOTIFY_CONSUMED => {
+            shell.prefs.update(|p| p.notify_consumed = !p.notify_consumed);
+        }
+        NOTIFY_WAITING => {
+            shell.prefs.update(|p| p.notify_waiting = !p.notify_waiting);
+        }
+        AUTOSTART => {
+            let auto = app.autolaunch();
+            let result = if auto.is_enabled().unwrap_or(false) {
+                auto.disable()
+            } else {
+                auto.enable()
+            };
+            if let Err(e) = result {
+                tracing::warn!(error = %e, "could not change start-at-login");
+            }
+        }
+        QUIT => app.exit(0),
+        _ => {}
+    }
+}
+
+/// Show a new view in the tray.
+pub fn apply(app: &AppHandle, items: &TrayItems, view: &TrayView) {
+    let Some(tray): Option<TrayIcon> = app.tray_by_id(TRAY_ID) else {
+        return;
+    };
+    if let Ok(image) = Image::from_bytes(view.icon.png()) {
+        let _ = tray.set_icon(Some(image));
+    }
+    let _ = tray.set_tooltip(Some(&view.tooltip));
+    let _ = items.pending.set_text(&view.pending_label);
+}

@@ -1,0 +1,249 @@
+//! Pure decisions of the shell, kept apart from Tauri so they are easy to test:
+//! what the tray shows for a status, what a notification says, and what a
+//! navigation in a window means.
+
+use engine::model::AgentState;
+use engine::queue::StatusSnapshot;
+
+/// The three tray images (DESIGN §7): a call is waiting, an instruction is
+/// being worked on, or nobody is there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TrayIcon {
+    Listening,
+    Working,
+    Offline,
+}
+
+impl TrayIcon {
+    pub fn png(self) -> &'static [u8] {
+        match self {
+            TrayIcon::Listening => include_bytes!("../icons/tray-listening.png"),
+            TrayIcon::Working => include_bytes!("../icons/tray-working.png"),
+            TrayIcon::Offline => include_bytes!("../icons/tray-offline.png"),
+        }
+    }
+}
+
+/// Everything the tray shows.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TrayView {
+    pub icon: TrayIcon,
+    pub tooltip: String,
+    pub pending_label: String,
+}
+
+fn pending_words(n: u64) -> String {
+    match n {
+        0 => "nothing pending".into(),
+        1 => "1 pending".into(),
+        n => format!("{n} pending"),
+    }
+}
+
+/// The tray for a status snapshot.
+pub fn tray_view(status: &StatusSnapshot) -> TrayView {
+    let agent = &status.agent;
+    let pending = pending_words(status.queue.pending_count);
+    let (icon, state) = match (agent.agent_id.as_deref(), agent.state) {
+        (Some(_), AgentState::Listening) => (TrayIcon::Listening, "listening"),
+        (Some(_), AgentState::Working) => (TrayIcon::Working, "working"),
+        (Some(_), AgentState::Idle) => (TrayIcon::Offline, "idle"),
+        _ => (TrayIcon::Offline, "no agent connected"),
+    };
+    let who = match agent.agent_id.as_deref() {
+        Some(id) if agent.state != AgentState::Offline => format!("{id} {state}"),
+        _ => "no agent connected".into(),
+    };
+    TrayView {
+        icon,
+        tooltip: format!("local-mcp — {who} · {pending}"),
+        pending_label: capitalize(&pending),
+    }
+}
+
+fn capitalize(s: &str) -> String {
+    let mut c = s.chars();
+    c.next()
+        .map(|f| f.to_uppercase().collect::<String>() + c.as_str())
+        .unwrap_or_default()
+}
+
+/// The first line of an instruction, shortened for a notification.
+pub fn first_line(content: &str, max_chars: usize) -> String {
+    let line = content.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or("");
+    if line.chars().count() <= max_chars {
+        line.to_owned()
+    } else {
+        line.chars().take(max_chars.saturating_sub(1)).collect::<String>() + "…"
+    }
+}
+
+/// "<agent> picked up: <first line>" and how many are left.
+pub fn consumed_notification(agent: &str, content: &str, pending: u64) -> (String, String) {
+    let title = format!("{agent} picked up: {}", first_line(content, 80));
+    let body = match pending {
+        0 => "The queue is empty now.".to_owned(),
+        1 => "1 instruction left in the queue.".to_owned(),
+        n => format!("{n} instructions left in the queue."),
+    };
+    (title, body)
+}
+
+/// An agent has started waiting on an empty queue.
+pub fn waiting_notification(agent: &str) -> (String, String) {
+    (
+        format!("{agent} is waiting for you"),
+        "The queue is empty: add the next instruction.".to_owned(),
+    )
+}
+
+/// What a navigation in the quick-add window means.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum QuickAddNav {
+    /// The instruction was queued: close the window.
+    Done,
+    /// The person pressed Esc: close the window.
+    Cancel,
+    /// Anything else on the engine's origin: let it load.
+    Allow,
+    /// Somewhere else: refuse.
+    Refuse,
+}
+
+pub fn quick_add_nav(url: &url::Url, engine_origin: &url::Origin) -> QuickAddNav {
+    if url.origin() != *engine_origin {
+        return QuickAddNav::Refuse;
+    }
+    match url.path() {
+        "/quick-add/done" => QuickAddNav::Done,
+        "/quick-add/cancel" => QuickAddNav::Cancel,
+        _ => QuickAddNav::Allow,
+    }
+}
+
+/// May the main window go to `url`? Only the engine's own pages (and the
+/// shell's placeholder); anything else opens in the system browser instead.
+pub fn main_window_may_load(url: &url::Url, engine_origin: &url::Origin) -> bool {
+    url.origin() == *engine_origin
+        || matches!(url.scheme(), "tauri")
+        || url.host_str() == Some("tauri.localhost")
+        || url.as_str() == "about:blank"
+}
+
+/// Why the app cannot open windows here, if it cannot.
+pub fn missing_display(display: Option<&str>, wayland: Option<&str>) -> Option<String> {
+    if !cfg!(target_os = "linux") {
+        return None;
+    }
+    let set = |v: Option<&str>| v.is_some_and(|v| !v.is_empty());
+    if set(display) || set(wayland) {
+        return None;
+    }
+    Some(
+        "local-mcp: no graphical display (neither DISPLAY nor WAYLAND_DISPLAY is set), so the tray app cannot start.\n\
+         On a machine without a display run the headless server instead — same options, same URL:\n\
+         \n    local-mcp-server            (or: npm start, which picks it for you)\n"
+            .into(),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use engine::model::{QueueCounts, Settings};
+    use engine::queue::{AgentSummary, ServerSummary};
+
+    fn status(agent: Option<&str>, state: AgentState, pending: u64) -> StatusSnapshot {
+        StatusSnapshot {
+            server: ServerSummary {
+                status: "up".into(),
+                started_at: "t".into(),
+                url: "http://127.0.0.1:8000".into(),
+                version: "0".into(),
+                requested_port: None,
+            },
+            agent: AgentSummary {
+                connected: state != AgentState::Offline,
+                state,
+                agent_id: agent.map(Into::into),
+                last_seen_at: None,
+                last_fetch_at: None,
+                waiting: state == AgentState::Listening,
+            },
+            agents: vec![],
+            queue: QueueCounts {
+                pending_count: pending,
+                consumed_count: 0,
+            },
+            settings: Settings::default(),
+        }
+    }
+
+    #[test]
+    fn each_agent_state_has_its_icon_tooltip_and_menu_label() {
+        let v = tray_view(&status(Some("copilot"), AgentState::Listening, 0));
+        assert_eq!(v.icon, TrayIcon::Listening);
+        assert_eq!(v.tooltip, "local-mcp — copilot listening · nothing pending");
+        assert_eq!(v.pending_label, "Nothing pending");
+        let v = tray_view(&status(Some("claude"), AgentState::Working, 3));
+        assert_eq!(v.icon, TrayIcon::Working);
+        assert_eq!(v.tooltip, "local-mcp — claude working · 3 pending");
+        assert_eq!(v.pending_label, "3 pending");
+        let v = tray_view(&status(Some("claude"), AgentState::Offline, 1));
+        assert_eq!(v.icon, TrayIcon::Offline);
+        assert_eq!(v.tooltip, "local-mcp — no agent connected · 1 pending");
+        let v = tray_view(&status(None, AgentState::Offline, 0));
+        assert_eq!(v.icon, TrayIcon::Offline);
+        let v = tray_view(&status(Some("cursor"), AgentState::Idle, 2));
+        assert_eq!(
+            (v.icon, v.tooltip.as_str()),
+            (TrayIcon::Offline, "local-mcp — cursor idle · 2 pending")
+        );
+        for icon in [TrayIcon::Listening, TrayIcon::Working, TrayIcon::Offline] {
+            assert_eq!(&icon.png()[1..4], b"PNG");
+        }
+    }
+
+    #[test]
+    fn notifications_name_the_agent_and_the_first_line() {
+        let (t, b) = consumed_notification("copilot", "\n  Fix the tests\nthen lint", 2);
+        assert_eq!(t, "copilot picked up: Fix the tests");
+        assert_eq!(b, "2 instructions left in the queue.");
+        assert_eq!(consumed_notification("a", "x", 0).1, "The queue is empty now.");
+        assert_eq!(consumed_notification("a", "x", 1).1, "1 instruction left in the queue.");
+        let long = "é".repeat(200);
+        let (t, _) = consumed_notification("a", &long, 0);
+        assert_eq!(t.chars().count(), "a picked up: ".len() + 80);
+        assert!(t.ends_with('…'));
+        assert_eq!(waiting_notification("cursor").0, "cursor is waiting for you");
+    }
+
+    #[test]
+    fn quick_add_closes_only_on_its_own_signals() {
+        let origin = url::Url::parse("http://127.0.0.1:8000/").unwrap().origin();
+        let nav = |u: &str| quick_add_nav(&url::Url::parse(u).unwrap(), &origin);
+        assert_eq!(nav("http://127.0.0.1:8000/quick-add/done"), QuickAddNav::Done);
+        assert_eq!(nav("http://127.0.0.1:8000/quick-add/cancel"), QuickAddNav::Cancel);
+        assert_eq!(nav("http://127.0.0.1:8000/quick.html"), QuickAddNav::Allow);
+        assert_eq!(nav("http://127.0.0.1:8001/quick-add/done"), QuickAddNav::Refuse);
+        assert_eq!(nav("https://example.com/quick-add/done"), QuickAddNav::Refuse);
+        let may = |u: &str| main_window_may_load(&url::Url::parse(u).unwrap(), &origin);
+        assert!(may("http://127.0.0.1:8000/"));
+        assert!(may("tauri://localhost/index.html"));
+        assert!(!may("https://example.com/"));
+        assert!(
+            !may("http://localhost:8000/"),
+            "another origin, even if it is the same server"
+        );
+    }
+
+    #[test]
+    fn a_missing_display_is_explained() {
+        if cfg!(target_os = "linux") {
+            let msg = missing_display(None, Some("")).unwrap();
+            assert!(msg.contains("local-mcp-server"));
+            assert!(missing_display(Some(":0"), None).is_none());
+            assert!(missing_display(None, Some("wayland-0")).is_none());
+        }
+    }
+}

@@ -1,0 +1,116 @@
+//! The two windows: the queue (the engine's own page) and quick add (a small
+//! always-on-top box, also served by the engine). Neither gets Tauri IPC: they
+//! talk to the engine over HTTP like any browser. Navigation is held to the
+//! engine's origin; other links open in the system browser.
+
+use tauri::webview::Cookie;
+use tauri::{AppHandle, Manager, WebviewUrl, WebviewWindow, WebviewWindowBuilder};
+use tauri_plugin_window_state::{StateFlags, WindowExt};
+
+use crate::view::{main_window_may_load, quick_add_nav, QuickAddNav};
+use crate::Shell;
+
+pub const MAIN: &str = "main";
+pub const QUICK_ADD: &str = "quick-add";
+
+/// Show the queue window, creating it if needed.
+pub fn show_main(app: &AppHandle) {
+    if let Some(w) = app.get_webview_window(MAIN) {
+        let _ = w.unminimize();
+        let _ = w.show();
+        let _ = w.set_focus();
+        return;
+    }
+    if let Err(e) = create_main(app) {
+        tracing::error!(error = %e, "could not open the queue window");
+    }
+}
+
+fn create_main(app: &AppHandle) -> tauri::Result<()> {
+    let shell = app.state::<Shell>();
+    let origin = shell.origin.clone();
+    let opener = app.clone();
+    // Start on the shell's placeholder page: the session cookie must be in
+    // place before the first request to the engine.
+    let window = WebviewWindowBuilder::new(app, MAIN, WebviewUrl::App("index.html".into()))
+        .title("local-mcp")
+        .inner_size(760.0, 820.0)
+        .min_inner_size(360.0, 420.0)
+        .on_navigation(move |url| {
+            if main_window_may_load(url, &origin) {
+                return true;
+            }
+            use tauri_plugin_opener::OpenerExt;
+            if let Err(e) = opener.opener().open_url(url.as_str(), None::<&str>) {
+                tracing::warn!(error = %e, "could not open a link in the system browser");
+            }
+            false
+        })
+        .build()?;
+    let _ = window.restore_state(StateFlags::all());
+    sign_in(&window, &shell);
+    window.navigate(shell.page_url.clone())?;
+    Ok(())
+}
+
+/// With a token required, give the window the page-session cookie so the page
+/// never asks for (or sees) the token.
+fn sign_in(window: &WebviewWindow, shell: &Shell) {
+    let Some((name, value)) = shell.cookie.clone() else {
+        return;
+    };
+    let host = shell.page_url.host_str().unwrap_or("127.0.0.1").to_owned();
+    let cookie = Cookie::build((name, value))
+        .domain(host)
+        .path("/")
+        .http_only(true)
+        .same_site(tauri::webview::cookie::SameSite::Strict)
+        .build();
+    if let Err(e) = window.set_cookie(cookie) {
+        tracing::warn!(error = %e, "could not sign the window in; the page will ask for the token");
+    }
+}
+
+/// Show the quick-add box (fresh, focused, on top).
+pub fn show_quick_add(app: &AppHandle) {
+    let shell = app.state::<Shell>();
+    let url = shell.quick_url.clone();
+    if let Some(w) = app.get_webview_window(QUICK_ADD) {
+        let _ = w.navigate(url);
+        let _ = w.show();
+        let _ = w.set_focus();
+        return;
+    }
+    let origin = shell.origin.clone();
+    let handle = app.clone();
+    let built = WebviewWindowBuilder::new(app, QUICK_ADD, WebviewUrl::App("index.html".into()))
+        .title("Quick add · local-mcp")
+        .inner_size(480.0, 170.0)
+        .resizable(false)
+        .always_on_top(true)
+        .skip_taskbar(true)
+        .center()
+        .on_navigation(move |url| match quick_add_nav(url, &origin) {
+            QuickAddNav::Allow => true,
+            QuickAddNav::Done | QuickAddNav::Cancel => {
+                let h = handle.clone();
+                // Hide outside the navigation callback (webviews dislike re-entry).
+                let _ = handle.run_on_main_thread(move || {
+                    if let Some(w) = h.get_webview_window(QUICK_ADD) {
+                        let _ = w.hide();
+                    }
+                });
+                false
+            }
+            QuickAddNav::Refuse => url.scheme() == "tauri" || url.host_str() == Some("tauri.localhost"),
+        })
+        .build();
+    match built {
+        Ok(w) => {
+            sign_in(&w, &shell);
+            let _ = w.navigate(url);
+            let _ = w.set_focus();
+        }
+        Err(e) => tracing::error!(error = %e, "could not open the quick-add window"),
+    }
+}

@@ -1,0 +1,47 @@
+// Quick add: one box; Enter queues, Esc cancels. In the desktop shell the
+// window closes by navigating to /quick-add/done or /quick-add/cancel, which
+// the shell intercepts — so this page needs no Tauri IPC at all.
+
+import { api } from "./api.js";
+
+const box = document.getElementById("quick-text");
+const error = document.getElementById("quick-error");
+
+function fail(msg) {
+  error.textContent = msg;
+  error.hidden = false;
+  box.setAttribute("aria-invalid", "true");
+  box.focus();
+}
+
+async function submit() {
+  const text = box.value;
+  if (!text.trim()) {
+    fail("Type an instruction first — blank space can't be queued.");
+    return;
+  }
+  try {
+    await api.add(text);
+    box.value = "";
+    location.assign("/quick-add/done");
+  } catch (err) {
+    fail(`Not queued: ${err.message}`); // the text stays
+  }
+}
+
+box.addEventListener("keydown", (e) => {
+  if (e.key === "Enter" && !e.shiftKey && !e.isComposing) {
+    e.preventDefault();
+    submit();
+  } else if (e.key === "Escape") {
+    e.preventDefault();
+    box.value = "";
+    location.assign("/quick-add/cancel");
+  }
+});
+box.addEventListener("input", () => {
+  error.hidden = true;
+  box.removeAttribute("aria-invalid");
+});
+window.addEventListener("focus", () => box.focus());
+box.focus();
