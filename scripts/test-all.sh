@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Every test in the repository: Rust unit and integration tests (real SQLite,
 # the real server on port 0, the official Rust MCP client), the official
-# Python MCP SDK against the real binary, and the page in a real Chromium. The 600-second wait test (the SDK
+# Python MCP SDK against the real binary, the page in a real Chromium, and the
+# desktop app under Xvfb through WebDriver. System packages it lacks are
+# installed first (scripts/setup-system.sh). The 600-second wait test (the SDK
 # gives up after 300 s of silence) runs alongside the rest; set
 # LOCAL_MCP_LONG_WAIT_SECONDS=0 to skip it while iterating.
 set -euo pipefail
@@ -10,6 +12,10 @@ cd "$root"
 long_wait="${LOCAL_MCP_LONG_WAIT_SECONDS:-600}"
 
 step() { printf '\n==> %s\n' "$*"; }
+
+step "system packages (desktop build, Chromium, Xvfb, WebDriver)"
+bash scripts/setup-system.sh test
+export PATH="$HOME/.cargo/bin:$PATH"
 
 step "build the binaries and tests"
 # One build: `cargo test` builds the binaries too (with the same features),
@@ -44,6 +50,9 @@ if [ ! -x "${CHROMIUM_PATH:-/usr/bin/chromium}" ]; then
   exit 1
 fi
 (cd tests/ui && npm ci --no-audit --no-fund --silent && npm test)
+
+step "the desktop app end to end (Xvfb, private D-Bus, WebDriver)"
+bash scripts/test-desktop.sh
 
 if [ -n "$long_pid" ]; then
   step "wait for the ${long_wait}-second wait test"

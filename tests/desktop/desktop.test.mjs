@@ -1,0 +1,146 @@
+// The real tray app end to end (issue 4): run under Xvfb on a private D-Bus
+// session (scripts/test-desktop.sh), driven through WebDriver (tauri-driver +
+// WebKitWebDriver) with plain fetch calls. Proves: the window shows the queue
+// page from the embedded server; an instruction typed into the quick-add
+// window appears in the page; an MCP client consuming it makes the app call
+// Notify on org.freedesktop.Notifications naming the agent and the instruction.
+
+import assert from "node:assert/strict";
+import { spawn, spawnSync } from "node:child_process";
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { after, before, test } from "node:test";
+
+const root = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
+const target = process.env.CARGO_TARGET_DIR ?? join(root, "target");
+const app = join(target, "debug", "local-mcp");
+const shots = join(root, "tests/artifacts/screenshots");
+mkdirSync(shots, { recursive: true });
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+async function until(fn, what, timeout = 20000) {
+  const deadline = Date.now() + timeout;
+  let last;
+  for (;;) {
+    try {
+      last = await fn();
+      if (last) return last;
+    } catch (e) {
+      last = e; // not yet
+    }
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what} (last: ${last})`);
+    await sleep(100);
+  }
+}
+
+function freePort() {
+  return new Promise((ok) => {
+    const s = createServer().listen(0, "127.0.0.1", () => {
+      const { port } = s.address();
+      s.close(() => ok(port));
+    });
+  });
+}
+
+const home = mkdtempSync(join(tmpdir(), "local-mcp-desktop-"));
+let port, base, driver, monitor, session;
+const monitorLog = join(home, "dbus-monitor.log");
+const env = {
+  ...process.env,
+  XDG_CONFIG_HOME: join(home, "config"),
+  XDG_DATA_HOME: join(home, "data"),
+  DB_PATH: join(home, "queue.sqlite3"),
+  LOG_LEVEL: "info",
+};
+
+async function wd(method, path, body) {
+  const res = await fetch(`http://127.0.0.1:4444${path}`, {
+    method,
+    headers: { "content-type": "application/json" },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const json = await res.json();
+  if (!res.ok) throw new Error(`${method} ${path}: ${JSON.stringify(json.value)}`);
+  return json.value;
+}
+const s = (path) => `/session/${session}${path}`;
+// The W3C element reference is an object with one well-known key; take its value.
+const find = async (css) => Object.values(await wd("POST", s("/element"), { using: "css selector", value: css }))[0];
+const textOf = async (css) => wd("GET", s(`/element/${await find(css)}/text`));
+// textContent, for text WebKit's "rendered text" skips (line-clamped boxes).
+const contentOf = (css) => wd("POST", s("/execute/sync"), { script: "return document.querySelector(arguments[0]).textContent", args: [css] });
+
+before(async () => {
+  port = await freePort();
+  env.HTTP_PORT = String(port);
+  base = `http://127.0.0.1:${port}`;
+  monitor = spawn("dbus-monitor", ["--session", "interface='org.freedesktop.Notifications',member='Notify'"], { stdio: ["ignore", "pipe", "inherit"] });
+  let log = "";
+  monitor.stdout.on("data", (c) => {
+    log += c;
+    writeFileSync(monitorLog, log);
+  });
+  driver = spawn("tauri-driver", ["--port", "4444", "--native-driver", "/usr/bin/WebKitWebDriver"], { env, stdio: ["ignore", "inherit", "inherit"] });
+  await until(() => fetch("http://127.0.0.1:4444/status").then((r) => r.ok), "tauri-driver");
+  const created = await wd("POST", "/session", {
+    capabilities: { alwaysMatch: { "tauri:options": { application: app } } },
+  });
+  session = created.sessionId;
+});
+
+after(async () => {
+  if (session) await wd("DELETE", s("")).catch(() => {});
+  driver?.kill();
+  monitor?.kill();
+});
+
+test("the window shows the queue page from the embedded server", async () => {
+  await until(async () => (await wd("GET", s("/url"))).startsWith(base), "the window on the engine's page");
+  await until(async () => /on the rail/i.test(await textOf("#rail-title")), "the page rendered");
+  assert.match(await wd("GET", s("/title")), /local-mcp/);
+  await until(async () => (await textOf("#conn")) === "live", "live events in the window");
+  const png = Buffer.from(await wd("GET", s("/screenshot")), "base64");
+  writeFileSync(join(shots, "desktop-window.png"), png);
+});
+
+test("quick add queues an instruction that appears in the page", async () => {
+  const main = await wd("GET", s("/window"));
+  // A second launch hands --quick-add to the running instance (single instance).
+  const second = spawnSync(app, ["--quick-add"], { env, timeout: 20000 });
+  assert.equal(second.status, 0, `second instance exit: ${second.stderr}`);
+  const quick = await until(async () => (await wd("GET", s("/window/handles"))).find((h) => h !== main), "the quick-add window");
+  await wd("POST", s("/window"), { handle: quick });
+  await until(async () => (await wd("GET", s("/url"))).endsWith("/quick.html"), "quick-add page");
+  const box = await until(() => find("#quick-text"), "the quick-add box");
+  await wd("POST", s(`/element/${box}/value`), { text: "   \uE007" });
+  await until(async () => (await textOf("#quick-error")).includes("blank"), "whitespace refused");
+  await wd("POST", s(`/element/${box}/clear`), {});
+  await wd("POST", s(`/element/${box}/value`), { text: "Ship the desktop build\uE007" });
+  await until(async () => {
+    const r = await fetch(`${base}/api/instructions?status=pending`);
+    return (await r.json()).items.some((i) => i.content === "Ship the desktop build");
+  }, "the instruction queued");
+  await wd("POST", s("/window"), { handle: main });
+  await until(async () => (await contentOf("#rail")).includes("Ship the desktop build"), "the ticket in the main window");
+});
+
+test("an agent consuming it produces a Notify naming the agent and the instruction", async () => {
+  const res = await fetch(`${base}/mcp`, {
+    method: "POST",
+    headers: { "content-type": "application/json", accept: "application/json, text/event-stream" },
+    body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "get_user_request", arguments: { agent_id: "webdriver-agent" } } }),
+  });
+  assert.match(await res.text(), /Ship the desktop build/);
+  await until(() => {
+    const log = readFileSync(monitorLog, "utf8");
+    return log.includes("webdriver-agent picked up: Ship the desktop build") && log.includes("The queue is empty now.");
+  }, "a Notify call on the session bus");
+  await until(async () => {
+    const ledger = await contentOf("#ledger");
+    if (!ledger.includes("Ship the desktop build")) throw new Error(`ledger: ${JSON.stringify(ledger)}, url ${await wd("GET", s("/url"))}`);
+    return true;
+  }, "the ledger in the window");
+});
