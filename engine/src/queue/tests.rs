@@ -11,6 +11,7 @@ fn queue(wait: u32) -> (Queue, CancellationToken) {
         url: "http://test".into(),
         version: "0".into(),
         started_at: time::now(),
+        requested_port: None,
     };
     let settings = Settings {
         default_wait_seconds: wait,
