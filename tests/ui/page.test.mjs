@@ -239,6 +239,20 @@ describe("resilience", () => {
     await server.stop();
   });
 
+  test("without the event stream the page polls and stays current", async () => {
+    const server = await startServer();
+    const context = await browser.newContext({ reducedMotion: "reduce" });
+    const page = await context.newPage();
+    // A proxy that refuses the stream.
+    await page.route("**/api/events", (route) => route.fulfill({ status: 503, body: "" }));
+    await page.goto(server.url + "/");
+    await until(async () => (await page.locator("#conn").textContent()) === "polling", { what: "polling shown" });
+    await server.add("seen by polling");
+    await until(async () => (await railTexts(page)).includes("seen by polling"), { what: "polled update", timeout: 8000 });
+    await context.close();
+    await server.stop();
+  });
+
   test("a token-protected server asks once, then works live without the token in any URL", async () => {
     const token = "page-test-token-123";
     const server = await startServer({ env: { API_TOKEN: token } });

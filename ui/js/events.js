@@ -8,9 +8,12 @@ import { applyInstruction, setConn, setSettings, setStatus } from "./state.js";
 const INSTRUCTION_EVENTS = ["instruction.created", "instruction.updated", "instruction.deleted", "instruction.consumed"];
 const POLL_MS = 5000;
 const RETRY_STREAM_MS = 30_000;
+/** How long the stream may stay down before the page polls meanwhile. */
+const POLL_AFTER_MS = 8000;
 
 let source = null;
 let pollTimer = null;
+let fallbackTimer = null;
 
 function parse(e) {
   try {
@@ -32,16 +35,24 @@ export function connect(reload) {
   source = new EventSource("/api/events");
   setConn("connecting");
   source.addEventListener("open", () => {
+    clearTimeout(fallbackTimer);
+    fallbackTimer = null;
     stopPolling();
     setConn("live");
   });
   source.addEventListener("error", () => {
     if (source.readyState === EventSource.CLOSED) {
-      // The server refused the stream (e.g. 401 or 403): poll, and try the stream again later.
+      // The server refused the stream (e.g. 401, 403, 503): poll, and try the stream again later.
       startPolling(reload);
       setTimeout(() => connect(reload), RETRY_STREAM_MS);
-    } else {
+    } else if (!pollTimer) {
+      // The browser retries by itself; if the stream stays down (a proxy that
+      // drops it), keep the page current by polling meanwhile.
       setConn("reconnecting");
+      fallbackTimer ??= setTimeout(() => {
+        fallbackTimer = null;
+        if (source.readyState !== EventSource.OPEN) startPolling(reload);
+      }, POLL_AFTER_MS);
     }
   });
   for (const type of INSTRUCTION_EVENTS) {
