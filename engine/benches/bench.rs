@@ -64,6 +64,25 @@ impl Server {
             .unwrap_or(0)
     }
 
+    /// Poll `/api/status` until `done` holds.
+    async fn until_status(&self, done: impl Fn(&Value) -> bool, every: Duration) {
+        loop {
+            let st: Value = self
+                .http
+                .get(format!("{}/api/status", self.url))
+                .send()
+                .await
+                .unwrap()
+                .json()
+                .await
+                .unwrap();
+            if done(&st) {
+                return;
+            }
+            tokio::time::sleep(every).await;
+        }
+    }
+
     async fn config(&self, patch: Value) {
         let r = self
             .http
@@ -118,16 +137,13 @@ fn prefill(db: &Path, n: usize) {
             engine::store::Durability::Full,
             |d| {
                 for i in 0..n {
-                    let now = engine::time::now();
                     d.insert_instruction(&engine::model::Instruction {
                         id: format!("bench-{i}"),
-                        content: format!("benchmark instruction {i}"),
-                        status: engine::model::InstructionStatus::Pending,
-                        created_at: now.clone(),
-                        updated_at: now,
-                        consumed_at: None,
-                        consumed_by_agent_id: None,
-                        position: i as i64 + 1,
+                        ..engine::model::Instruction::new_pending(
+                            format!("benchmark instruction {i}"),
+                            i as i64 + 1,
+                            engine::time::now(),
+                        )
                     })?;
                 }
                 Ok(())
@@ -201,22 +217,8 @@ async fn main() {
                 (r, Instant::now())
             })
         };
-        // Wait until the call is registered as waiting.
-        loop {
-            let st: Value = s
-                .http
-                .get(format!("{}/api/status", s.url))
-                .send()
-                .await
-                .unwrap()
-                .json()
-                .await
-                .unwrap();
-            if st["agent"]["waiting"] == true {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(1)).await;
-        }
+        s.until_status(|st| st["agent"]["waiting"] == true, Duration::from_millis(1))
+            .await;
         s.add(&format!("wake {i}")).await;
         let acked = Instant::now();
         let (r, got) = waiter.await.unwrap();
@@ -237,28 +239,16 @@ async fn main() {
         let s = s.clone();
         held.push(tokio::spawn(async move { s.call(&format!("holder-{i}")).await }));
     }
-    loop {
-        let st: Value = s
-            .http
-            .get(format!("{}/api/status", s.url))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
-        let waiting = st["agents"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|a| a["waiting"] == true)
-            .count();
-        // The report lists 50 agents; once 50 are waiting, check the full count by RSS settling.
-        if waiting >= 50 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    // The report lists 50 agents; once 50 are waiting, let RSS settle for the rest.
+    s.until_status(
+        |st| {
+            st["agents"]
+                .as_array()
+                .is_some_and(|a| a.iter().filter(|a| a["waiting"] == true).count() >= 50)
+        },
+        Duration::from_millis(20),
+    )
+    .await;
     tokio::time::sleep(Duration::from_secs(2)).await;
     rows.push((
         "RSS with 1,000 concurrent waiting calls".into(),

@@ -46,6 +46,22 @@ pub struct Instruction {
     pub position: i64,
 }
 
+impl Instruction {
+    /// A new pending instruction with a fresh id, created and updated `now`.
+    pub fn new_pending(content: String, position: i64, now: String) -> Instruction {
+        Instruction {
+            id: uuid::Uuid::new_v4().to_string(),
+            content,
+            status: InstructionStatus::Pending,
+            created_at: now.clone(),
+            updated_at: now,
+            consumed_at: None,
+            consumed_by_agent_id: None,
+            position,
+        }
+    }
+}
+
 /// The three settings a person can change at run time (DESIGN §3).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Settings {

@@ -137,16 +137,13 @@ async fn eight_agents_share_8000_instructions_exactly_once() {
                 engine::store::Durability::Full,
                 |db| {
                     for n in 0..PREFILLED {
-                        let now = engine::time::now();
                         db.insert_instruction(&engine::model::Instruction {
                             id: format!("pre-{n}"),
-                            content: format!("prefilled {n}"),
-                            status: engine::model::InstructionStatus::Pending,
-                            created_at: now.clone(),
-                            updated_at: now,
-                            consumed_at: None,
-                            consumed_by_agent_id: None,
-                            position: n as i64 + 1,
+                            ..engine::model::Instruction::new_pending(
+                                format!("prefilled {n}"),
+                                n as i64 + 1,
+                                engine::time::now(),
+                            )
                         })?;
                     }
                     Ok(())

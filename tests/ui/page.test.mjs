@@ -148,6 +148,27 @@ describe("the queue page", () => {
     for (const i of await server.pending()) await server.api("DELETE", `/api/instructions/${i.id}`);
   });
 
+  test("the theme follows the system until chosen, and the choice is remembered", async () => {
+    const { page, errors, context } = await openPage(browser, server, { colorScheme: "dark" });
+    const theme = () => page.evaluate(() => document.documentElement.dataset.theme);
+    assert.equal(await theme(), "dark", "follows the system");
+    await page.emulateMedia({ colorScheme: "light" });
+    await until(async () => (await theme()) === "light", { what: "follows a live system change" });
+    await page.locator("#theme-toggle").click();
+    assert.equal(await theme(), "light");
+    await page.locator("#theme-toggle").click();
+    assert.equal(await theme(), "dark");
+    assert.match(await page.locator("#theme-toggle").getAttribute("aria-label"), /dark/);
+    await page.reload();
+    assert.equal(await theme(), "dark", "remembered across reloads");
+    const bg = await page.evaluate(() => getComputedStyle(document.body).backgroundColor);
+    assert.equal(bg, "rgb(21, 18, 14)", "dark tokens applied");
+    await page.locator("#theme-toggle").click(); // back to following the system
+    assert.equal(await theme(), "light");
+    assert.deepEqual(errors, []);
+    await context.close();
+  });
+
   test("settings are validated inline and saved", async () => {
     const { page, errors, context } = await openPage(browser, server);
     await page.locator("#settings-details summary").click();

@@ -30,29 +30,6 @@ async function reload() {
   }
 }
 
-// ---- theme toggle: system → light → dark → system ---------------------------
-function initTheme() {
-  const btn = $("theme-toggle");
-  const label = () => {
-    const t = document.documentElement.dataset.theme;
-    btn.setAttribute("aria-label", t ? `Theme: ${t} (click to change)` : "Theme: follows the system (click to change)");
-  };
-  btn.addEventListener("click", () => {
-    const order = [undefined, "light", "dark"];
-    const next = order[(order.indexOf(document.documentElement.dataset.theme) + 1) % order.length];
-    if (next) document.documentElement.dataset.theme = next;
-    else delete document.documentElement.dataset.theme;
-    try {
-      if (next) localStorage.setItem("local-mcp-theme", next);
-      else localStorage.removeItem("local-mcp-theme");
-    } catch {
-      /* storage off: the choice lasts for this page */
-    }
-    label();
-  });
-  label();
-}
-
 // ---- connection strip -------------------------------------------------------
 const CONN_WORDS = { connecting: "connecting…", live: "live", reconnecting: "reconnecting…", polling: "polling", offline: "server unreachable" };
 function initConn() {
@@ -136,7 +113,6 @@ async function start() {
 }
 
 async function main() {
-  initTheme();
   initConn();
   initConnectHelp();
   initPortNote();

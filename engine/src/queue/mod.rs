@@ -139,17 +139,7 @@ impl Queue {
         let item = self
             .blocking(move |i| {
                 i.write_instruction_event(EventKind::InstructionCreated, |db| {
-                    let now = time::now();
-                    let item = Instruction {
-                        id: uuid::Uuid::new_v4().to_string(),
-                        content,
-                        status: InstructionStatus::Pending,
-                        created_at: now.clone(),
-                        updated_at: now,
-                        consumed_at: None,
-                        consumed_by_agent_id: None,
-                        position: db.next_position()?,
-                    };
+                    let item = Instruction::new_pending(content, db.next_position()?, time::now());
                     db.insert_instruction(&item)?;
                     Ok(vec![item])
                 })
@@ -251,21 +241,11 @@ impl Queue {
                             "instruction {id} is still pending; only a consumed instruction can be sent again"
                         )));
                     }
-                    let now = time::now();
                     let position = match place {
                         RequeuePlace::Front => db.front_position()?,
                         RequeuePlace::Back => db.next_position()?,
                     };
-                    let item = Instruction {
-                        id: uuid::Uuid::new_v4().to_string(),
-                        content: source.content,
-                        status: InstructionStatus::Pending,
-                        created_at: now.clone(),
-                        updated_at: now,
-                        consumed_at: None,
-                        consumed_by_agent_id: None,
-                        position,
-                    };
+                    let item = Instruction::new_pending(source.content, position, time::now());
                     db.insert_instruction(&item)?;
                     Ok(vec![item])
                 })

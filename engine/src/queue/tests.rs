@@ -3,7 +3,7 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 use super::*;
-use crate::model::{ResultType, Settings};
+use crate::model::{ResultType, Settings, UserRequestResult};
 
 fn queue(wait: u32) -> (Queue, CancellationToken) {
     let shutdown = CancellationToken::new();
@@ -21,6 +21,18 @@ fn queue(wait: u32) -> (Queue, CancellationToken) {
         Queue::new(Store::open_in_memory().unwrap(), &settings, facts, shutdown.clone()).unwrap(),
         shutdown,
     )
+}
+
+/// Start a call from agent "a" and return once it is waiting on the empty queue.
+async fn waiting_call(q: &Queue, gone: CancellationToken) -> tokio::task::JoinHandle<(UserRequestResult, WaitOutcome)> {
+    let call = {
+        let q = q.clone();
+        tokio::spawn(async move { q.get_user_request(Some("a"), gone, None).await.unwrap() })
+    };
+    while q.inner.calls.waiting("a") == 0 {
+        tokio::task::yield_now().await;
+    }
+    call
 }
 
 #[test]
@@ -62,17 +74,7 @@ async fn an_empty_queue_waits_the_full_configured_time() {
 #[tokio::test(start_paused = true)]
 async fn a_new_instruction_ends_the_wait_without_polling() {
     let (q, _s) = queue(3600);
-    let waiter = {
-        let q = q.clone();
-        tokio::spawn(async move {
-            q.get_user_request(Some("a"), CancellationToken::new(), None)
-                .await
-                .unwrap()
-        })
-    };
-    while q.inner.calls.waiting("a") == 0 {
-        tokio::task::yield_now().await;
-    }
+    let waiter = waiting_call(&q, CancellationToken::new()).await;
     tokio::time::sleep(Duration::from_secs(600)).await;
     let item = q.add("go".into()).await.unwrap();
     let (r, outcome) = waiter.await.unwrap();
@@ -85,13 +87,7 @@ async fn a_new_instruction_ends_the_wait_without_polling() {
 async fn a_cancelled_caller_consumes_nothing() {
     let (q, _s) = queue(3600);
     let gone = CancellationToken::new();
-    let waiter = {
-        let (q, gone) = (q.clone(), gone.clone());
-        tokio::spawn(async move { q.get_user_request(Some("a"), gone, None).await.unwrap() })
-    };
-    while q.inner.calls.waiting("a") == 0 {
-        tokio::task::yield_now().await;
-    }
+    let waiter = waiting_call(&q, gone.clone()).await;
     gone.cancel();
     q.add("stays".into()).await.unwrap();
     let (_, outcome) = waiter.await.unwrap();
@@ -102,17 +98,7 @@ async fn a_cancelled_caller_consumes_nothing() {
 #[tokio::test]
 async fn shutdown_releases_waiters_without_consuming() {
     let (q, shutdown) = queue(3600);
-    let waiter = {
-        let q = q.clone();
-        tokio::spawn(async move {
-            q.get_user_request(Some("a"), CancellationToken::new(), None)
-                .await
-                .unwrap()
-        })
-    };
-    while q.inner.calls.waiting("a") == 0 {
-        tokio::task::yield_now().await;
-    }
+    let waiter = waiting_call(&q, CancellationToken::new()).await;
     shutdown.cancel();
     let (_, outcome) = tokio::time::timeout(Duration::from_secs(5), waiter)
         .await

@@ -2,16 +2,9 @@ use super::*;
 use crate::model::{Instruction, InstructionStatus, Settings, StatusFilter};
 
 fn instruction(id: &str, position: i64) -> Instruction {
-    let now = crate::time::now();
     Instruction {
         id: id.into(),
-        content: format!("do {id}"),
-        status: InstructionStatus::Pending,
-        created_at: now.clone(),
-        updated_at: now,
-        consumed_at: None,
-        consumed_by_agent_id: None,
-        position,
+        ..Instruction::new_pending(format!("do {id}"), position, crate::time::now())
     }
 }
 
