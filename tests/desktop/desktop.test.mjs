@@ -56,8 +56,9 @@ const env = {
   LOG_LEVEL: "info",
 };
 
+let driverPort = 4444;
 async function wd(method, path, body) {
-  const res = await fetch(`http://127.0.0.1:4444${path}`, {
+  const res = await fetch(`http://127.0.0.1:${driverPort}${path}`, {
     method,
     headers: { "content-type": "application/json" },
     body: body === undefined ? undefined : JSON.stringify(body),
@@ -143,4 +144,27 @@ test("an agent consuming it produces a Notify naming the agent and the instructi
     if (!ledger.includes("Ship the desktop build")) throw new Error(`ledger: ${JSON.stringify(ledger)}, url ${await wd("GET", s("/url"))}`);
     return true;
   }, "the ledger in the window");
+});
+
+test("with a token required, the window is signed in without ever asking", async () => {
+  // Stop the first app, then run a second one with a token through its own driver.
+  await wd("DELETE", s(""));
+  session = null;
+  driver.kill();
+  const tokenPort = await freePort();
+  const token = "desktop-e2e-token";
+  const tokenEnv = { ...env, HTTP_PORT: String(tokenPort), API_TOKEN: token, DB_PATH: join(home, "token.sqlite3") };
+  driverPort = 4446;
+  driver = spawn("tauri-driver", ["--port", "4446", "--native-port", "4447", "--native-driver", "/usr/bin/WebKitWebDriver"], { env: tokenEnv, stdio: ["ignore", "inherit", "inherit"] });
+  await until(() => fetch("http://127.0.0.1:4446/status").then((r) => r.ok), "the second tauri-driver");
+  session = (await wd("POST", "/session", { capabilities: { alwaysMatch: { "tauri:options": { application: app } } } })).sessionId;
+  const tokenBase = `http://127.0.0.1:${tokenPort}`;
+  await until(async () => (await wd("GET", s("/url"))).startsWith(tokenBase), "the window on the engine's page");
+  await until(async () => (await textOf("#conn")) === "live", "live events with the shell's session cookie");
+  const gateOpen = await wd("POST", s("/execute/sync"), { script: "return document.getElementById('gate').open", args: [] });
+  assert.equal(gateOpen, false, "the token prompt never shows in the desktop window");
+  const page = await wd("POST", s("/execute/sync"), { script: "return document.documentElement.outerHTML", args: [] });
+  assert.ok(!page.includes(token), "the page never sees the token");
+  const unauth = await fetch(`${tokenBase}/api/status`);
+  assert.equal(unauth.status, 401, "the API still needs the token from anyone else");
 });
