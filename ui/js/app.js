@@ -11,7 +11,15 @@ import { load, on, setConn, state } from "./state.js";
 const $ = (id) => document.getElementById(id);
 const INITIAL_LEDGER = 50;
 
-function banner(msg) {
+/** Why the last load failed, if it did. */
+let loadError = null;
+
+/**
+ * The banner says what is wrong now: a failed load, or a dropped live
+ * connection. Derived from state, so a late success cannot hide a live problem.
+ */
+function renderBanner() {
+  const msg = loadError ? `${loadError} Retrying…` : state.conn === "reconnecting" ? "Lost the live connection to local-mcp. Reconnecting…" : null;
   const b = $("banner");
   b.textContent = msg ?? "";
   b.hidden = !msg;
@@ -22,12 +30,13 @@ async function reload() {
   try {
     const [pending, consumed, status] = await Promise.all([api.pending(), api.consumed(Math.max(INITIAL_LEDGER, state.consumed.length)), api.status()]);
     load({ pending: pending.items, consumed: consumed.items, status });
-    banner(null);
+    loadError = null;
   } catch (err) {
     if (err.status === 401) return; // the token gate handles it
-    banner(`${err.message} Retrying…`);
+    loadError = err.message;
     if (state.conn === "polling" || state.conn === "connecting") setConn("offline");
   }
+  renderBanner();
 }
 
 // ---- connection strip -------------------------------------------------------
@@ -37,11 +46,8 @@ function initConn() {
     const el = $("conn");
     el.dataset.conn = c;
     el.textContent = CONN_WORDS[c] ?? c;
-    if (c === "reconnecting") banner("Lost the live connection to local-mcp. Reconnecting…");
-    if (c === "live") {
-      banner(null);
-      if (state.loaded) reload();
-    }
+    renderBanner();
+    if (c === "live" && state.loaded) reload();
   });
 }
 
@@ -112,28 +118,32 @@ async function start() {
   $("composer-text").focus();
 }
 
-async function main() {
-  initConn();
-  initConnectHelp();
-  initPortNote();
-  initAgents();
-  initSettings();
-  initInstructions();
-  initGate(start);
-  $("composer-text").focus();
+/** Ask whether a token is needed, then load; retried while the server is unreachable. */
+async function boot() {
   try {
     const session = await api.session();
+    loadError = null;
+    renderBanner();
     if (session.token_required && !session.authenticated) {
       showGate();
       return;
     }
   } catch (err) {
-    banner(`${err.message} Retrying…`);
+    loadError = err.message;
     setConn("offline");
-    setTimeout(main, 3000);
+    renderBanner();
+    setTimeout(boot, 3000);
     return;
   }
   start();
 }
 
-main();
+initConn();
+initConnectHelp();
+initPortNote();
+initAgents();
+initSettings();
+initInstructions();
+initGate(start);
+$("composer-text").focus();
+boot();
