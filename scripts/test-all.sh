@@ -18,9 +18,9 @@ bash scripts/setup-system.sh test
 export PATH="$HOME/.cargo/bin:$PATH"
 
 step "build the binaries and tests"
-# One build: `cargo test` builds the binaries too (with the same features),
-# where a separate `cargo build` would compile half the dependencies twice.
-cargo test --workspace --locked --no-run
+# One build of everything (bins, tests, benches) with one feature set, so
+# `cargo test` below reuses it and the binaries the end-to-end tests launch exist.
+cargo build --workspace --all-targets --locked
 
 step "Python test environment (tests/.venv)"
 venv="$root/tests/.venv"
