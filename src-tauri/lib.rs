@@ -64,13 +64,11 @@ pub fn run() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let filter = if log_level.contains("rmcp") {
-        log_level
-    } else {
-        format!("{log_level},rmcp=warn")
-    };
     tracing_subscriber::fmt()
-        .with_env_filter(EnvFilter::try_new(&filter).unwrap_or_else(|_| EnvFilter::new("info,rmcp=warn")))
+        .with_env_filter(
+            EnvFilter::try_new(engine::config::log_filter(&log_level))
+                .unwrap_or_else(|_| EnvFilter::new(engine::config::log_filter("info"))),
+        )
         .with_writer(std::io::stderr)
         .init();
     // Without a display GTK would panic deep inside Tauri; say what to do instead.

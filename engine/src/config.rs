@@ -167,6 +167,17 @@ impl ServeArgs {
     }
 }
 
+/// The `tracing` filter for a `LOG_LEVEL` such as `info`. rmcp logs every
+/// stateless request at info, which drowns our own lines, so it is held to
+/// `warn` unless the filter names it.
+pub fn log_filter(level: &str) -> String {
+    if level.contains("rmcp") {
+        level.to_owned()
+    } else {
+        format!("{level},rmcp=warn")
+    }
+}
+
 fn parse_host(text: &str) -> Result<IpAddr> {
     if text.eq_ignore_ascii_case("localhost") {
         return Ok(IpAddr::from([127, 0, 0, 1]));

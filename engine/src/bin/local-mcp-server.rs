@@ -69,18 +69,10 @@ fn main() -> std::process::ExitCode {
     })
 }
 
-/// The log filter for a level such as `info`. rmcp logs every stateless
-/// request at info, which drowns our own lines, so it is held to `warn`
-/// unless the filter names it.
 fn log_filter(level: &str) -> EnvFilter {
-    let spec = if level.contains("rmcp") {
-        level.to_owned()
-    } else {
-        format!("{level},rmcp=warn")
-    };
-    EnvFilter::try_new(&spec).unwrap_or_else(|_| {
+    EnvFilter::try_new(engine::config::log_filter(level)).unwrap_or_else(|_| {
         eprintln!("local-mcp-server: LOG_LEVEL {level:?} is not a valid filter; using info");
-        EnvFilter::new("info,rmcp=warn")
+        EnvFilter::new(engine::config::log_filter("info"))
     })
 }
 
