@@ -72,24 +72,17 @@ async fn writes_must_be_json_and_no_cors_is_granted() {
         ("application/x-www-form-urlencoded", "content=x"),
         ("multipart/form-data; boundary=x", "--x--"),
     ] {
-        let r = s
-            .http
-            .post(s.api("/api/instructions"))
-            .header("content-type", ct)
-            .body(body)
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(r.status(), 415, "{ct}");
-        let r = s
-            .http
-            .post(s.api("/mcp"))
-            .header("content-type", ct)
-            .body(body)
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(r.status(), 415, "/mcp {ct}");
+        for path in ["/api/instructions", "/mcp"] {
+            let r = s
+                .http
+                .post(s.api(path))
+                .header("content-type", ct)
+                .body(body)
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(r.status(), 415, "{path} {ct}");
+        }
     }
     let r = s
         .http
