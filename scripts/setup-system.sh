@@ -7,7 +7,7 @@ set -euo pipefail
 what="${1:-build}"
 
 build_pkgs=(libwebkit2gtk-4.1-dev libayatana-appindicator3-dev librsvg2-dev libxdo-dev libssl-dev build-essential pkg-config)
-test_pkgs=(chromium xvfb webkit2gtk-driver dbus)
+test_pkgs=(chromium xvfb xauth webkit2gtk-driver dbus)
 
 command -v apt-get >/dev/null 2>&1 || exit 0
 pkgs=("${build_pkgs[@]}")
@@ -22,7 +22,8 @@ if [ "${#missing[@]}" -gt 0 ]; then
   sudo=""
   [ "$(id -u)" -eq 0 ] || sudo="sudo"
   $sudo apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  # With recommends: xvfb-run needs xauth, which xvfb only recommends; install what the tests were run with.
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 
 if [ "$what" = "test" ] && ! command -v tauri-driver >/dev/null 2>&1; then
