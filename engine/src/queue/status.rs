@@ -135,14 +135,17 @@ impl Queue {
 
     /// A `status.changed` event with a fresh snapshot.
     pub async fn status_event(&self) -> Result<Event> {
-        let snapshot = self.status().await?;
-        Ok(Event::new(
-            EventKind::StatusChanged,
-            time::now(),
-            EventData::Status(Box::new(snapshot)),
-            None,
-        ))
+        Ok(status_changed(self.status().await?))
     }
+}
+
+fn status_changed(snapshot: StatusSnapshot) -> Event {
+    Event::new(
+        EventKind::StatusChanged,
+        time::now(),
+        EventData::Status(Box::new(snapshot)),
+        None,
+    )
 }
 
 /// Publish a fresh `status.changed` whenever the status is marked dirty, until shutdown.
@@ -160,12 +163,7 @@ pub(super) async fn publish_loop(queue: Queue) {
             Ok(snapshot) => {
                 if last.as_ref() != Some(&snapshot) {
                     last = Some(snapshot.clone());
-                    queue.bus().publish(Event::new(
-                        EventKind::StatusChanged,
-                        time::now(),
-                        EventData::Status(Box::new(snapshot)),
-                        None,
-                    ));
+                    queue.bus().publish(status_changed(snapshot));
                 }
             }
             Err(e) => tracing::warn!(error = %e, "could not build a status snapshot"),

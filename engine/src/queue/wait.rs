@@ -108,16 +108,13 @@ impl Queue {
                 let waited = started.elapsed().as_secs();
                 self.mark_status_dirty();
                 tracing::info!(agent_id = %agent, waited_seconds = waited, result_type = result_type.as_str(), outcome = ?outcome, "get_user_request");
-                let response = match result_type {
-                    ResultType::Empty => String::new(),
-                    _ => settings.default_empty_response,
-                };
                 Ok((
                     UserRequestResult {
                         status: "ok".into(),
                         result_type,
                         instruction: None,
-                        response: Some(response),
+                        // `empty` is exactly the case where the configured text is "".
+                        response: Some(settings.default_empty_response),
                         remaining_pending: remaining,
                         waited_seconds: waited,
                     },
