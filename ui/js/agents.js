@@ -1,16 +1,11 @@
 // The agent panel and the header lamp: who is listening, working or gone.
 
+import { el } from "./dom.js";
 import { every20s, exact, relative } from "./time.js";
 import { on, state } from "./state.js";
 
 const WORDS = { listening: "Listening", working: "Working", idle: "Idle", offline: "Offline" };
 
-function el(tag, cls, text) {
-  const e = document.createElement(tag);
-  if (cls) e.className = cls;
-  if (text !== undefined) e.textContent = text;
-  return e;
-}
 
 function renderHeader(status) {
   const lamp = document.getElementById("lamp");

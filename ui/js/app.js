@@ -3,12 +3,12 @@
 
 import { api } from "./api.js";
 import { initAgents } from "./agents.js";
+import { $ } from "./dom.js";
 import { connect } from "./events.js";
 import { initInstructions, toast } from "./instructions.js";
 import { initSettings } from "./settings.js";
 import { load, on, setConn, state } from "./state.js";
 
-const $ = (id) => document.getElementById(id);
 const INITIAL_LEDGER = 50;
 
 /** Why the last load failed, if it did. */

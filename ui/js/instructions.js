@@ -5,6 +5,7 @@
 // with textContent.
 
 import { api } from "./api.js";
+import { $, el } from "./dom.js";
 import { appendConsumed, applyInstruction, on, state } from "./state.js";
 import { exact, every20s, relative } from "./time.js";
 
@@ -16,14 +17,7 @@ const editing = new Map();
 const ticketEls = new Map();
 let toastTimer = null;
 
-const $ = (id) => document.getElementById(id);
 
-function el(tag, cls, text) {
-  const e = document.createElement(tag);
-  if (cls) e.className = cls;
-  if (text !== undefined) e.textContent = text;
-  return e;
-}
 
 const ICONS = {
   up: "M12 5l-7 7h4v7h6v-7h4z",
@@ -141,10 +135,15 @@ function ticketBody(item, index) {
   return body;
 }
 
+/** What a rendered ticket depends on: a changed key means re-render it. */
+function ticketKey(item, index, total) {
+  return `${item.updated_at}|${index}|${total}|${editing.has(item.id)}`;
+}
+
 function ticketFor(item, index, total) {
   const li = el("li", `ticket${index === 0 ? " ticket--head" : ""}`);
   li.dataset.id = item.id;
-  li.dataset.key = `${item.updated_at}|${index}|${total}|${editing.has(item.id)}`;
+  li.dataset.key = ticketKey(item, index, total);
   const stub = el("div", "ticket__stub", index === 0 ? "NEXT" : String(index + 1).padStart(2, "0"));
   stub.setAttribute("aria-label", index === 0 ? "next to be delivered" : `number ${index + 1} in line`);
   const actions = el("div", "ticket__actions");
@@ -177,7 +176,7 @@ function renderRail() {
     }
   }
   items.forEach((item, index) => {
-    const key = `${item.updated_at}|${index}|${n}|${editing.has(item.id)}`;
+    const key = ticketKey(item, index, n);
     let node = ticketEls.get(item.id);
     if (!node || node.dataset.key !== key) {
       const fresh = ticketFor(item, index, n);
