@@ -216,15 +216,7 @@ async fn a_taken_port_falls_back_to_the_next_free_one() {
 async fn the_page_signs_in_with_a_cookie_never_a_url() {
     let token = "cookie-flow-token";
     let s = common::start(|c| c.api_token = Some(token.into())).await;
-    let info: serde_json::Value = s
-        .http
-        .get(s.api("/api/session"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let info = s.get_json("/api/session").await;
     assert_eq!(info, json!({"token_required": true, "authenticated": false}));
     let wrong = s
         .http
