@@ -28,6 +28,8 @@ pub struct Config {
     pub mcp_stateless: bool,
     /// Bearer token for `/api/*` and `/mcp`; `None` = no token required.
     pub api_token: Option<String>,
+    /// Where to publish the connection-info file (`None`: don't).
+    pub connection_file: Option<PathBuf>,
 }
 
 impl Config {
@@ -41,6 +43,7 @@ impl Config {
             settings: Settings::default(),
             mcp_stateless: true,
             api_token: None,
+            connection_file: None,
         }
     }
 }
@@ -81,6 +84,17 @@ pub struct ServeArgs {
     /// TOML config file [default: config.toml in the platform config folder, if present]
     #[arg(long, env = "LOCAL_MCP_CONFIG")]
     pub config: Option<PathBuf>,
+    /// Connection-info file: written by a running instance, read by the CLI and
+    /// the stdio bridge [default: connection.json in the platform config folder]
+    #[arg(long, env = "LOCAL_MCP_CONNECTION_FILE", global = true)]
+    pub connection_file: Option<PathBuf>,
+}
+
+impl ServeArgs {
+    /// The connection-info file this instance publishes and the CLI reads.
+    pub fn connection_file(&self) -> Option<PathBuf> {
+        self.connection_file.clone().or_else(crate::connection::default_path)
+    }
 }
 
 /// The config file: the same keys as the environment variables, in lower case.
@@ -157,6 +171,7 @@ impl ServeArgs {
                 .clone()
                 .or(file.api_token)
                 .filter(|t| !t.trim().is_empty()),
+            connection_file: self.connection_file(),
         };
         let log_level = self
             .log_level

@@ -6,7 +6,9 @@
 //! Module map (one concern each): [`config`] · [`store`] (all SQL) ·
 //! [`queue`] (the rules) · [`events`] · [`mcp`] · [`http`] · [`server`].
 
+pub mod cli;
 pub mod config;
+pub mod connection;
 pub mod error;
 pub mod events;
 pub mod http;
@@ -19,6 +21,7 @@ pub mod store;
 pub mod time;
 
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use tokio::sync::broadcast;
@@ -41,6 +44,7 @@ pub struct Engine {
     pub port_fallback_from: Option<u16>,
     pub queue: Queue,
     api_token: Option<String>,
+    connection_file: Option<PathBuf>,
     shutdown: CancellationToken,
     task: JoinHandle<()>,
 }
@@ -74,9 +78,12 @@ impl Engine {
         self.shutdown.cancel();
     }
 
-    /// Wait until the server has stopped.
+    /// Wait until the server has stopped, then withdraw the connection-info file.
     pub async fn stopped(self) {
         let _ = self.task.await;
+        if let Some(path) = &self.connection_file {
+            connection::remove_if_ours(path, std::process::id());
+        }
     }
 }
 
@@ -116,6 +123,23 @@ pub async fn start(config: Config, shutdown: CancellationToken) -> Result<Engine
         token = config.api_token.is_some(),
         "MCP endpoint registered at {url}/mcp"
     );
+    if let Some(path) = &config.connection_file {
+        let info = connection::ConnectionInfo {
+            url: url.clone(),
+            mcp_url: format!("{url}/mcp"),
+            port: addr.port(),
+            token: config.api_token.clone(),
+            version: VERSION.into(),
+            tools: vec![mcp::TOOL_NAME.into()],
+            pid: std::process::id(),
+            started_at: time::now(),
+        };
+        // Not fatal: the server works without it, only discovery does not.
+        match connection::write(path, &info) {
+            Ok(()) => tracing::info!(path = %path.display(), "connection info published"),
+            Err(e) => tracing::warn!("{e}"),
+        }
+    }
     let task = tokio::spawn(server::serve(listener, router, shutdown.clone()));
     tracing::info!(%url, "local-mcp engine serving");
     Ok(Engine {
@@ -124,6 +148,7 @@ pub async fn start(config: Config, shutdown: CancellationToken) -> Result<Engine
         port_fallback_from,
         queue,
         api_token: config.api_token,
+        connection_file: config.connection_file,
         shutdown,
         task,
     })

@@ -1,7 +1,9 @@
 //! `local-mcp-server`: the headless server (no GUI libraries needed), for
-//! machines without a display — servers, WSL, containers, CI.
+//! machines without a display — servers, WSL, containers, CI. With a
+//! subcommand it is the client of a running instance instead (`status`,
+//! `add`, `list`, `config`, `stdio`, `completions`; see `engine::cli`).
 
-use clap::Parser;
+use clap::{CommandFactory, Parser};
 use tokio_util::sync::CancellationToken;
 use tracing_subscriber::EnvFilter;
 
@@ -11,15 +13,28 @@ use engine::config::ServeArgs;
 #[command(
     name = "local-mcp-server",
     version,
-    about = "Serve the local-mcp instruction queue to MCP agents (headless)"
+    about = "Serve the local-mcp instruction queue to MCP agents (headless)",
+    after_help = "Without a command, serves. With one, talks to the running local-mcp."
 )]
 struct Cli {
     #[command(flatten)]
     serve: ServeArgs,
+    #[command(subcommand)]
+    command: Option<engine::cli::Command>,
 }
 
 fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
+    if let Some(command) = cli.command {
+        // Client commands log warnings only, to stderr: stdout is their output (or, for `stdio`, the protocol).
+        let level = cli.serve.log_level.clone().unwrap_or_else(|| "warn".into());
+        tracing_subscriber::fmt()
+            .with_env_filter(log_filter(&level))
+            .with_ansi(false)
+            .with_writer(std::io::stderr)
+            .init();
+        return engine::cli::run(command, &mut Cli::command(), cli.serve.connection_file());
+    }
     let (config, log_level) = match cli.serve.resolve() {
         Ok(c) => c,
         Err(e) => {

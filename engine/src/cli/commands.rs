@@ -1,0 +1,181 @@
+//! `status`, `add`, `list` and `config`: small JSON API calls, printed for people.
+
+use std::io::Read;
+
+use serde_json::{json, Value};
+
+use super::target::{http_client, root_cause, Source, Target};
+use super::Failure;
+use crate::snippets::{self, Client, Endpoint};
+use crate::Error;
+
+/// Call the API; a JSON error body becomes its message.
+async fn call(target: &Target, method: reqwest::Method, path: &str, body: Option<Value>) -> Result<Value, Failure> {
+    let client = http_client()?;
+    let mut request = client.request(method, target.api(path));
+    if let Some(token) = &target.token {
+        request = request.bearer_auth(token);
+    }
+    if let Some(body) = body {
+        request = request.json(&body);
+    }
+    let response = request.send().await.map_err(|e| {
+        Failure(
+            format!(
+                "local-mcp is not answering at {} ({}). Is it running?",
+                target.base,
+                root_cause(&e)
+            ),
+            3,
+        )
+    })?;
+    let status = response.status();
+    let text = response
+        .text()
+        .await
+        .map_err(|e| Failure(format!("reading the answer failed: {e}"), 1))?;
+    let value: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
+    if status.is_success() {
+        return Ok(value);
+    }
+    let message = value["error"]["message"].as_str().unwrap_or(text.trim());
+    let hint = match status.as_u16() {
+        401 => " (this local-mcp requires a token: pass --token, or run this where it wrote its connection-info file)",
+        _ => "",
+    };
+    Err(Failure(format!("{message}{hint}"), 1))
+}
+
+fn print_json(value: &Value) {
+    println!("{}", serde_json::to_string_pretty(value).unwrap_or_default());
+}
+
+pub async fn status(target: &Target, raw: bool) -> Result<(), Failure> {
+    let s = call(target, reqwest::Method::GET, "/api/status", None).await?;
+    if raw {
+        print_json(&s);
+        return Ok(());
+    }
+    let server = &s["server"];
+    println!(
+        "local-mcp {} is running at {} (MCP: {}/mcp)",
+        server["version"].as_str().unwrap_or("?"),
+        server["url"].as_str().unwrap_or(&target.base),
+        server["url"].as_str().unwrap_or(&target.base),
+    );
+    println!(
+        "queue: {} pending, {} delivered",
+        s["queue"]["pending_count"], s["queue"]["consumed_count"]
+    );
+    let agents = s["agents"].as_array().cloned().unwrap_or_default();
+    if agents.is_empty() {
+        println!("agents: none has called yet");
+    }
+    for a in agents {
+        println!(
+            "agent {}: {}{}",
+            a["agent_id"].as_str().unwrap_or("?"),
+            a["state"].as_str().unwrap_or("?"),
+            a["last_seen_at"]
+                .as_str()
+                .map(|t| format!(" (last seen {t})"))
+                .unwrap_or_default()
+        );
+    }
+    Ok(())
+}
+
+pub async fn add(target: &Target, words: &[String]) -> Result<(), Failure> {
+    let content = if words == ["-"] {
+        let mut text = String::new();
+        std::io::stdin()
+            .read_to_string(&mut text)
+            .map_err(|e| Failure(format!("cannot read the instruction from stdin: {e}"), 1))?;
+        // `echo … | add -` should not queue the shell's trailing newline.
+        text.trim_end().to_owned()
+    } else {
+        words.join(" ")
+    };
+    if content.trim().is_empty() {
+        return Err(Failure("the instruction is empty; nothing was queued".into(), 1));
+    }
+    let created = call(
+        target,
+        reqwest::Method::POST,
+        "/api/instructions",
+        Some(json!({ "content": content })),
+    )
+    .await?;
+    println!("queued {}", created["item"]["id"].as_str().unwrap_or("?"));
+    Ok(())
+}
+
+pub async fn list(target: &Target, all: bool, raw: bool) -> Result<(), Failure> {
+    let path = if all {
+        "/api/instructions?status=all&limit=20"
+    } else {
+        "/api/instructions?status=pending"
+    };
+    let listed = call(target, reqwest::Method::GET, path, None).await?;
+    if raw {
+        print_json(&listed);
+        return Ok(());
+    }
+    let items = listed["items"].as_array().cloned().unwrap_or_default();
+    if items.is_empty() {
+        println!("the queue is empty");
+    }
+    for (n, item) in items.iter().enumerate() {
+        let content = item["content"].as_str().unwrap_or_default();
+        let first_line = content.lines().next().unwrap_or_default();
+        let shown: String = first_line.chars().take(100).collect();
+        let more = if shown.len() < content.trim_end().len() {
+            " …"
+        } else {
+            ""
+        };
+        let state = match item["status"].as_str() {
+            Some("consumed") => format!(
+                "  [delivered to {}]",
+                item["consumed_by_agent_id"].as_str().unwrap_or("?")
+            ),
+            _ => String::new(),
+        };
+        println!(
+            "{:>3}. {shown}{more}{state}  ({})",
+            n + 1,
+            item["id"].as_str().unwrap_or("?")
+        );
+    }
+    Ok(())
+}
+
+/// Print `client`'s snippet for the running instance; if none is running,
+/// for the default address, with a note on stderr.
+pub fn config(source: &Source, client: Client) -> Result<(), Failure> {
+    let target = match source.resolve() {
+        Ok(t) => t,
+        Err(Error::NotFound(message)) => {
+            let default = Target {
+                base: "http://127.0.0.1:8000".into(),
+                token: None,
+            };
+            eprintln!(
+                "note: {message}.\nnote: showing the default address {}",
+                default.mcp_url()
+            );
+            default
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let program = snippets::bridge_program();
+    let mcp_url = target.mcp_url();
+    let endpoint = Endpoint {
+        mcp_url: &mcp_url,
+        token: target.token.as_deref(),
+        bridge_program: &program,
+    };
+    eprintln!("{}: {}", client.name(), client.how());
+    println!("{}", snippets::snippet(client, &endpoint).trim_end());
+    Ok(())
+}

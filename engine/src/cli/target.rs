@@ -1,0 +1,126 @@
+//! Where the running instance is: `--url` (and `--token`) when given,
+//! otherwise the connection-info file it published. Plus the one HTTP client
+//! the CLI and the bridge share.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::connection;
+use crate::{Error, Result};
+
+/// How the CLI finds the server.
+#[derive(Debug, Clone)]
+pub enum Source {
+    /// An explicit URL (base or `…/mcp`) and token.
+    Fixed { url: String, token: Option<String> },
+    /// The connection-info file; read again on every [`Source::resolve`], so a
+    /// restarted app on another port is found.
+    File(PathBuf),
+}
+
+/// A resolved server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Target {
+    /// Base URL without a trailing slash, e.g. `http://127.0.0.1:8000`.
+    pub base: String,
+    pub token: Option<String>,
+}
+
+impl Target {
+    pub fn mcp_url(&self) -> String {
+        format!("{}/mcp", self.base)
+    }
+
+    pub fn api(&self, path: &str) -> String {
+        format!("{}{path}", self.base)
+    }
+}
+
+impl Source {
+    pub fn new(url: Option<String>, token: Option<String>, file: Option<PathBuf>) -> Result<Source> {
+        match (url, file) {
+            (Some(url), _) => Ok(Source::Fixed { url, token }),
+            (None, Some(file)) => Ok(Source::File(file)),
+            (None, None) => Err(Error::Invalid(
+                "no platform config folder here to find the connection-info file in; pass --url".into(),
+            )),
+        }
+    }
+
+    pub fn resolve(&self) -> Result<Target> {
+        match self {
+            Source::Fixed { url, token } => Ok(Target {
+                base: base_url(url)?,
+                token: token.clone().filter(|t| !t.is_empty()),
+            }),
+            Source::File(path) => {
+                let info = connection::read(path)?;
+                Ok(Target {
+                    base: base_url(&info.url)?,
+                    token: info.token,
+                })
+            }
+        }
+    }
+}
+
+/// `http://h:p`, `http://h:p/` and `http://h:p/mcp` all name the same server.
+fn base_url(url: &str) -> Result<String> {
+    let trimmed = url.trim().trim_end_matches('/');
+    let base = trimmed.strip_suffix("/mcp").unwrap_or(trimmed);
+    if !(base.starts_with("http://") || base.starts_with("https://")) || base.len() <= "https://".len() {
+        return Err(Error::Invalid(format!(
+            "{url:?} is not an http:// URL of local-mcp, e.g. http://127.0.0.1:8000/mcp"
+        )));
+    }
+    Ok(base.to_owned())
+}
+
+/// The HTTP client for talking to local-mcp: never through a proxy (the
+/// server is on this machine), no overall timeout (MCP waits are long), a
+/// short connect timeout (a dead server should be noticed at once).
+pub fn http_client() -> Result<reqwest::Client> {
+    reqwest::Client::builder()
+        .no_proxy()
+        .connect_timeout(Duration::from_secs(3))
+        .tcp_nodelay(true)
+        .build()
+        .map_err(|e| Error::Internal(format!("cannot create an HTTP client: {e}")))
+}
+
+/// The innermost cause of an error: for a refused connection that is
+/// "Connection refused", not reqwest's "error sending request".
+pub fn root_cause(e: &dyn std::error::Error) -> String {
+    let mut cause = e;
+    while let Some(next) = cause.source() {
+        cause = next;
+    }
+    cause.to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_are_normalised_and_non_http_refused() {
+        for url in [
+            "http://127.0.0.1:8000",
+            "http://127.0.0.1:8000/",
+            "http://127.0.0.1:8000/mcp",
+            " http://127.0.0.1:8000/mcp/ ",
+        ] {
+            assert_eq!(base_url(url).unwrap(), "http://127.0.0.1:8000", "{url}");
+        }
+        assert!(base_url("127.0.0.1:8000").is_err());
+        assert!(base_url("http://").is_err());
+        let fixed = Source::new(Some("http://[::1]:9/mcp".into()), Some(String::new()), None).unwrap();
+        assert_eq!(
+            fixed.resolve().unwrap(),
+            Target {
+                base: "http://[::1]:9".into(),
+                token: None
+            }
+        );
+    }
+}
