@@ -7,19 +7,22 @@
 //! plus the same JSON as text). Errors a caller can fix become tool results
 //! with `isError: true`; only internal failures are protocol errors.
 
+mod catalog;
 mod disconnect;
+mod logs;
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use rmcp::handler::server::common::{schema_for_output, schema_for_type};
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation, ListToolsResult,
-    PaginatedRequestParams, ProgressNotificationParam, ProgressToken, ServerCapabilities, ServerConfig, Tool,
-    ToolAnnotations,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, GetPromptRequestParams, GetPromptResponse,
+    Implementation, ListPromptsResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
+    ProgressNotificationParam, ProgressToken, ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities,
+    ServerConfig, Tool, ToolAnnotations,
 };
-#[allow(deprecated)] // see `announce_wait`
-use rmcp::model::{LoggingLevel, LoggingMessageNotificationParam};
+#[allow(deprecated)] // see `announce_wait` and `logs`
+use rmcp::model::{LoggingLevel, LoggingMessageNotificationParam, SetLevelRequestParams};
 use rmcp::service::RequestContext;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
@@ -81,11 +84,18 @@ pub fn tool() -> Tool {
 #[derive(Clone)]
 pub struct LocalMcp {
     queue: Queue,
+    /// Session mode: queue changes can be sent as log messages between requests.
+    sessions: bool,
+    log: Arc<logs::QueueLog>,
 }
 
 impl LocalMcp {
-    pub fn new(queue: Queue) -> Self {
-        LocalMcp { queue }
+    pub fn new(queue: Queue, sessions: bool) -> Self {
+        LocalMcp {
+            queue,
+            sessions,
+            log: Arc::default(),
+        }
     }
 
     async fn get_user_request(
@@ -211,10 +221,18 @@ fn caller_gone_token(ctx: &RequestContext<RoleServer>) -> CancellationToken {
 }
 
 impl ServerHandler for LocalMcp {
-    // `logging` is declared because waiting calls announce themselves with a log line (see `announce_wait`).
+    // `logging` is declared because waiting calls announce themselves with a
+    // log line (see `announce_wait`) and sessions can follow queue changes (`logs`).
     #[allow(deprecated)]
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().enable_logging().build())
+        ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_resources()
+                .enable_prompts()
+                .enable_logging()
+                .build(),
+        )
             .with_server_info(
                 Implementation::new("local-mcp", env!("CARGO_PKG_VERSION")).with_title("local-mcp instruction queue"),
             )
@@ -227,6 +245,51 @@ impl ServerHandler for LocalMcp {
         _ctx: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
         Ok(ListToolsResult::with_all_items(vec![tool()]))
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _ctx: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, McpError> {
+        Ok(ListResourcesResult::with_all_items(catalog::resources()))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _ctx: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, McpError> {
+        catalog::read(&self.queue, &request.uri).await.map(Into::into)
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _ctx: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, McpError> {
+        Ok(ListPromptsResult::with_all_items(catalog::prompts()))
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        _ctx: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, McpError> {
+        let agent_id = request
+            .arguments
+            .as_ref()
+            .and_then(|a| a.get("agent_id"))
+            .and_then(|v| v.as_str());
+        catalog::get_prompt(&request.name, agent_id).map(Into::into)
+    }
+
+    #[allow(deprecated)]
+    async fn set_level(&self, request: SetLevelRequestParams, ctx: RequestContext<RoleServer>) -> Result<(), McpError> {
+        if self.sessions {
+            self.log.set_level(request.level, &self.queue, ctx.peer.clone());
+        }
+        Ok(())
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
@@ -274,5 +337,5 @@ pub fn service(
         .with_cancellation_token(shutdown.child_token());
     let mut sessions = LocalSessionManager::default();
     sessions.session_config.keep_alive = Some(SESSION_IDLE);
-    StreamableHttpService::new(move || Ok(LocalMcp::new(queue.clone())), Arc::new(sessions), config)
+    StreamableHttpService::new(move || Ok(LocalMcp::new(queue.clone(), !stateless)), Arc::new(sessions), config)
 }

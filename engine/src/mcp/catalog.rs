@@ -1,0 +1,93 @@
+//! The read-only resources and the prompt: `local-mcp://status`,
+//! `local-mcp://queue` (pending instructions, JSON) and `agent-loop`, which
+//! tells a model how to work through the queue.
+
+use rmcp::model::{
+    GetPromptResult, Prompt, PromptArgument, PromptMessage, ReadResourceResult, Resource, ResourceContents, Role,
+};
+use rmcp::ErrorData as McpError;
+use serde_json::json;
+
+use super::TOOL_NAME;
+use crate::model::StatusFilter;
+use crate::queue::Queue;
+use crate::Error;
+
+pub const STATUS_URI: &str = "local-mcp://status";
+pub const QUEUE_URI: &str = "local-mcp://queue";
+pub const LOOP_PROMPT: &str = "agent-loop";
+
+const JSON: &str = "application/json";
+
+pub fn resources() -> Vec<Resource> {
+    vec![
+        Resource::new(STATUS_URI, "status")
+            .with_title("local-mcp status")
+            .with_description("Server, agents and queue counts, as the page shows them")
+            .with_mime_type(JSON),
+        Resource::new(QUEUE_URI, "queue")
+            .with_title("Pending instructions")
+            .with_description("The instructions waiting to be picked up, next first (read-only: taking one is get_user_request)")
+            .with_mime_type(JSON),
+    ]
+}
+
+pub async fn read(queue: &Queue, uri: &str) -> Result<ReadResourceResult, McpError> {
+    let value = match uri {
+        STATUS_URI => serde_json::to_value(queue.status().await.map_err(internal)?),
+        QUEUE_URI => {
+            let items = queue.list(StatusFilter::Pending, None, 0).await.map_err(internal)?;
+            Ok(json!({ "pending_count": items.len(), "items": items }))
+        }
+        _ => {
+            return Err(McpError::resource_not_found(
+                format!("no resource {uri:?}; there are {STATUS_URI} and {QUEUE_URI}"),
+                None,
+            ))
+        }
+    }
+    .map_err(|e| McpError::internal_error(format!("could not encode {uri}: {e}"), None))?;
+    let text = serde_json::to_string_pretty(&value).unwrap_or_default();
+    Ok(ReadResourceResult::new(vec![
+        ResourceContents::text(text, uri).with_mime_type(JSON)
+    ]))
+}
+
+fn internal(e: Error) -> McpError {
+    McpError::internal_error(e.to_string(), None)
+}
+
+pub fn prompts() -> Vec<Prompt> {
+    vec![Prompt::new(
+        LOOP_PROMPT,
+        Some("How to work through the user's local-mcp queue: get an instruction, do it, ask again"),
+        Some(vec![PromptArgument::new("agent_id")
+            .with_description("A stable name for you, e.g. claude-code-myrepo (default: default)")
+            .with_required(false)]),
+    )
+    .with_title("Work through the user's queue")]
+}
+
+pub fn get_prompt(name: &str, agent_id: Option<&str>) -> Result<GetPromptResult, McpError> {
+    if name != LOOP_PROMPT {
+        return Err(McpError::invalid_params(
+            format!("no prompt {name:?}; the only prompt is {LOOP_PROMPT}"),
+            None,
+        ));
+    }
+    let agent_id = agent_id.filter(|a| !a.trim().is_empty()).unwrap_or("default");
+    let text = format!(
+        "You are connected to local-mcp, the user's queue of instructions for you.\n\n\
+         Work in a loop:\n\
+         1. Call the `{TOOL_NAME}` tool with {{\"agent_id\": \"{agent_id}\"}} — always the same agent_id.\n\
+         2. If `result_type` is \"instruction\", carry out `instruction.content` completely, as if the user had \
+            typed it to you now. Report what you did.\n\
+         3. If `result_type` is \"empty\" or \"default_response\", nothing is queued yet: follow `response` if \
+            there is one, then go back to step 1.\n\
+         4. After every instruction, go back to step 1.\n\n\
+         Do not end your session because the queue is empty: the call waits for the user, and the user may \
+         queue a follow-up at any moment. Stop only when the user tells you to."
+    );
+    Ok(GetPromptResult::new(vec![PromptMessage::new_text(Role::User, text)])
+        .with_description("The local-mcp agent loop"))
+}
