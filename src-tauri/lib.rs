@@ -14,7 +14,7 @@ use std::process::ExitCode;
 use std::sync::Mutex;
 use std::time::Duration;
 
-use clap::Parser;
+use clap::{CommandFactory, Parser};
 use engine::events::EventData;
 use engine::model::AgentState;
 use engine::{Engine, EventKind};
@@ -41,6 +41,9 @@ struct Cli {
     /// Start in the tray without opening the queue window (used at login)
     #[arg(long)]
     hidden: bool,
+    /// Talk to the running local-mcp instead of starting one (`stdio` is the bridge for stdio-only clients)
+    #[command(subcommand)]
+    command: Option<engine::cli::Command>,
 }
 
 /// What the shell keeps for its windows, tray and menu handlers.
@@ -57,6 +60,11 @@ pub struct Shell {
 
 pub fn run() -> ExitCode {
     let cli = Cli::parse();
+    if let Some(command) = cli.command {
+        // Runs without a display, and without touching the running app's single-instance lock.
+        engine::cli::init_logging(cli.serve.log_level.as_deref());
+        return engine::cli::run(command, &mut Cli::command(), cli.serve.connection_file());
+    }
     let (config, log_level) = match cli.serve.resolve() {
         Ok(c) => c,
         Err(e) => {

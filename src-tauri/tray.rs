@@ -2,11 +2,13 @@
 //! pending count, and the menu. Updated from engine events (no polling).
 
 use tauri::image::Image;
-use tauri::menu::{CheckMenuItem, Menu, MenuItem, PredefinedMenuItem};
+use tauri::menu::{CheckMenuItem, Menu, MenuItem, PredefinedMenuItem, Submenu};
 use tauri::tray::{MouseButton, MouseButtonState, TrayIcon, TrayIconBuilder, TrayIconEvent};
 use tauri::{AppHandle, Manager, Wry};
 use tauri_plugin_autostart::ManagerExt as _;
 use tauri_plugin_clipboard_manager::ClipboardExt as _;
+
+use engine::snippets::{self, Client};
 
 use crate::view::{TrayIcon as Icon, TrayView};
 use crate::{notify, windows, Shell};
@@ -15,7 +17,8 @@ pub const TRAY_ID: &str = "local-mcp";
 pub const QUICK_ADD: &str = "quick-add";
 pub const OPEN: &str = "open";
 pub const PENDING: &str = "pending";
-pub const COPY_CONFIG: &str = "copy-config";
+/// Prefix of the "Copy MCP config" items; the client id follows.
+pub const COPY_CONFIG: &str = "copy-config:";
 pub const NOTIFY_CONSUMED: &str = "notify-consumed";
 pub const NOTIFY_WAITING: &str = "notify-waiting";
 pub const AUTOSTART: &str = "autostart";
@@ -30,6 +33,12 @@ pub fn create(app: &AppHandle) -> tauri::Result<TrayItems> {
     let prefs = app.state::<Shell>().prefs.get();
     let autostart = app.autolaunch().is_enabled().unwrap_or(false);
     let pending = MenuItem::with_id(app, PENDING, "Nothing pending", false, None::<&str>)?;
+    let copy_items = Client::ALL
+        .iter()
+        .map(|c| MenuItem::with_id(app, format!("{COPY_CONFIG}{}", client_id(*c)), c.name(), true, None::<&str>))
+        .collect::<tauri::Result<Vec<_>>>()?;
+    let copy_refs: Vec<&dyn tauri::menu::IsMenuItem<Wry>> = copy_items.iter().map(|i| i as _).collect();
+    let copy_config = Submenu::with_items(app, "Copy MCP config for", true, &copy_refs)?;
     let menu = Menu::with_items(
         app,
         &[
@@ -37,7 +46,7 @@ pub fn create(app: &AppHandle) -> tauri::Result<TrayItems> {
             &MenuItem::with_id(app, OPEN, "Open queue", true, None::<&str>)?,
             &pending,
             &PredefinedMenuItem::separator(app)?,
-            &MenuItem::with_id(app, COPY_CONFIG, "Copy MCP config (VS Code)", true, None::<&str>)?,
+            &copy_config,
             &CheckMenuItem::with_id(
                 app,
                 NOTIFY_CONSUMED,
@@ -80,19 +89,39 @@ pub fn create(app: &AppHandle) -> tauri::Result<TrayItems> {
     Ok(TrayItems { pending })
 }
 
+/// The client's id as the engine spells it (kebab-case, as in `config <client>`).
+fn client_id(client: Client) -> String {
+    serde_json::to_value(client)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_owned))
+        .unwrap_or_default()
+}
+
+fn copy_config(app: &AppHandle, shell: &Shell, id: &str) {
+    let Some(client) = Client::ALL.into_iter().find(|c| client_id(*c) == id) else {
+        return;
+    };
+    let program = snippets::bridge_program();
+    let endpoint = snippets::Endpoint {
+        mcp_url: &shell.mcp_url,
+        token: shell.token.as_deref(),
+        bridge_program: &program,
+    };
+    match app.clipboard().write_text(snippets::snippet(client, &endpoint)) {
+        Ok(()) => notify::send(app, &format!("MCP config for {} copied", client.name()), client.how()),
+        Err(e) => tracing::warn!(error = %e, "could not copy the MCP config"),
+    }
+}
+
 fn on_menu(app: &AppHandle, event: tauri::menu::MenuEvent) {
     let shell = app.state::<Shell>();
+    if let Some(id) = event.id().as_ref().strip_prefix(COPY_CONFIG) {
+        copy_config(app, &shell, id);
+        return;
+    }
     match event.id().as_ref() {
         QUICK_ADD => windows::show_quick_add(app),
         OPEN => windows::show_main(app),
-        COPY_CONFIG => {
-            let snippet =
-                engine::snippets::snippet(engine::snippets::Client::VsCode, &shell.mcp_url, shell.token.as_deref());
-            match app.clipboard().write_text(snippet) {
-                Ok(()) => notify::send(app, "MCP config copied", "Paste it into .vscode/mcp.json."),
-                Err(e) => tracing::warn!(error = %e, "could not copy the MCP config"),
-            }
-        }
         NOTIFY_CONSUMED => {
             shell.prefs.update(|p| p.notify_consumed = !p.notify_consumed);
         }

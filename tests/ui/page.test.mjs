@@ -36,10 +36,14 @@ describe("the queue page", () => {
     await until(() => page.evaluate(() => document.activeElement?.id === "composer-text"), { what: "composer focused on load" });
     // First run: an empty rail that says how to connect an agent, with the config to copy.
     await until(() => page.locator("#rail-empty").isVisible(), { what: "empty state" });
-    assert.match(await page.locator("#snippet-claude").textContent(), new RegExp(`claude mcp add --transport http local-mcp ${server.url}/mcp`));
-    assert.equal(JSON.parse(await page.locator("#snippet-vscode").textContent()).servers["local-mcp"].url, `${server.url}/mcp`);
     await page.locator("#connect summary").click();
-    await page.locator('[data-copy="snippet-claude"]').click();
+    // The engine's snippets (the same as the tray's and `local-mcp-server config`), one client at a time.
+    await until(async () => (await page.locator("#client-pick option").count()) === 6, { what: "six clients to pick from" });
+    assert.equal(JSON.parse(await page.locator("#client-snippet").textContent()).servers["local-mcp"].url, `${server.url}/mcp`);
+    await page.locator("#client-pick").selectOption("claude-code");
+    assert.equal(await page.locator("#client-snippet").textContent(), `claude mcp add --transport http local-mcp ${server.url}/mcp`);
+    assert.match(await page.locator("#client-how").textContent(), /terminal/);
+    await page.locator('[data-copy="client-snippet"]').click();
     await until(async () => (await page.evaluate(() => navigator.clipboard.readText())).includes("/mcp"), { what: "copied config" });
     await page.screenshot({ path: join(artifacts, "screenshots", "page-empty-1280-light.png") });
     await page.locator("#composer-text").focus();

@@ -50,4 +50,5 @@ export const api = {
   requeue: (id) => request("POST", `/api/instructions/${enc(id)}/requeue`, {}),
   config: () => request("GET", "/api/config"),
   saveConfig: (patch) => request("PATCH", "/api/config", patch),
+  clients: () => request("GET", "/api/clients"),
 };

@@ -61,13 +61,37 @@ function initPortNote() {
   });
 }
 
-// ---- MCP config snippets ----------------------------------------------------
+// ---- MCP config snippets (the engine's, shared with the tray and the CLI) ----
+const CLIENT_KEY = "local-mcp.client";
+
+async function loadClients() {
+  let data;
+  try {
+    data = await api.clients();
+  } catch {
+    return; // the banner already says why; the URL above is still right
+  }
+  const pick = $("client-pick");
+  const byId = new Map(data.clients.map((c) => [c.id, c]));
+  pick.replaceChildren(...data.clients.map((c) => new Option(c.name, c.id)));
+  const show = () => {
+    const c = byId.get(pick.value) ?? data.clients[0];
+    $("client-how").textContent = c.how;
+    $("client-snippet").textContent = c.snippet;
+  };
+  const saved = localStorage.getItem(CLIENT_KEY);
+  if (saved && byId.has(saved)) pick.value = saved;
+  pick.onchange = () => {
+    localStorage.setItem(CLIENT_KEY, pick.value);
+    show();
+  };
+  show();
+}
+
 function initConnectHelp() {
   const url = `${location.origin}/mcp`;
   $("mcp-url").textContent = url;
   $("mcp-url-2").textContent = url;
-  $("snippet-vscode").textContent = JSON.stringify({ servers: { "local-mcp": { type: "http", url } } }, null, 2);
-  $("snippet-claude").textContent = `claude mcp add --transport http local-mcp ${url}`;
   document.body.addEventListener("click", async (e) => {
     const btn = e.target.closest("[data-copy]");
     if (!btn) return;
@@ -113,6 +137,7 @@ function initGate(start) {
 }
 
 async function start() {
+  loadClients();
   await reload();
   connect(reload);
   $("composer-text").focus();

@@ -26,13 +26,7 @@ struct Cli {
 fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
     if let Some(command) = cli.command {
-        // Client commands log warnings only, to stderr: stdout is their output (or, for `stdio`, the protocol).
-        let level = cli.serve.log_level.clone().unwrap_or_else(|| "warn".into());
-        tracing_subscriber::fmt()
-            .with_env_filter(log_filter(&level))
-            .with_ansi(false)
-            .with_writer(std::io::stderr)
-            .init();
+        engine::cli::init_logging(cli.serve.log_level.as_deref());
         return engine::cli::run(command, &mut Cli::command(), cli.serve.connection_file());
     }
     let (config, log_level) = match cli.serve.resolve() {

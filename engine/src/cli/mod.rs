@@ -90,6 +90,19 @@ impl From<Error> for Failure {
     }
 }
 
+/// Logging for the client commands: warnings only unless asked, to stderr
+/// (stdout is their output, or for `stdio` the protocol).
+pub fn init_logging(level: Option<&str>) {
+    let filter = crate::config::log_filter(level.unwrap_or("warn"));
+    let filter = tracing_subscriber::EnvFilter::try_new(&filter)
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(crate::config::log_filter("warn")));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_ansi(false)
+        .with_writer(std::io::stderr)
+        .init();
+}
+
 /// Run `command`. `cli` is the whole command line (for completions);
 /// `connection_file` is where a running instance publishes itself.
 pub fn run(command: Command, cli: &mut clap::Command, connection_file: Option<PathBuf>) -> ExitCode {

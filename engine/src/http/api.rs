@@ -9,7 +9,7 @@ use serde_json::json;
 
 use super::{ApiJson, ApiQuery, AppState};
 use crate::model::{MoveTo, RequeuePlace, SettingsPatch, StatusFilter};
-use crate::{time, Result};
+use crate::{snippets, time, Result};
 
 pub async fn healthz() -> Json<serde_json::Value> {
     Json(json!({ "status": "ok", "server_time": time::now() }))
@@ -98,3 +98,19 @@ pub async fn get_config(State(s): State<AppState>) -> Json<crate::model::Setting
 pub async fn patch_config(State(s): State<AppState>, ApiJson(patch): ApiJson<SettingsPatch>) -> Result<Response> {
     Ok(Json(s.queue.update_settings(patch).await?).into_response())
 }
+
+/// What the page shows a person connecting an agent. With a token required,
+/// the snippets carry a placeholder: the page never reveals the token (the
+/// tray and the CLI, which hold it, fill it in).
+pub async fn clients(State(s): State<AppState>) -> Json<serde_json::Value> {
+    let mcp_url = format!("{}/mcp", s.queue.facts().url);
+    let program = snippets::bridge_program();
+    let endpoint = snippets::Endpoint {
+        mcp_url: &mcp_url,
+        token: s.security.token_required().then_some(TOKEN_PLACEHOLDER),
+        bridge_program: &program,
+    };
+    Json(json!({ "mcp_url": mcp_url, "clients": snippets::all(&endpoint) }))
+}
+
+const TOKEN_PLACEHOLDER: &str = "<your API token>";

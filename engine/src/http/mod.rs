@@ -56,6 +56,7 @@ pub fn router(queue: Queue, security: Arc<Security>, mcp_stateless: bool, shutdo
         .route("/api/instructions/{id}/requeue", post(api::requeue))
         .route("/api/instructions/{id}/move", post(api::move_to))
         .route("/api/config", get(api::get_config).patch(api::patch_config))
+        .route("/api/clients", get(api::clients))
         .route("/api/events", get(sse::events))
         .route(
             "/api/session",
