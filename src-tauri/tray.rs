@@ -35,7 +35,15 @@ pub fn create(app: &AppHandle) -> tauri::Result<TrayItems> {
     let pending = MenuItem::with_id(app, PENDING, "Nothing pending", false, None::<&str>)?;
     let copy_items = Client::ALL
         .iter()
-        .map(|c| MenuItem::with_id(app, format!("{COPY_CONFIG}{}", client_id(*c)), c.name(), true, None::<&str>))
+        .map(|c| {
+            MenuItem::with_id(
+                app,
+                format!("{COPY_CONFIG}{}", client_id(*c)),
+                c.name(),
+                true,
+                None::<&str>,
+            )
+        })
         .collect::<tauri::Result<Vec<_>>>()?;
     let copy_refs: Vec<&dyn tauri::menu::IsMenuItem<Wry>> = copy_items.iter().map(|i| i as _).collect();
     let copy_config = Submenu::with_items(app, "Copy MCP config for", true, &copy_refs)?;

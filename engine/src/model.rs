@@ -4,6 +4,7 @@
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
 
 /// The longest a `get_user_request` call may wait on an empty queue (DESIGN §4 rule 3).
 pub const MAX_WAIT_SECONDS: u32 = 86_400;
@@ -17,7 +18,7 @@ pub const DEFAULT_AGENT_ID: &str = "default";
 pub const DEFAULT_EMPTY_RESPONSE: &str = "call this tool `get_user_request` again to fetch latest user input...";
 
 /// Where an instruction is in its life: waiting on the rail, or handed to an agent.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum InstructionStatus {
     Pending,
@@ -34,7 +35,7 @@ impl InstructionStatus {
 }
 
 /// One thing the person asked for, as stored and as served by the HTTP API.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct Instruction {
     pub id: String,
     pub content: String,
@@ -63,7 +64,7 @@ impl Instruction {
 }
 
 /// The three settings a person can change at run time (DESIGN §3).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct Settings {
     pub default_wait_seconds: u32,
     pub default_empty_response: String,
@@ -110,12 +111,13 @@ impl Settings {
 
 /// A partial settings update, as `PATCH /api/config` takes it. Unknown fields
 /// are refused so a typo does not silently do nothing.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SettingsPatch {
     pub default_wait_seconds: Option<u32>,
     /// `null` clears the text, which makes an empty queue answer `empty`.
     #[serde(default, deserialize_with = "nullable")]
+    #[schema(value_type = Option<String>, nullable)]
     pub default_empty_response: Option<Option<String>>,
     pub agent_stale_after_seconds: Option<u32>,
 }
@@ -198,7 +200,7 @@ pub struct UserRequestResult {
 }
 
 /// What an agent is doing, as inferred from its calls (DESIGN §7 tray states).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum AgentState {
     /// A `get_user_request` call from it is waiting right now.
@@ -221,7 +223,7 @@ pub struct AgentActivity {
 }
 
 /// An agent as the status API reports it: activity plus inferred state.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct AgentStatus {
     pub agent_id: String,
     pub state: AgentState,
@@ -233,14 +235,14 @@ pub struct AgentStatus {
 }
 
 /// Queue counts.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default, ToSchema)]
 pub struct QueueCounts {
     pub pending_count: u64,
     pub consumed_count: u64,
 }
 
 /// Which instructions a listing wants.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default, ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum StatusFilter {
     Pending,
@@ -250,7 +252,7 @@ pub enum StatusFilter {
 }
 
 /// Where "send again" puts the copy of a consumed instruction.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default, ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum RequeuePlace {
     /// Next to be delivered: it was originally ahead of everything still pending.
@@ -261,7 +263,7 @@ pub enum RequeuePlace {
 
 /// Where to move a pending instruction: before or after another pending one,
 /// or to the front/back of the rail.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct MoveTo {
     pub before_id: Option<String>,

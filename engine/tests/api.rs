@@ -343,3 +343,79 @@ async fn the_ledger_pages_newest_first() {
     assert_eq!(names(&second), ["n2", "n1"]);
     s.stop().await;
 }
+
+#[tokio::test]
+async fn the_openapi_document_covers_every_api_route_and_the_docs_page_is_local() {
+    let s = common::start(|_| {}).await;
+    let doc = s.get_json("/api/openapi.json").await;
+    assert!(doc["openapi"].as_str().unwrap().starts_with("3."));
+    let paths = doc["paths"].as_object().unwrap();
+    // Every route of the router (http/mod.rs) but the document itself, its page and /mcp.
+    let routes = [
+        ("/healthz", "get"),
+        ("/api/status", "get"),
+        ("/api/instructions", "get"),
+        ("/api/instructions", "post"),
+        ("/api/instructions/{id}", "get"),
+        ("/api/instructions/{id}", "patch"),
+        ("/api/instructions/{id}", "delete"),
+        ("/api/instructions/{id}/requeue", "post"),
+        ("/api/instructions/{id}/move", "post"),
+        ("/api/config", "get"),
+        ("/api/config", "patch"),
+        ("/api/clients", "get"),
+        ("/api/events", "get"),
+        ("/api/session", "get"),
+        ("/api/session", "post"),
+        ("/api/session", "delete"),
+    ];
+    for (path, method) in routes {
+        assert!(
+            paths.get(path).and_then(|p| p.get(method)).is_some(),
+            "{method} {path} is documented"
+        );
+    }
+    let documented: usize = paths.values().map(|p| p.as_object().unwrap().len()).sum();
+    assert_eq!(documented, routes.len(), "nothing documented that does not exist");
+    // The documented body of a create is what the server takes.
+    let create = &doc["components"]["schemas"]["ContentBody"];
+    assert_eq!(create["required"], json!(["content"]));
+
+    let client = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let r = client.get(s.api("/api/docs")).send().await.unwrap();
+    assert_eq!(r.headers()["location"], "/api.html");
+    let page = s.http.get(s.api("/api.html")).send().await.unwrap();
+    assert_eq!(page.status(), 200);
+    let html = page.text().await.unwrap();
+    assert!(
+        html.contains("js/apidocs.js") && !html.contains("https://"),
+        "a local page, no CDN"
+    );
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn clients_snippets_come_from_the_engine_and_never_carry_the_token() {
+    let s = common::start(|c| c.api_token = Some("s3cret-token".into())).await;
+    let r = s
+        .http
+        .get(s.api("/api/clients"))
+        .bearer_auth("s3cret-token")
+        .send()
+        .await
+        .unwrap();
+    let body: Value = r.json().await.unwrap();
+    let clients = body["clients"].as_array().unwrap();
+    let ids: Vec<_> = clients.iter().map(|c| c["id"].as_str().unwrap()).collect();
+    assert_eq!(
+        ids,
+        ["vscode", "claude-code", "cursor", "codex", "windsurf", "claude-desktop"]
+    );
+    let text = body.to_string();
+    assert!(!text.contains("s3cret-token"), "the page never sees the token");
+    assert!(text.contains("<your API token>") && text.contains(&format!("{}/mcp", s.url)));
+    s.stop().await;
+}

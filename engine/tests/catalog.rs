@@ -7,8 +7,8 @@ mod common;
 use std::time::Duration;
 
 use rmcp::model::{
-    GetPromptRequestParams, LoggingLevel, LoggingMessageNotificationParam, ReadResourceRequestParams,
-    ResourceContents, SetLevelRequestParams,
+    GetPromptRequestParams, LoggingLevel, LoggingMessageNotificationParam, ReadResourceRequestParams, ResourceContents,
+    SetLevelRequestParams,
 };
 use rmcp::service::NotificationContext;
 use rmcp::transport::StreamableHttpClientTransport;
@@ -73,11 +73,11 @@ async fn status_and_queue_resources_and_the_loop_prompt() {
         .await
         .unwrap();
     let text = serde_json::to_string(&prompt.messages).unwrap();
-    assert!(text.contains("get_user_request") && text.contains("codex-myrepo"), "{text}");
-    assert!(client
-        .get_prompt(GetPromptRequestParams::new("other"))
-        .await
-        .is_err());
+    assert!(
+        text.contains("get_user_request") && text.contains("codex-myrepo"),
+        "{text}"
+    );
+    assert!(client.get_prompt(GetPromptRequestParams::new("other")).await.is_err());
 
     client.cancel().await.unwrap();
     s.stop().await;
@@ -102,9 +102,14 @@ async fn a_session_that_sets_a_log_level_hears_about_queue_changes() {
 
     // Before asking, nothing is sent.
     s.add("Unheard").await;
-    assert!(tokio::time::timeout(Duration::from_millis(500), rx.recv()).await.is_err());
+    assert!(tokio::time::timeout(Duration::from_millis(500), rx.recv())
+        .await
+        .is_err());
 
-    client.set_level(SetLevelRequestParams::new(LoggingLevel::Info)).await.unwrap();
+    client
+        .set_level(SetLevelRequestParams::new(LoggingLevel::Info))
+        .await
+        .unwrap();
     let item = s.add("Heard").await;
     let message = tokio::time::timeout(Duration::from_secs(5), rx.recv())
         .await
@@ -117,9 +122,14 @@ async fn a_session_that_sets_a_log_level_hears_about_queue_changes() {
     assert_eq!(message.data["pending_count"], 2);
 
     // A higher minimum level silences these info-level messages.
-    client.set_level(SetLevelRequestParams::new(LoggingLevel::Warning)).await.unwrap();
+    client
+        .set_level(SetLevelRequestParams::new(LoggingLevel::Warning))
+        .await
+        .unwrap();
     s.add("Filtered").await;
-    assert!(tokio::time::timeout(Duration::from_millis(500), rx.recv()).await.is_err());
+    assert!(tokio::time::timeout(Duration::from_millis(500), rx.recv())
+        .await
+        .is_err());
 
     client.cancel().await.unwrap();
     s.stop().await;

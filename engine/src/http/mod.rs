@@ -7,6 +7,7 @@
 
 mod api;
 mod error;
+mod openapi;
 mod page;
 pub mod security;
 mod session;
@@ -57,6 +58,8 @@ pub fn router(queue: Queue, security: Arc<Security>, mcp_stateless: bool, shutdo
         .route("/api/instructions/{id}/move", post(api::move_to))
         .route("/api/config", get(api::get_config).patch(api::patch_config))
         .route("/api/clients", get(api::clients))
+        .route("/api/openapi.json", get(openapi::document))
+        .route("/api/docs", get(openapi::docs))
         .route("/api/events", get(sse::events))
         .route(
             "/api/session",

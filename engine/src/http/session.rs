@@ -12,10 +12,13 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::error::error_response;
+use super::openapi::{ErrorBody, SessionState};
 use super::security::{session_value, SESSION_COOKIE};
 use super::{ApiJson, AppState};
 
 /// Whether a token is required and whether this browser already has a session.
+#[utoipa::path(get, path = "/api/session", tag = "session",
+    responses((status = 200, description = "`{token_required, authenticated}`", body = SessionState)))]
 pub async fn get(State(s): State<AppState>, headers: HeaderMap) -> Json<serde_json::Value> {
     let required = s.security.token_required();
     Json(json!({
@@ -24,12 +27,16 @@ pub async fn get(State(s): State<AppState>, headers: HeaderMap) -> Json<serde_js
     }))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Login {
     token: String,
 }
 
+/// Exchange the token for an HttpOnly session cookie (the page's sign-in).
+#[utoipa::path(post, path = "/api/session", tag = "session", request_body = Login,
+    responses((status = 204, description = "Signed in: the cookie is set (or no token is required)"),
+        (status = 401, description = "Not this server's token", body = ErrorBody)))]
 pub async fn create(State(s): State<AppState>, ApiJson(login): ApiJson<Login>) -> Response {
     if !s.security.token_required() {
         return StatusCode::NO_CONTENT.into_response();
@@ -53,6 +60,8 @@ pub async fn create(State(s): State<AppState>, ApiJson(login): ApiJson<Login>) -
     response
 }
 
+/// Sign out: the cookie is cleared.
+#[utoipa::path(delete, path = "/api/session", tag = "session", responses((status = 204, description = "Signed out")))]
 pub async fn delete() -> Response {
     let mut response = StatusCode::NO_CONTENT.into_response();
     response.headers_mut().insert(

@@ -28,6 +28,10 @@ const REPLAY_BATCH: u32 = 500;
 /// How often the browser should retry after the stream drops.
 const RETRY: Duration = Duration::from_secs(2);
 
+#[utoipa::path(get, path = "/api/events", tag = "events",
+    params(("Last-Event-ID" = Option<String>, Header, description = "Replay what came after this event id")),
+    responses((status = 200, description = "Server-sent events: instruction.created|updated|deleted|consumed, config.updated, \
+        status.changed (a snapshot, no id) and stream.reset (replay impossible: reload)", content_type = "text/event-stream", body = String)))]
 pub async fn events(
     State(s): State<AppState>,
     headers: HeaderMap,

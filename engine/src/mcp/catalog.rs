@@ -27,7 +27,9 @@ pub fn resources() -> Vec<Resource> {
             .with_mime_type(JSON),
         Resource::new(QUEUE_URI, "queue")
             .with_title("Pending instructions")
-            .with_description("The instructions waiting to be picked up, next first (read-only: taking one is get_user_request)")
+            .with_description(
+                "The instructions waiting to be picked up, next first (read-only: taking one is get_user_request)",
+            )
             .with_mime_type(JSON),
     ]
 }

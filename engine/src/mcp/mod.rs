@@ -233,10 +233,10 @@ impl ServerHandler for LocalMcp {
                 .enable_logging()
                 .build(),
         )
-            .with_server_info(
-                Implementation::new("local-mcp", env!("CARGO_PKG_VERSION")).with_title("local-mcp instruction queue"),
-            )
-            .with_instructions(SERVER_INSTRUCTIONS)
+        .with_server_info(
+            Implementation::new("local-mcp", env!("CARGO_PKG_VERSION")).with_title("local-mcp instruction queue"),
+        )
+        .with_instructions(SERVER_INSTRUCTIONS)
     }
 
     async fn list_tools(
@@ -337,5 +337,9 @@ pub fn service(
         .with_cancellation_token(shutdown.child_token());
     let mut sessions = LocalSessionManager::default();
     sessions.session_config.keep_alive = Some(SESSION_IDLE);
-    StreamableHttpService::new(move || Ok(LocalMcp::new(queue.clone(), !stateless)), Arc::new(sessions), config)
+    StreamableHttpService::new(
+        move || Ok(LocalMcp::new(queue.clone(), !stateless)),
+        Arc::new(sessions),
+        config,
+    )
 }

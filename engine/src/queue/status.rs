@@ -15,7 +15,7 @@ use crate::{time, Result};
 /// How many agents the report lists, most relevant first.
 const AGENTS_LISTED: u32 = 50;
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct ServerSummary {
     pub status: String,
     pub started_at: String,
@@ -27,7 +27,7 @@ pub struct ServerSummary {
 }
 
 /// The seed's single-agent summary: the most relevant agent, or nothing known.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct AgentSummary {
     pub connected: bool,
     pub state: AgentState,
@@ -37,7 +37,7 @@ pub struct AgentSummary {
     pub waiting: bool,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct StatusSnapshot {
     pub server: ServerSummary,
     pub agent: AgentSummary,
