@@ -44,6 +44,10 @@ async fn lists_one_tool_with_schemas_and_tells_agents_to_keep_calling() {
         );
     }
     assert_eq!(tool.input_schema["properties"]["agent_id"]["maxLength"], 128);
+    // Only formats JSON Schema defines: strict validators (Ajv, the Inspector) reject schemars' uint64.
+    let schemas = serde_json::to_string(&(out, &tool.input_schema)).unwrap();
+    assert!(!schemas.contains("uint") && !schemas.contains("int32"), "{schemas}");
+    assert_eq!(out["properties"]["waited_seconds"]["minimum"], 0);
     let ann = tool.annotations.as_ref().expect("annotations");
     assert_eq!(ann.read_only_hint, Some(false));
     assert!(tool.description.as_deref().unwrap().contains("call this tool again"));

@@ -74,10 +74,65 @@ pub fn tool() -> Tool {
     annotations.destructive_hint = Some(false);
     annotations.idempotent_hint = Some(false);
     annotations.open_world_hint = Some(false);
-    Tool::new(TOOL_NAME, TOOL_DESCRIPTION, schema_for_type::<GetUserRequestArgs>())
-        .with_title("Get the user's next request")
-        .with_raw_output_schema(schema_for_output::<UserRequestResult>())
-        .with_annotations(annotations)
+    Tool::new(
+        TOOL_NAME,
+        TOOL_DESCRIPTION,
+        portable(&schema_for_type::<GetUserRequestArgs>()),
+    )
+    .with_title("Get the user's next request")
+    .with_raw_output_schema(portable(&schema_for_output::<UserRequestResult>()))
+    .with_annotations(annotations)
+}
+
+/// Formats JSON Schema defines; validators warn about (or, strict, reject)
+/// any other, such as schemars' `uint64`.
+const STANDARD_FORMATS: &[&str] = &[
+    "date-time",
+    "date",
+    "time",
+    "duration",
+    "email",
+    "idn-email",
+    "hostname",
+    "idn-hostname",
+    "ipv4",
+    "ipv6",
+    "uri",
+    "uri-reference",
+    "iri",
+    "iri-reference",
+    "uuid",
+    "uri-template",
+    "json-pointer",
+    "relative-json-pointer",
+    "regex",
+];
+
+/// The schema without non-standard `format`s (the `minimum: 0` that
+/// schemars writes beside `uint64` keeps the meaning).
+fn portable(schema: &serde_json::Map<String, serde_json::Value>) -> Arc<serde_json::Map<String, serde_json::Value>> {
+    fn clean(v: &mut serde_json::Value) {
+        match v {
+            serde_json::Value::Object(map) => {
+                if map
+                    .get("format")
+                    .and_then(|f| f.as_str())
+                    .is_some_and(|f| !STANDARD_FORMATS.contains(&f))
+                {
+                    map.remove("format");
+                }
+                map.values_mut().for_each(clean);
+            }
+            serde_json::Value::Array(items) => items.iter_mut().for_each(clean),
+            _ => {}
+        }
+    }
+    let mut value = serde_json::Value::Object(schema.clone());
+    clean(&mut value);
+    match value {
+        serde_json::Value::Object(map) => Arc::new(map),
+        _ => Arc::new(schema.clone()),
+    }
 }
 
 /// The rmcp server handler; one is built per request (stateless) or per session.
