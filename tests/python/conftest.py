@@ -1,5 +1,7 @@
-"""Fixtures: the real `local-mcp-server` binary on a free port with a temporary database."""
+"""Fixtures: the real `local-mcp-server` binary on a free port with a temporary database,
+in both MCP modes (stateless, the default, and sessions)."""
 
+import importlib.metadata
 import json
 import os
 import pathlib
@@ -10,6 +12,9 @@ import urllib.request
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
+MCP_VERSION = importlib.metadata.version("mcp")
+MCP_MAJOR = int(MCP_VERSION.split(".")[0])
+MODES = ["stateless", "sessions"]
 
 
 def server_binary() -> str:
@@ -21,10 +26,14 @@ def server_binary() -> str:
 
 
 class Server:
-    def __init__(self, tmp: pathlib.Path, wait_seconds: int):
-        env = dict(os.environ, DB_PATH=str(tmp / "queue.sqlite3"), HTTP_PORT="0",
-                   DEFAULT_WAIT_SECONDS=str(wait_seconds), LOG_LEVEL="info")
-        self.proc = subprocess.Popen([server_binary()], env=env, stdin=subprocess.DEVNULL,
+    def __init__(self, tmp: pathlib.Path, wait_seconds: int, mode: str = "stateless", port: int = 0):
+        self.connection_file = tmp / "connection.json"
+        self.env = dict(os.environ, DB_PATH=str(tmp / "queue.sqlite3"), HTTP_PORT=str(port),
+                        DEFAULT_WAIT_SECONDS=str(wait_seconds), LOG_LEVEL="info",
+                        MCP_STATELESS="true" if mode == "stateless" else "false",
+                        LOCAL_MCP_CONNECTION_FILE=str(self.connection_file))
+        self.mode = mode
+        self.proc = subprocess.Popen([server_binary()], env=self.env, stdin=subprocess.DEVNULL,
                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         self.log: list[str] = []
         for line in self.proc.stderr:
@@ -51,7 +60,16 @@ class Server:
         assert status == 201
         return body["item"]
 
+    def pending(self) -> list:
+        return self.request("GET", "/api/instructions?status=pending")[1]["items"]
+
+    def agent(self, agent_id: str):
+        agents = self.request("GET", "/api/status")[1]["agents"]
+        return next((a for a in agents if a["agent_id"] == agent_id), None)
+
     def stop(self):
+        if self.proc.poll() is not None:
+            return
         self.proc.terminate()
         try:
             self.proc.wait(timeout=10)
@@ -60,9 +78,14 @@ class Server:
             raise
 
 
+@pytest.fixture(params=MODES)
+def mode(request):
+    return request.param
+
+
 @pytest.fixture
-def server(tmp_path):
-    s = Server(tmp_path, wait_seconds=2)
+def server(tmp_path, mode):
+    s = Server(tmp_path, wait_seconds=2, mode=mode)
     yield s
     s.stop()
     assert s.proc.returncode == 0, "the server stops cleanly on SIGTERM:\n" + "".join(s.log[-20:])
@@ -72,8 +95,8 @@ def server(tmp_path):
 def make_server(tmp_path):
     started = []
 
-    def make(wait_seconds: int) -> Server:
-        s = Server(tmp_path, wait_seconds)
+    def make(wait_seconds: int, mode: str = "stateless", port: int = 0) -> Server:
+        s = Server(tmp_path, wait_seconds, mode, port)
         started.append(s)
         return s
 

@@ -1,0 +1,63 @@
+"""The official MCP Python SDK, 1.x line (`pip install "mcp<2"`), against the real server in both modes."""
+
+import time
+
+import anyio
+import pytest
+
+from conftest import MCP_MAJOR
+
+if MCP_MAJOR != 1:
+    pytest.skip("the mcp 1.x API (this environment has another line)", allow_module_level=True)
+
+from mcp import ClientSession  # noqa: E402
+from mcp.client.streamable_http import streamablehttp_client  # noqa: E402
+
+
+async def call(session, agent):
+    return await session.call_tool("get_user_request", {"agent_id": agent})
+
+
+def test_lists_the_tool_times_out_is_woken_and_keeps_fifo(server):
+    async def main():
+        async with streamablehttp_client(server.mcp_url) as (read, write, session_id), ClientSession(read, write) as session:
+            init = await session.initialize()
+            assert "get_user_request" in init.instructions
+            # Sessions mode hands out an id; stateless mode does not.
+            assert (session_id() is not None) == (server.mode == "sessions")
+            tools = (await session.list_tools()).tools
+            assert [t.name for t in tools] == ["get_user_request"]
+            assert tools[0].outputSchema["properties"]["result_type"]
+
+            started = time.monotonic()
+            empty = await call(session, "py1-agent")
+            assert time.monotonic() - started >= 1.9
+            assert empty.structuredContent["result_type"] == "default_response"
+            assert empty.structuredContent["instruction"] is None
+
+            async def queue_later():
+                await anyio.sleep(0.5)
+                await anyio.to_thread.run_sync(server.add, "added over HTTP")
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(queue_later)
+                woken = await call(session, "py1-agent")
+            assert woken.structuredContent["result_type"] == "instruction"
+            assert woken.structuredContent["instruction"]["content"] == "added over HTTP"
+            assert not woken.isError
+
+            for text in ["first", "second"]:
+                server.add(text)
+            a, b = await call(session, "py1-agent"), await call(session, "py1-agent")
+            assert [a.structuredContent["instruction"]["content"], b.structuredContent["instruction"]["content"]] == ["first", "second"]
+            assert a.structuredContent["remaining_pending"] == 1
+
+            bad = await session.call_tool("get_user_request", {"agent_id": "x" * 200})
+            assert bad.isError
+
+            resources = await session.list_resources()
+            assert {str(r.uri) for r in resources.resources} == {"local-mcp://status", "local-mcp://queue"}
+            prompt = await session.get_prompt("agent-loop", {"agent_id": "py1-agent"})
+            assert "get_user_request" in prompt.messages[0].content.text
+
+    anyio.run(main)
