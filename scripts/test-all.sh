@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Every test in the repository: Rust unit and integration tests (real SQLite,
-# the real server on port 0, the official Rust MCP client), the official
-# Python MCP SDK against the real binary, the page in a real Chromium, and the
-# desktop app under Xvfb through WebDriver. System packages it lacks are
+# the real server on port 0, the official Rust MCP client), third-party MCP
+# clients against the real binary (Python SDK 1.x and 2.x, TypeScript SDK v1
+# and v2, the Inspector CLI, the official conformance suite, the stdio
+# bridge), the page in a real Chromium, and the desktop app under Xvfb
+# through WebDriver. System packages it lacks are
 # installed first (scripts/setup-system.sh). The 600-second wait test (the SDK
 # gives up after 300 s of silence) runs alongside the rest; set
 # LOCAL_MCP_LONG_WAIT_SECONDS=0 to skip it while iterating.
@@ -41,8 +43,19 @@ fi
 step "Rust tests"
 cargo test --workspace --locked
 
-step "official Python MCP SDK tests"
+step "official Python MCP SDK tests, 2.x line (and the stdio bridge, the CLI)"
 "$venv/bin/python" -m pytest -q -p no:cacheprovider -k "not long_wait" tests/python
+
+step "official Python MCP SDK tests, 1.x line (tests/.venv-mcp1)"
+venv1="$root/tests/.venv-mcp1"
+if [ ! -x "$venv1/bin/python" ]; then
+  python3 -m venv "$venv1"
+fi
+"$venv1/bin/python" -m pip install --quiet --disable-pip-version-check -r tests/python/requirements-mcp1.txt
+"$venv1/bin/python" -m pytest -q -p no:cacheprovider -k "not long_wait" tests/python
+
+step "TypeScript SDK v1 and v2, the Inspector CLI and the conformance suite (Node 22 from npm)"
+(cd tests/clients && npm ci --no-audit --no-fund --silent && npm test)
 
 step "browser tests of the page (Chromium: ${CHROMIUM_PATH:-/usr/bin/chromium})"
 if [ ! -x "${CHROMIUM_PATH:-/usr/bin/chromium}" ]; then

@@ -439,3 +439,53 @@ async fn open_session(s: &common::Server) -> String {
     assert!(ack.status().is_success());
     session
 }
+
+/// Newer clients (mcp 2.x, the TS v2 client) open with `server/discover` on
+/// protocol 2026-07-28 and fall back to `initialize` on any error: it must be
+/// answered, or refused as a JSON-RPC error — never hang or break the stream.
+#[tokio::test]
+async fn server_discover_is_answered_for_newer_clients() {
+    let s = common::start(|_| {}).await;
+    let post = |body: Value, method: &'static str| {
+        s.http
+            .post(s.api("/mcp"))
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", "2026-07-28")
+            .header("mcp-method", method)
+            .body(body.to_string())
+            .send()
+    };
+    let meta = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "raw-test", "version": "0"}
+    });
+    let r = post(
+        json!({"jsonrpc":"2.0","id":1,"method":"server/discover","params":{"_meta": meta}}),
+        "server/discover",
+    )
+    .await
+    .unwrap();
+    let text = r.text().await.unwrap();
+    let answer: Value = serde_json::from_str(text.lines().find_map(|l| l.strip_prefix("data: ")).unwrap_or(&text))
+        .unwrap_or_else(|e| panic!("{e}: {text}"));
+    assert_eq!(answer["id"], 1, "{answer}");
+    let versions = answer["result"]["supportedVersions"].to_string();
+    assert!(
+        versions.contains("2026-07-28") && versions.contains("2025-06-18"),
+        "{answer}"
+    );
+    assert!(answer["result"].to_string().contains("local-mcp"), "{answer}");
+
+    // A malformed probe is refused as a JSON-RPC error: the client falls back to initialize.
+    let bad = post(
+        json!({"jsonrpc":"2.0","id":2,"method":"server/discover","params":{}}),
+        "server/discover",
+    )
+    .await
+    .unwrap();
+    let text = bad.text().await.unwrap();
+    assert!(text.contains(r#""error""#) && text.contains(r#""id":2"#), "{text}");
+    s.stop().await;
+}

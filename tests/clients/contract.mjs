@@ -1,0 +1,90 @@
+// What every MCP client must be able to do with local-mcp, in both MCP modes:
+// list the tool, time out on an empty queue, be woken by an instruction queued
+// over HTTP, get queued instructions in order. `open(server)` returns a small
+// adapter over the client under test: { listTools(), call(agent, options), close() }.
+
+import assert from "node:assert/strict";
+import { after, before, describe, test } from "node:test";
+
+import { MODES, startServer, until } from "./harness.mjs";
+
+export function clientContract(name, open) {
+  for (const mode of MODES) {
+    describe(`${name} — ${mode}`, () => {
+      let server;
+      let client;
+      before(async () => {
+        server = await startServer({ mode, waitSeconds: 2 });
+        client = await open(server);
+      });
+      after(async () => {
+        await client?.close();
+        await server?.stop();
+      });
+
+      test("lists get_user_request with its schemas", async () => {
+        const tools = await client.listTools();
+        assert.deepEqual(tools.map((t) => t.name), ["get_user_request"]);
+        assert.ok(tools[0].outputSchema.properties.result_type);
+        assert.equal(tools[0].inputSchema.properties.agent_id.maxLength, 128);
+      });
+
+      test("an empty queue ends the wait with the default response", async () => {
+        const started = Date.now();
+        const r = await client.call(`${name}-${mode}`);
+        assert.ok(Date.now() - started >= 1900, "it waited");
+        assert.equal(r.isError ?? false, false);
+        assert.equal(r.structuredContent.result_type, "default_response");
+        assert.equal(r.structuredContent.instruction, null);
+        assert.equal(JSON.parse(r.content[0].text).result_type, "default_response", "the same JSON as text");
+      });
+
+      test("a waiting call is woken by an instruction queued over HTTP", async () => {
+        const agent = `${name}-${mode}-woken`;
+        const call = client.call(agent);
+        await until(async () => (await server.agent(agent))?.waiting, { what: "the call waits" });
+        await server.add("queued while you waited");
+        const r = await call;
+        assert.equal(r.structuredContent.result_type, "instruction");
+        assert.equal(r.structuredContent.instruction.content, "queued while you waited");
+      });
+
+      test("queued instructions come one per call, in order", async () => {
+        await server.add("first");
+        await server.add("second");
+        const a = await client.call(`${name}-${mode}`);
+        const b = await client.call(`${name}-${mode}`);
+        assert.deepEqual([a.structuredContent.instruction.content, b.structuredContent.instruction.content], ["first", "second"]);
+        assert.equal(a.structuredContent.remaining_pending, 1);
+        assert.deepEqual(await server.pending(), []);
+      });
+    });
+  }
+}
+
+const LONG_WAIT = Number(process.env.LOCAL_MCP_TS_LONG_WAIT_SECONDS ?? 70);
+
+/**
+ * The TS SDKs give a request 60 s unless progress resets the clock: a longer
+ * wait must complete when the caller asks for progress (`onprogress` +
+ * `resetTimeoutOnProgress`) and our server sends it.
+ */
+export function longWait(name, open) {
+  test(`${name}: a ${LONG_WAIT}-second wait outlasts the 60-second default timeout`, { skip: LONG_WAIT === 0 && "LOCAL_MCP_TS_LONG_WAIT_SECONDS=0" }, async () => {
+    const server = await startServer({ waitSeconds: LONG_WAIT });
+    const client = await open(server);
+    try {
+      let progress = 0;
+      const started = Date.now();
+      const r = await client.call(`${name}-patient`, { onprogress: () => progress++, resetTimeoutOnProgress: true });
+      const waited = (Date.now() - started) / 1000;
+      assert.equal(r.structuredContent.result_type, "default_response");
+      assert.equal(r.structuredContent.waited_seconds, LONG_WAIT);
+      assert.ok(waited > 60, `waited ${waited} s`);
+      assert.ok(progress >= Math.floor(LONG_WAIT / 10), `${progress} progress notifications`);
+    } finally {
+      await client.close();
+      await server.stop();
+    }
+  });
+}
