@@ -50,6 +50,7 @@ export async function startServer({ mode = "stateless", waitSeconds = 2 } = {}) 
     url,
     mcpUrl: `${url}/mcp`,
     mode,
+    connectionFile: env.LOCAL_MCP_CONNECTION_FILE,
     log,
     async add(content) {
       const r = await api("POST", "/api/instructions", { content });
