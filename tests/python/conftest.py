@@ -25,6 +25,12 @@ def server_binary() -> str:
     return str(pathlib.Path(target) / "debug" / "local-mcp-server")
 
 
+def desktop_binary() -> str:
+    """The desktop app's binary (`local-mcp`), which serves the same client commands."""
+    target = os.environ.get("CARGO_TARGET_DIR", str(ROOT / "target"))
+    return str(pathlib.Path(target) / "debug" / "local-mcp")
+
+
 class Server:
     def __init__(self, tmp: pathlib.Path, wait_seconds: int, mode: str = "stateless", port: int = 0):
         self.connection_file = tmp / "connection.json"

@@ -3,11 +3,13 @@ stdio client (whichever line this environment has): it finds the running server
 through the connection-info file, survives a restart of the server behind it,
 and a client that leaves cancels its wait."""
 
+import os
 import time
 
 import anyio
+import pytest
 
-from conftest import server_binary
+from conftest import desktop_binary, server_binary
 from sdk import stdio
 
 
@@ -25,9 +27,14 @@ def until(check, what, timeout=5.0):
     raise AssertionError(f"timed out waiting for: {what}")
 
 
-def test_the_bridge_serves_the_tool_over_stdio(server):
+@pytest.mark.parametrize("program", ["local-mcp-server", "local-mcp"])
+def test_the_bridge_serves_the_tool_over_stdio(server, program):
+    binary = server_binary() if program == "local-mcp-server" else desktop_binary()
+    if not os.path.exists(binary):
+        pytest.skip(f"{binary} is not built (cargo build --workspace builds it)")
+
     async def main():
-        async with stdio(server_binary(), ["stdio"], bridge_env(server)) as client:
+        async with stdio(binary, ["stdio"], bridge_env(server)) as client:
             assert await client.tool_names() == ["get_user_request"]
             empty, is_error = await client.get_user_request("stdio-agent")
             assert not is_error and empty["result_type"] == "default_response"
