@@ -128,9 +128,20 @@ async fn a_waiting_call_is_woken_at_once_by_a_new_instruction() {
 
 #[tokio::test]
 async fn eight_agents_share_8000_instructions_exactly_once() {
-    const AGENTS: usize = 8;
-    const PREFILLED: usize = 7000;
-    const LIVE: usize = 1000;
+    agents_share_exactly_once(8, 7000, 1000).await;
+}
+
+/// Issue 6's contention bar: 32 agents, 10,000 instructions (9,000 queued
+/// before they start, 1,000 arriving while they work).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn thirty_two_agents_share_10000_instructions_exactly_once() {
+    agents_share_exactly_once(32, 9000, 1000).await;
+}
+
+/// `AGENTS` official-SDK clients drain `PREFILLED` queued instructions plus
+/// `LIVE` ones POSTed meanwhile: each delivered exactly once, none lost.
+#[allow(non_snake_case)] // read as the constants they were
+async fn agents_share_exactly_once(AGENTS: usize, PREFILLED: usize, LIVE: usize) {
     let dir = Arc::new(tempfile::tempdir().unwrap());
     {
         // Prefill through the engine's own store in one transaction: a thousand
@@ -245,6 +256,51 @@ async fn departed_caller_consumes_nothing(s: &common::Server, session: Option<&s
 async fn a_caller_that_disconnects_mid_wait_consumes_nothing_stateless() {
     let s = common::start(|c| c.settings.default_wait_seconds = 60).await;
     departed_caller_consumes_nothing(&s, None).await;
+    s.stop().await;
+}
+
+/// The same, over and over: a caller hangs up mid-wait, the server notices,
+/// a new instruction arrives — the departed caller must never take it.
+async fn disconnect_trials(s: &common::Server, session: Option<&str>, trials: usize) {
+    for n in 0..trials {
+        let agent = format!("leaver-{n}");
+        let resp = hang_a_call(s, &agent, session).await;
+        drop(resp);
+        s.until_waiting(&agent, false).await;
+        let item = s.add(&format!("trial {n}")).await;
+        let id = item["id"].as_str().unwrap().to_owned();
+        tokio::time::sleep(Duration::from_millis(25)).await;
+        let after = s.get_json(&format!("/api/instructions/{id}")).await;
+        assert_eq!(
+            after["item"]["status"], "pending",
+            "trial {n}: the departed caller consumed it"
+        );
+        let gone = s
+            .http
+            .delete(s.api(&format!("/api/instructions/{id}")))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(gone.status(), 204);
+    }
+}
+
+#[tokio::test]
+async fn a_thousand_disconnects_mid_wait_consume_nothing_stateless() {
+    let s = common::start(|c| c.settings.default_wait_seconds = 60).await;
+    disconnect_trials(&s, None, 1000).await;
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn disconnects_mid_wait_consume_nothing_with_sessions_250_times() {
+    let s = common::start(|c| {
+        c.settings.default_wait_seconds = 60;
+        c.mcp_stateless = false;
+    })
+    .await;
+    let session = open_session(&s).await;
+    disconnect_trials(&s, Some(&session), 250).await;
     s.stop().await;
 }
 
