@@ -1,6 +1,6 @@
 //! JSON API handlers (DESIGN §5). Each parses, calls the queue, shapes JSON.
 
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
@@ -10,7 +10,7 @@ use serde_json::json;
 use utoipa::{IntoParams, ToSchema};
 
 use super::openapi::{ClientsBody, ErrorBody, Health, ItemBody, ItemsBody};
-use super::{ApiJson, ApiQuery, AppState};
+use super::{ApiJson, ApiPath, ApiQuery, AppState};
 use crate::model::{MoveTo, RequeuePlace, Settings, SettingsPatch, StatusFilter};
 use crate::queue::StatusSnapshot;
 use crate::{snippets, time, Result};
@@ -71,7 +71,7 @@ pub async fn create(State(s): State<AppState>, ApiJson(body): ApiJson<ContentBod
 /// One instruction.
 #[utoipa::path(get, path = "/api/instructions/{id}", tag = "instructions", params(("id" = String, Path, description = "Instruction id")),
     responses((status = 200, description = "The instruction", body = ItemBody), (status = 404, description = "No such instruction", body = ErrorBody)))]
-pub async fn get_one(State(s): State<AppState>, Path(id): Path<String>) -> Result<Response> {
+pub async fn get_one(State(s): State<AppState>, ApiPath(id): ApiPath<String>) -> Result<Response> {
     let item = s.queue.get(id).await?;
     Ok(Json(json!({ "item": item })).into_response())
 }
@@ -83,7 +83,7 @@ pub async fn get_one(State(s): State<AppState>, Path(id): Path<String>) -> Resul
         (status = 409, description = "Already delivered to an agent: it can no longer change", body = ErrorBody)))]
 pub async fn edit(
     State(s): State<AppState>,
-    Path(id): Path<String>,
+    ApiPath(id): ApiPath<String>,
     ApiJson(body): ApiJson<ContentBody>,
 ) -> Result<Response> {
     let item = s.queue.edit(id, body.content).await?;
@@ -94,7 +94,7 @@ pub async fn edit(
 #[utoipa::path(delete, path = "/api/instructions/{id}", tag = "instructions", params(("id" = String, Path, description = "Instruction id")),
     responses((status = 204, description = "Deleted"), (status = 404, description = "No such instruction", body = ErrorBody),
         (status = 409, description = "Already delivered to an agent", body = ErrorBody)))]
-pub async fn delete(State(s): State<AppState>, Path(id): Path<String>) -> Result<StatusCode> {
+pub async fn delete(State(s): State<AppState>, ApiPath(id): ApiPath<String>) -> Result<StatusCode> {
     s.queue.delete(id).await?;
     Ok(StatusCode::NO_CONTENT)
 }
@@ -113,7 +113,7 @@ pub struct RequeueBody {
         (status = 404, description = "No such instruction", body = ErrorBody), (status = 409, description = "Still pending", body = ErrorBody)))]
 pub async fn requeue(
     State(s): State<AppState>,
-    Path(id): Path<String>,
+    ApiPath(id): ApiPath<String>,
     ApiJson(body): ApiJson<RequeueBody>,
 ) -> Result<Response> {
     let item = s.queue.requeue(id, body.to).await?;
@@ -127,7 +127,7 @@ pub async fn requeue(
         (status = 404, description = "No such instruction", body = ErrorBody), (status = 409, description = "Not pending", body = ErrorBody)))]
 pub async fn move_to(
     State(s): State<AppState>,
-    Path(id): Path<String>,
+    ApiPath(id): ApiPath<String>,
     ApiJson(body): ApiJson<MoveTo>,
 ) -> Result<Response> {
     let items = s.queue.move_to(id, body).await?;

@@ -104,3 +104,24 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequestParts<S> for ApiQuery<T> {
             })
     }
 }
+
+/// Path parameters, with JSON errors (axum's own rejection, e.g. for a
+/// percent-encoded invalid UTF-8 id, is plain text).
+pub struct ApiPath<T>(pub T);
+
+impl<S: Send + Sync, T: DeserializeOwned + Send> FromRequestParts<S> for ApiPath<T> {
+    type Rejection = Response;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        axum::extract::Path::<T>::from_request_parts(parts, state)
+            .await
+            .map(|p| ApiPath(p.0))
+            .map_err(|e| {
+                error_response(
+                    StatusCode::BAD_REQUEST,
+                    "invalid_request",
+                    &format!("invalid path: {}", e.body_text()),
+                )
+            })
+    }
+}

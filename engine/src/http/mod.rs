@@ -7,6 +7,7 @@
 
 mod api;
 mod error;
+mod mcp_errors;
 mod openapi;
 mod page;
 pub mod security;
@@ -22,7 +23,7 @@ use tokio_util::sync::CancellationToken;
 use crate::mcp;
 use crate::queue::Queue;
 
-pub use error::{ApiJson, ApiQuery};
+pub use error::{ApiJson, ApiPath, ApiQuery};
 pub use security::Security;
 
 /// The largest request body accepted anywhere (DESIGN §6).
@@ -67,9 +68,13 @@ pub fn router(queue: Queue, security: Arc<Security>, mcp_stateless: bool, shutdo
         )
         .route("/", get(page::index))
         .route("/{*path}", get(page::asset))
-        .nest_service("/mcp", mcp)
         .fallback(error::not_found)
         .method_not_allowed_fallback(error::method_not_allowed)
         .with_state(state)
+        .merge(
+            Router::new()
+                .nest_service("/mcp", mcp)
+                .layer(axum::middleware::from_fn(mcp_errors::json_errors)),
+        )
         .layer(axum::middleware::from_fn_with_state(security, security::guard))
 }

@@ -5,7 +5,7 @@
 //! `Cache-Control: no-cache` and a strong ETag: the browser revalidates and
 //! gets a 304 unless the file changed. The CSP header comes from the security layer.
 
-use axum::extract::Path;
+use super::ApiPath;
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use rust_embed::RustEmbed;
@@ -20,7 +20,7 @@ pub async fn index(headers: HeaderMap) -> Response {
     serve("index.html", &headers)
 }
 
-pub async fn asset(Path(path): Path<String>, headers: HeaderMap) -> Response {
+pub async fn asset(ApiPath(path): ApiPath<String>, headers: HeaderMap) -> Response {
     serve(&path, &headers)
 }
 
