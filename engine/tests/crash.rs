@@ -15,13 +15,10 @@
 mod common;
 
 use std::collections::{HashMap, HashSet};
-use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::Value;
-use tokio::io::{AsyncBufReadExt, BufReader};
-use tokio::process::{Child, Command};
 
 const WRITERS: usize = 3;
 const AGENTS: usize = 3;
@@ -36,33 +33,9 @@ struct Ledger {
     cut_off: u64,
 }
 
-async fn spawn_server(db: &std::path::Path) -> (Child, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_local-mcp-server"))
-        .env("DB_PATH", db)
-        .env("HTTP_PORT", "0")
-        .env("DEFAULT_WAIT_SECONDS", "1")
-        .env("LOG_LEVEL", "warn")
-        .env("LOCAL_MCP_CONNECTION_FILE", db.with_extension("connection.json"))
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("the server binary starts");
-    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-    let url = loop {
-        let line = tokio::time::timeout(Duration::from_secs(20), lines.next_line())
-            .await
-            .expect("ready within 20 s")
-            .unwrap()
-            .expect("the server printed its ready line");
-        if let Some(rest) = line.strip_prefix("local-mcp-server ready: ") {
-            break rest.split_whitespace().next().unwrap().to_owned();
-        }
-    };
-    // Keep draining stderr so the server never blocks on a full pipe.
-    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
-    (child, url)
+async fn spawn_server(db: &std::path::Path) -> (tokio::process::Child, String) {
+    let b = common::spawn_binary(db, &[("DEFAULT_WAIT_SECONDS", "1")]).await;
+    (b.child, b.url)
 }
 
 async fn writer(http: reqwest::Client, url: String, tag: String, ledger: Arc<Mutex<Ledger>>) {

@@ -329,3 +329,70 @@ async fn page_files_are_embedded_revalidated_and_confined() {
     }
     s.stop().await;
 }
+
+/// The token never reaches the log, whatever a client does with it — even at
+/// the most verbose log level.
+#[cfg(unix)]
+#[tokio::test]
+async fn the_token_is_never_logged() {
+    let dir = tempfile::tempdir().unwrap();
+    let token = "tok-7c1f9e2b-never-log-me";
+    let mut b = common::spawn_binary(
+        &dir.path().join("q.sqlite3"),
+        &[("API_TOKEN", token), ("LOG_LEVEL", "trace")],
+    )
+    .await;
+    let http = reqwest::Client::new();
+    let url = &b.url;
+    let right = http
+        .get(format!("{url}/api/status"))
+        .bearer_auth(token)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(right.status(), 200);
+    let near = format!("{token}x");
+    let wrong = http
+        .get(format!("{url}/api/status"))
+        .bearer_auth(&near)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(wrong.status(), 401);
+    let in_query = http
+        .get(format!("{url}/api/status?token={token}"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(in_query.status(), 401);
+    let session = http
+        .post(format!("{url}/api/session"))
+        .json(&json!({ "token": near }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(session.status(), 401);
+    let mcp = http
+        .post(format!("{url}/mcp"))
+        .bearer_auth(token)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .body(common::raw_call_body(1, "logged"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(mcp.status(), 200);
+    let _ = mcp.text().await;
+    // A clean stop flushes everything it would log.
+    let pid = b.child.id().unwrap().to_string();
+    let term = tokio::process::Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .await
+        .unwrap();
+    assert!(term.success());
+    assert!(b.child.wait().await.unwrap().success(), "a clean exit");
+    let log = b.log.lock().unwrap().join("\n");
+    assert!(log.len() > 200, "trace logging produced output: {log}");
+    assert!(!log.contains("never-log-me"), "the token leaked into the log:\n{log}");
+}

@@ -224,3 +224,51 @@ impl SseReader {
         }
     }
 }
+
+/// The real `local-mcp-server` binary as a child process (for crash and log
+/// tests): its URL, and its stderr lines as they come.
+pub struct Binary {
+    pub child: tokio::process::Child,
+    pub url: String,
+    pub log: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+/// Start the binary on `db` with a free port and extra environment; waits for its ready line.
+pub async fn spawn_binary(db: &std::path::Path, env: &[(&str, &str)]) -> Binary {
+    use tokio::io::AsyncBufReadExt;
+    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_local-mcp-server"));
+    command
+        .env("DB_PATH", db)
+        .env("HTTP_PORT", "0")
+        .env("LOG_LEVEL", "warn")
+        .env("LOCAL_MCP_CONNECTION_FILE", db.with_extension("connection.json"))
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true);
+    for (k, v) in env {
+        command.env(k, v);
+    }
+    let mut child = command.spawn().expect("the server binary starts");
+    let mut lines = tokio::io::BufReader::new(child.stderr.take().unwrap()).lines();
+    let log = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let url = loop {
+        let line = tokio::time::timeout(Duration::from_secs(20), lines.next_line())
+            .await
+            .expect("ready within 20 s")
+            .unwrap()
+            .expect("the server printed its ready line");
+        log.lock().unwrap().push(line.clone());
+        if let Some(rest) = line.strip_prefix("local-mcp-server ready: ") {
+            break rest.split_whitespace().next().unwrap().to_owned();
+        }
+    };
+    // Keep draining stderr so the server never blocks on a full pipe.
+    let sink = log.clone();
+    tokio::spawn(async move {
+        while let Ok(Some(line)) = lines.next_line().await {
+            sink.lock().unwrap().push(line);
+        }
+    });
+    Binary { child, url, log }
+}
