@@ -301,4 +301,31 @@ describe("resilience", () => {
     await context.close();
     await server.stop();
   });
+
+  test("the CSP blocks an injected inline script, and instruction text is never markup", async () => {
+    const server = await startServer();
+    const { page, context } = await openPage(browser, server);
+    await until(() => page.locator("#rail-empty").isVisible(), { what: "page loaded" });
+    // What a successful HTML injection would amount to: an inline script in the document.
+    const violated = await page.evaluate(
+      () =>
+        new Promise((resolve) => {
+          document.addEventListener("securitypolicyviolation", (e) => resolve(e.effectiveDirective), { once: true });
+          const script = document.createElement("script");
+          script.textContent = "window.__injected = true";
+          document.body.append(script);
+          setTimeout(() => resolve(null), 2000);
+        }),
+    );
+    assert.match(String(violated), /^script-src/, "the CSP reported the inline script");
+    assert.equal(await page.evaluate(() => window.__injected), undefined, "and it did not run");
+    // An instruction full of markup is shown as the text it is.
+    const hostile = `<img src=x onerror="window.__xss=1"><script>window.__xss=2</script>`;
+    await server.add(hostile);
+    await until(async () => (await railTexts(page)).includes(hostile), { what: "the markup shown as text" });
+    assert.equal(await page.locator("#rail .ticket img, #rail .ticket script").count(), 0);
+    assert.equal(await page.evaluate(() => window.__xss), undefined);
+    await context.close();
+    await server.stop();
+  });
 });
