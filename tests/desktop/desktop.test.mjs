@@ -107,6 +107,23 @@ test("the window shows the queue page from the embedded server", async () => {
   writeFileSync(join(shots, "desktop-window.png"), png);
 });
 
+test("the window cannot reach Tauri's IPC and cannot leave the engine's origin", async () => {
+  // No capability grants the engine's page anything: an IPC call from it must fail.
+  const ipc = await wd("POST", s("/execute/async"), {
+    script: `const done = arguments[arguments.length - 1];
+      const t = window.__TAURI_INTERNALS__;
+      if (!t || typeof t.invoke !== "function") { done("no ipc"); return; }
+      t.invoke("plugin:clipboard-manager|read_text").then(() => done("allowed"), (e) => done("refused: " + e));`,
+    args: [],
+  });
+  assert.match(String(ipc), /^(no ipc|refused)/, `IPC from the page: ${ipc}`);
+  // A page that tries to navigate the window elsewhere stays where it is.
+  await wd("POST", s("/execute/sync"), { script: "location.href = 'http://phishing.example/'; return true", args: [] });
+  await new Promise((r) => setTimeout(r, 1500));
+  assert.ok((await wd("GET", s("/url"))).startsWith(base), "still on the engine's origin");
+  assert.match(await textOf("#rail-title"), /on the rail/i);
+});
+
 test("quick add queues an instruction that appears in the page", async () => {
   const main = await wd("GET", s("/window"));
   // A second launch hands --quick-add to the running instance (single instance).
