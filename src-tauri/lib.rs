@@ -52,8 +52,8 @@ pub struct Shell {
     pub quick_url: url::Url,
     pub origin: url::Origin,
     pub mcp_url: String,
-    pub token: Option<String>,
-    pub cookie: Option<(&'static str, String)>,
+    /// The live token (the page can regenerate or remove it): read it when needed.
+    pub security: std::sync::Arc<engine::http::Security>,
     pub prefs: prefs::Store,
     engine: Mutex<Option<Engine>>,
 }
@@ -120,8 +120,7 @@ pub fn run() -> ExitCode {
                 quick_url: page_url.join("quick.html")?,
                 origin: page_url.origin(),
                 mcp_url: engine.mcp_url(),
-                token: engine.api_token().map(str::to_owned),
-                cookie: engine.page_session_cookie(),
+                security: engine.security(),
                 prefs: prefs::Store::load(),
                 page_url,
                 engine: Mutex::new(None),

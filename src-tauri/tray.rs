@@ -110,9 +110,10 @@ fn copy_config(app: &AppHandle, shell: &Shell, id: &str) {
         return;
     };
     let program = snippets::bridge_program();
+    let token = shell.security.token();
     let endpoint = snippets::Endpoint {
         mcp_url: &shell.mcp_url,
-        token: shell.token.as_deref(),
+        token: token.as_deref(),
         bridge_program: &program,
     };
     match app.clipboard().write_text(snippets::snippet(client, &endpoint)) {

@@ -56,7 +56,7 @@ fn create_main(app: &AppHandle) -> tauri::Result<()> {
 /// With a token required, give the window the page-session cookie so the page
 /// never asks for (or sees) the token.
 fn sign_in(window: &WebviewWindow, shell: &Shell) {
-    let Some((name, value)) = shell.cookie.clone() else {
+    let Some((name, value)) = shell.security.session_cookie() else {
         return;
     };
     let host = shell.page_url.host_str().unwrap_or("127.0.0.1").to_owned();

@@ -25,6 +25,8 @@ impl Server {
         let started = Instant::now();
         let mut child = Command::new(env!("CARGO_BIN_EXE_local-mcp-server"))
             .env("DB_PATH", db)
+            .env("LOCAL_MCP_CONNECTION_FILE", db.with_extension("connection.json"))
+            .env("LOCAL_MCP_TOKEN_FILE", db.with_extension("token"))
             .env("HTTP_PORT", "0")
             .env("LOG_LEVEL", "warn")
             .stdout(Stdio::null())

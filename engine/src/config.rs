@@ -30,6 +30,8 @@ pub struct Config {
     pub api_token: Option<String>,
     /// Where to publish the connection-info file (`None`: don't).
     pub connection_file: Option<PathBuf>,
+    /// The token file the page can manage when `api_token` is not set (`None`: no token management).
+    pub token_file: Option<PathBuf>,
 }
 
 impl Config {
@@ -44,6 +46,7 @@ impl Config {
             mcp_stateless: true,
             api_token: None,
             connection_file: None,
+            token_file: None,
         }
     }
 }
@@ -88,6 +91,10 @@ pub struct ServeArgs {
     /// the stdio bridge [default: connection.json in the platform config folder]
     #[arg(long, env = "LOCAL_MCP_CONNECTION_FILE", global = true)]
     pub connection_file: Option<PathBuf>,
+    /// Token file (owner-only) used when API_TOKEN is not set; the page's settings
+    /// create, regenerate or remove it [default: token in the platform config folder]
+    #[arg(long, env = "LOCAL_MCP_TOKEN_FILE")]
+    pub token_file: Option<PathBuf>,
 }
 
 impl ServeArgs {
@@ -172,6 +179,10 @@ impl ServeArgs {
                 .or(file.api_token)
                 .filter(|t| !t.trim().is_empty()),
             connection_file: self.connection_file(),
+            token_file: self
+                .token_file
+                .clone()
+                .or_else(|| project_dirs().map(|d| d.config_dir().join("token"))),
         };
         let log_level = self
             .log_level

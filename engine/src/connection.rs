@@ -34,17 +34,21 @@ pub fn default_path() -> Option<PathBuf> {
 
 /// Write `info` to `path` atomically (temp file + rename), readable by the owner only.
 pub fn write(path: &Path, info: &ConnectionInfo) -> Result<()> {
-    let fail = |what: &str, e: std::io::Error| {
-        Error::Internal(format!(
-            "cannot {what} the connection-info file {}: {e}",
-            path.display()
-        ))
-    };
+    let mut json = serde_json::to_vec_pretty(info).map_err(|e| Error::internal("encoding the connection info", e))?;
+    json.push(b'\n');
+    write_private(path, &json)
+        .map_err(|e| Error::Internal(format!("cannot write the connection-info file {}: {e}", path.display())))
+}
+
+/// Write `bytes` to `path` atomically (temp file + fsync + rename), creating
+/// the folder, with owner-only permissions on Unix. For files holding secrets.
+pub fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir).map_err(|e| fail("create the folder of", e))?;
+        std::fs::create_dir_all(dir)?;
     }
-    let tmp = path.with_extension(format!("json.{}.tmp", std::process::id()));
-    let json = serde_json::to_vec_pretty(info).map_err(|e| Error::internal("encoding the connection info", e))?;
+    let mut tmp_name = path.file_name().unwrap_or_default().to_os_string();
+    tmp_name.push(format!(".{}.tmp", std::process::id()));
+    let tmp = path.with_file_name(tmp_name);
     let mut options = std::fs::OpenOptions::new();
     options.write(true).create(true).truncate(true);
     #[cfg(unix)]
@@ -53,13 +57,12 @@ pub fn write(path: &Path, info: &ConnectionInfo) -> Result<()> {
         options.mode(0o600);
     }
     let written = options.open(&tmp).and_then(|mut f| {
-        f.write_all(&json)?;
-        f.write_all(b"\n")?;
+        f.write_all(bytes)?;
         f.sync_all()
     });
     if let Err(e) = written.and_then(|()| std::fs::rename(&tmp, path)) {
         let _ = std::fs::remove_file(&tmp);
-        return Err(fail("write", e));
+        return Err(e);
     }
     Ok(())
 }

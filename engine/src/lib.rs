@@ -19,6 +19,7 @@ pub mod server;
 pub mod snippets;
 pub mod store;
 pub mod time;
+pub mod token;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -43,7 +44,7 @@ pub struct Engine {
     /// Set when the configured port was taken and another was used: that port.
     pub port_fallback_from: Option<u16>,
     pub queue: Queue,
-    api_token: Option<String>,
+    security: Arc<http::Security>,
     connection_file: Option<PathBuf>,
     shutdown: CancellationToken,
     task: JoinHandle<()>,
@@ -55,17 +56,22 @@ impl Engine {
         format!("{}/mcp", self.url)
     }
 
-    /// The bearer token agents must send, if one is required.
-    pub fn api_token(&self) -> Option<&str> {
-        self.api_token.as_deref()
+    /// The bearer token agents must send, if one is required (it can change
+    /// while serving: read it when needed, don't keep it).
+    pub fn api_token(&self) -> Option<String> {
+        self.security.token()
     }
 
     /// The page-session cookie (name, value) that signs a window in when a
     /// token is required, so an embedding shell never hands the token to the page.
     pub fn page_session_cookie(&self) -> Option<(&'static str, String)> {
-        self.api_token
-            .as_deref()
-            .map(|t| (http::security::SESSION_COOKIE, http::security::session_value(t)))
+        self.security.session_cookie()
+    }
+
+    /// The live security settings (token), for an embedding shell that must
+    /// read the current token later (e.g. for "copy MCP config").
+    pub fn security(&self) -> Arc<http::Security> {
+        self.security.clone()
     }
 
     /// Domain events as they happen (instruction changes, status, config).
@@ -89,7 +95,12 @@ impl Engine {
 
 /// Open the database, migrate, bind, and serve until `shutdown` is cancelled.
 pub async fn start(config: Config, shutdown: CancellationToken) -> Result<Engine> {
-    if !config.host.is_loopback() && config.api_token.is_none() {
+    let (token, token_source) = match (&config.api_token, &config.token_file) {
+        (Some(t), _) => (Some(t.clone()), token::Source::Fixed),
+        (None, Some(path)) => (token::read_file(path)?, token::Source::File(path.clone())),
+        (None, None) => (None, token::Source::Unmanaged),
+    };
+    if !config.host.is_loopback() && token.is_none() {
         return Err(Error::Invalid(format!(
             "refusing to serve on {} without an API token: anyone on the network could read and feed \
              your agents. Set API_TOKEN, or bind 127.0.0.1",
@@ -115,12 +126,16 @@ pub async fn start(config: Config, shutdown: CancellationToken) -> Result<Engine
         requested_port: port_fallback_from,
     };
     let queue = Queue::new(store, &config.settings, facts, shutdown.clone())?;
-    let security = Arc::new(http::Security::new(config.host, addr.port(), config.api_token.clone()));
-    let router = http::router(queue.clone(), security, config.mcp_stateless, shutdown.clone());
+    let security = Arc::new(http::Security::new(config.host, addr.port(), token));
+    let tokens = Arc::new(token::Tokens::new(
+        token_source,
+        security.clone(),
+        !config.host.is_loopback(),
+    ));
     tracing::info!(
         tool = mcp::TOOL_NAME,
         mode = if config.mcp_stateless { "stateless" } else { "sessions" },
-        token = config.api_token.is_some(),
+        token = security.token_required(),
         "MCP endpoint registered at {url}/mcp"
     );
     if let Some(path) = &config.connection_file {
@@ -128,7 +143,7 @@ pub async fn start(config: Config, shutdown: CancellationToken) -> Result<Engine
             url: url.clone(),
             mcp_url: format!("{url}/mcp"),
             port: addr.port(),
-            token: config.api_token.clone(),
+            token: security.token(),
             version: VERSION.into(),
             tools: vec![mcp::TOOL_NAME.into()],
             pid: std::process::id(),
@@ -139,7 +154,15 @@ pub async fn start(config: Config, shutdown: CancellationToken) -> Result<Engine
             Ok(()) => tracing::info!(path = %path.display(), "connection info published"),
             Err(e) => tracing::warn!("{e}"),
         }
+        tokens.publish_to(path.clone(), info);
     }
+    let router = http::router(
+        queue.clone(),
+        security.clone(),
+        tokens,
+        config.mcp_stateless,
+        shutdown.clone(),
+    );
     let task = tokio::spawn(server::serve(listener, router, shutdown.clone()));
     tracing::info!(%url, "local-mcp engine serving");
     Ok(Engine {
@@ -147,7 +170,7 @@ pub async fn start(config: Config, shutdown: CancellationToken) -> Result<Engine
         addr,
         port_fallback_from,
         queue,
-        api_token: config.api_token,
+        security,
         connection_file: config.connection_file,
         shutdown,
         task,

@@ -368,6 +368,8 @@ async fn the_openapi_document_covers_every_api_route_and_the_docs_page_is_local(
         ("/api/session", "get"),
         ("/api/session", "post"),
         ("/api/session", "delete"),
+        ("/api/token", "get"),
+        ("/api/token", "post"),
     ];
     for (path, method) in routes {
         assert!(

@@ -396,3 +396,140 @@ async fn the_token_is_never_logged() {
     assert!(log.len() > 200, "trace logging produced output: {log}");
     assert!(!log.contains("never-log-me"), "the token leaked into the log:\n{log}");
 }
+
+/// Settings → access token: require one, regenerate it, stop requiring it —
+/// effective at once, published to the connection-info file, kept across a
+/// restart, and refused when API_TOKEN owns the token.
+#[tokio::test]
+async fn the_page_can_require_regenerate_and_remove_the_token() {
+    let dir = std::sync::Arc::new(tempfile::tempdir().unwrap());
+    let token_file = dir.path().join("token");
+    let connection_file = dir.path().join("connection.json");
+    let (tf, cf) = (token_file.clone(), connection_file.clone());
+    let s = common::start_in(dir.clone(), move |c| {
+        c.token_file = Some(tf);
+        c.connection_file = Some(cf);
+    })
+    .await;
+    let state = s.get_json("/api/token").await;
+    assert_eq!(state, json!({"required": false, "changeable": true, "source": "file"}));
+
+    let change = |action: &'static str, bearer: Option<String>| {
+        let mut r = s.http.post(s.api("/api/token")).json(&json!({ "action": action }));
+        if let Some(t) = bearer {
+            r = r.bearer_auth(t);
+        }
+        r.send()
+    };
+    let r = change("regenerate", None).await.unwrap();
+    assert_eq!(r.status(), 200);
+    assert_eq!(r.headers()["cache-control"], "no-store");
+    let cookie = r.headers()["set-cookie"].to_str().unwrap().to_owned();
+    assert!(cookie.starts_with("local_mcp_session=") && cookie.contains("HttpOnly"));
+    let first = r.json::<serde_json::Value>().await.unwrap()["token"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(std::fs::read_to_string(&token_file).unwrap().trim(), first);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        assert_eq!(
+            std::fs::metadata(&token_file).unwrap().permissions().mode() & 0o777,
+            0o600
+        );
+    }
+    let published: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&connection_file).unwrap()).unwrap();
+    assert_eq!(
+        published["token"],
+        first.as_str(),
+        "the CLI and the bridge follow the change"
+    );
+
+    // In force at once: without it 401, with it (or the new page cookie) 200.
+    assert_eq!(s.http.get(s.api("/api/status")).send().await.unwrap().status(), 401);
+    let with = s
+        .http
+        .get(s.api("/api/status"))
+        .bearer_auth(&first)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(with.status(), 200);
+    let session = cookie.split(';').next().unwrap().to_owned();
+    let by_cookie = s
+        .http
+        .get(s.api("/api/status"))
+        .header("cookie", &session)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(by_cookie.status(), 200);
+    // Changing it needs the token too.
+    assert_eq!(change("remove", None).await.unwrap().status(), 401);
+
+    let r = change("regenerate", Some(first.clone())).await.unwrap();
+    let second = r.json::<serde_json::Value>().await.unwrap()["token"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_ne!(first, second);
+    let old = s
+        .http
+        .get(s.api("/api/status"))
+        .bearer_auth(&first)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(old.status(), 401, "the old token stops working");
+
+    // A restart keeps requiring the token from the file.
+    let dir = s.stop().await;
+    let (tf, cf) = (token_file.clone(), connection_file.clone());
+    let s = common::start_in(dir, move |c| {
+        c.token_file = Some(tf);
+        c.connection_file = Some(cf);
+    })
+    .await;
+    assert_eq!(s.http.get(s.api("/api/status")).send().await.unwrap().status(), 401);
+    let r = s
+        .http
+        .post(s.api("/api/token"))
+        .bearer_auth(&second)
+        .json(&json!({"action": "remove"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    assert!(!token_file.exists());
+    assert_eq!(s.get_json("/api/token").await["required"], false);
+    assert_eq!(s.http.get(s.api("/api/status")).send().await.unwrap().status(), 200);
+    let bad = s
+        .http
+        .post(s.api("/api/token"))
+        .json(&json!({"action": "steal"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(bad.status(), 422);
+    s.stop().await;
+
+    // API_TOKEN owns the token: the page may not change it.
+    let fixed = common::start(|c| {
+        c.api_token = Some("fixed-token".into());
+        c.token_file = Some(std::env::temp_dir().join("never-written-token"));
+    })
+    .await;
+    let r = fixed
+        .http
+        .post(fixed.api("/api/token"))
+        .bearer_auth("fixed-token")
+        .json(&json!({"action": "remove"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 409);
+    assert!(r.text().await.unwrap().contains("API_TOKEN"));
+    fixed.stop().await;
+}

@@ -24,6 +24,7 @@ export async function startServer({ mode = "stateless", waitSeconds = 2 } = {}) 
     DEFAULT_WAIT_SECONDS: String(waitSeconds),
     MCP_STATELESS: mode === "stateless" ? "true" : "false",
     LOCAL_MCP_CONNECTION_FILE: join(dir, "connection.json"),
+    LOCAL_MCP_TOKEN_FILE: join(dir, "token"),
     LOG_LEVEL: "warn",
   };
   const proc = spawn(serverBin, [], { env, stdio: ["ignore", "ignore", "pipe"] });

@@ -23,7 +23,7 @@ export function serverBinary() {
 /** Start the server; resolves once it prints its ready line. */
 export async function startServer({ dir = mkdtempSync(join(tmpdir(), "local-mcp-ui-")), port = 0, env = {} } = {}) {
   const child = spawn(serverBinary(), [], {
-    env: { ...process.env, DB_PATH: join(dir, "queue.sqlite3"), HTTP_PORT: String(port), LOG_LEVEL: "warn", DEFAULT_WAIT_SECONDS: "30", ...env },
+    env: { ...process.env, DB_PATH: join(dir, "queue.sqlite3"), LOCAL_MCP_CONNECTION_FILE: join(dir, "connection.json"), LOCAL_MCP_TOKEN_FILE: join(dir, "token"), HTTP_PORT: String(port), LOG_LEVEL: "warn", DEFAULT_WAIT_SECONDS: "30", ...env },
     stdio: ["ignore", "ignore", "pipe"],
   });
   let log = "";

@@ -328,4 +328,42 @@ describe("resilience", () => {
     await context.close();
     await server.stop();
   });
+
+  test("settings: require a token, make a new one, stop requiring it — the page stays signed in", async () => {
+    const server = await startServer();
+    const { page, context, requests } = await openPage(browser, server);
+    page.on("dialog", (d) => d.accept());
+    await page.locator("#settings-details summary").click();
+    await until(async () => /No token/.test(await page.locator("#token-state").textContent()), { what: "no token yet" });
+    const anonymous = () => fetch(`${server.url}/api/status`).then((r) => r.status);
+    assert.equal(await anonymous(), 200);
+
+    await page.locator("#token-new").click();
+    await until(() => page.locator("#token-reveal").isVisible(), { what: "the new token shown once" });
+    const first = await page.locator("#token-value").inputValue();
+    assert.match(first, /^lmcp_[0-9a-f]{64}$/);
+    assert.equal(await anonymous(), 401, "required at once");
+    assert.match(await page.locator("#token-state").textContent(), /required/);
+    await page.locator("#settings-details").screenshot({ path: join(artifacts, "screenshots", "settings-token.png") });
+    // The page itself carries on: its session cookie was renewed with the token.
+    await page.locator("#composer-text").fill("queued after requiring a token");
+    await page.keyboard.press("Control+Enter");
+    server.token = first;
+    await until(async () => (await server.pending()).some((i) => i.content === "queued after requiring a token"), { what: "queued through the page" });
+
+    await page.locator("#token-new").click();
+    await until(async () => (await page.locator("#token-value").inputValue()) !== first, { what: "a new token" });
+    const second = await page.locator("#token-value").inputValue();
+    const withOld = await fetch(`${server.url}/api/status`, { headers: { authorization: `Bearer ${first}` } });
+    assert.equal(withOld.status, 401, "the old token is refused");
+    server.token = second;
+
+    await page.locator("#token-remove").click();
+    await until(async () => /No token/.test(await page.locator("#token-state").textContent()), { what: "token removed" });
+    assert.equal(await anonymous(), 200);
+    assert.ok(await page.locator("#token-reveal").isHidden());
+    assert.ok(!requests.some((u) => u.includes(first) || u.includes(second)), "never in a URL");
+    await context.close();
+    await server.stop();
+  });
 });

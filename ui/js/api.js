@@ -51,4 +51,6 @@ export const api = {
   config: () => request("GET", "/api/config"),
   saveConfig: (patch) => request("PATCH", "/api/config", patch),
   clients: () => request("GET", "/api/clients"),
+  tokenState: () => request("GET", "/api/token"),
+  changeToken: (action) => request("POST", "/api/token", { action }),
 };

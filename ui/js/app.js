@@ -7,6 +7,7 @@ import { $ } from "./dom.js";
 import { connect } from "./events.js";
 import { initInstructions, toast } from "./instructions.js";
 import { initSettings } from "./settings.js";
+import { initToken, loadToken } from "./token.js";
 import { load, on, setConn, state } from "./state.js";
 
 const INITIAL_LEDGER = 50;
@@ -96,7 +97,8 @@ function initConnectHelp() {
     const btn = e.target.closest("[data-copy]");
     if (!btn) return;
     try {
-      await navigator.clipboard.writeText($(btn.dataset.copy).textContent);
+      const source = $(btn.dataset.copy);
+      await navigator.clipboard.writeText(source instanceof HTMLInputElement ? source.value : source.textContent);
       toast("Copied.");
     } catch {
       toast("Copy failed: select the text and copy it by hand.");
@@ -138,6 +140,7 @@ function initGate(start) {
 
 async function start() {
   loadClients();
+  loadToken();
   await reload();
   connect(reload);
   $("composer-text").focus();
@@ -168,6 +171,7 @@ initConnectHelp();
 initPortNote();
 initAgents();
 initSettings();
+initToken(loadClients);
 initInstructions();
 initGate(start);
 $("composer-text").focus();

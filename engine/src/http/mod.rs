@@ -34,14 +34,22 @@ pub const MAX_BODY_BYTES: usize = 1024 * 1024;
 pub struct AppState {
     pub queue: Queue,
     pub security: Arc<Security>,
+    pub tokens: Arc<crate::token::Tokens>,
     pub shutdown: CancellationToken,
 }
 
 /// Build the whole router for a running queue.
-pub fn router(queue: Queue, security: Arc<Security>, mcp_stateless: bool, shutdown: CancellationToken) -> Router {
+pub fn router(
+    queue: Queue,
+    security: Arc<Security>,
+    tokens: Arc<crate::token::Tokens>,
+    mcp_stateless: bool,
+    shutdown: CancellationToken,
+) -> Router {
     let state = AppState {
         queue: queue.clone(),
         security: security.clone(),
+        tokens,
         shutdown: shutdown.clone(),
     };
     let mcp = tower::ServiceBuilder::new()
@@ -66,6 +74,7 @@ pub fn router(queue: Queue, security: Arc<Security>, mcp_stateless: bool, shutdo
             "/api/session",
             get(session::get).post(session::create).delete(session::delete),
         )
+        .route("/api/token", get(session::token_state).post(session::change_token))
         .route("/", get(page::index))
         .route("/{*path}", get(page::asset))
         .fallback(error::not_found)

@@ -81,6 +81,8 @@ pub struct ClientsBody {
         super::session::get,
         super::session::create,
         super::session::delete,
+        super::session::token_state,
+        super::session::change_token,
     ),
     tags(
         (name = "instructions", description = "Queue, edit, reorder, delete and send again"),

@@ -9,7 +9,7 @@
 //! carries a strict Content-Security-Policy and no-sniff/no-frame headers.
 
 use std::net::IpAddr;
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
 
 use axum::extract::{Request, State};
 use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
@@ -28,7 +28,7 @@ img-src 'self' data:; font-src 'self'; connect-src 'self'; object-src 'none'; ba
 form-action 'self'; frame-ancestors 'none'";
 
 /// Who may talk to us.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct Security {
     /// Host names accepted in `Host` and `Origin` (loopback names, plus the bind address).
     hosts: Vec<String>,
@@ -37,9 +37,22 @@ pub struct Security {
     any_host: bool,
     /// The port we actually serve on (after any fallback).
     port: u16,
+    /// The token can change while serving (Settings → regenerate / stop requiring).
+    auth: RwLock<Auth>,
+}
+
+#[derive(Debug, Default)]
+struct Auth {
     token: Option<String>,
     /// The session cookie value that stands for the token (see [`session_value`]).
     session: Option<String>,
+}
+
+impl Auth {
+    fn new(token: Option<String>) -> Auth {
+        let session = token.as_deref().map(session_value);
+        Auth { token, session }
+    }
 }
 
 /// The page's session cookie. HttpOnly (no script can read it), SameSite=Strict
@@ -63,18 +76,36 @@ impl Security {
                 IpAddr::V6(a) => format!("[{a}]"),
             });
         }
-        let session = token.as_deref().map(session_value);
         Security {
             hosts,
             any_host: bind.is_unspecified(),
             port,
-            token,
-            session,
+            auth: RwLock::new(Auth::new(token)),
         }
     }
 
+    fn auth(&self) -> std::sync::RwLockReadGuard<'_, Auth> {
+        self.auth.read().unwrap_or_else(|p| p.into_inner())
+    }
+
     pub fn token_required(&self) -> bool {
-        self.token.is_some()
+        self.auth().token.is_some()
+    }
+
+    /// The current token, if one is required.
+    pub fn token(&self) -> Option<String> {
+        self.auth().token.clone()
+    }
+
+    /// Replace the token; `None` stops requiring one. Sessions signed in with
+    /// the old token end with it.
+    pub fn set_token(&self, token: Option<String>) {
+        *self.auth.write().unwrap_or_else(|p| p.into_inner()) = Auth::new(token);
+    }
+
+    /// The page-session cookie (name, value) for the current token.
+    pub fn session_cookie(&self) -> Option<(&'static str, String)> {
+        self.auth().session.clone().map(|v| (SESSION_COOKIE, v))
     }
 
     /// `host[:port]` names us: a known host name and, if given, our port.
@@ -96,26 +127,21 @@ impl Security {
 
     /// Is `token` the configured one? (constant time)
     pub fn token_matches(&self, token: &str) -> bool {
-        self.token
+        self.auth()
+            .token
             .as_ref()
             .is_some_and(|t| token.as_bytes().ct_eq(t.as_bytes()).into())
     }
 
     /// Does the request carry the page's session cookie?
     pub fn has_session(&self, headers: &HeaderMap) -> bool {
-        let Some(expected) = &self.session else { return false };
-        headers
-            .get_all(header::COOKIE)
-            .iter()
-            .filter_map(|v| v.to_str().ok())
-            .flat_map(|v| v.split(';'))
-            .filter_map(|pair| pair.trim().split_once('='))
-            .any(|(k, v)| k == SESSION_COOKIE && bool::from(v.as_bytes().ct_eq(expected.as_bytes())))
+        has_session(&self.auth(), headers)
     }
 
     fn token_ok(&self, headers: &HeaderMap) -> bool {
-        let Some(expected) = &self.token else { return true };
-        if self.has_session(headers) {
+        let auth = self.auth();
+        let Some(expected) = &auth.token else { return true };
+        if has_session(&auth, headers) {
             return true;
         }
         let Some(given) = headers
@@ -127,6 +153,17 @@ impl Security {
         };
         given.trim().as_bytes().ct_eq(expected.as_bytes()).into()
     }
+}
+
+fn has_session(auth: &Auth, headers: &HeaderMap) -> bool {
+    let Some(expected) = &auth.session else { return false };
+    headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|pair| pair.trim().split_once('='))
+        .any(|(k, v)| k == SESSION_COOKIE && bool::from(v.as_bytes().ct_eq(expected.as_bytes())))
 }
 
 /// Split `host[:port]`, understanding `[v6]:port`. A bad port counts as a mismatch.

@@ -70,3 +70,58 @@ pub async fn delete() -> Response {
     );
     response
 }
+
+/// Whether a token is required, and whether the page may change that.
+#[utoipa::path(get, path = "/api/token", tag = "session",
+    responses((status = 200, description = "The token's state (never the token)", body = crate::token::TokenState)))]
+pub async fn token_state(State(s): State<AppState>) -> Json<crate::token::TokenState> {
+    Json(s.tokens.state())
+}
+
+#[derive(Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum TokenAction {
+    /// Require a new token (the old one, if any, stops working).
+    Regenerate,
+    /// Stop requiring a token.
+    Remove,
+}
+
+#[derive(Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TokenChange {
+    action: TokenAction,
+}
+
+/// Regenerate the token (shown this once) or stop requiring one. This page
+/// stays signed in: the answer carries the session cookie for the new token.
+#[utoipa::path(post, path = "/api/token", tag = "session", request_body = TokenChange,
+    responses((status = 200, description = "`{required, token?}`: the new token, the only time it is shown", body = Object),
+        (status = 409, description = "Set by API_TOKEN, or the server is reachable from the network", body = ErrorBody)))]
+pub async fn change_token(State(s): State<AppState>, ApiJson(change): ApiJson<TokenChange>) -> crate::Result<Response> {
+    let (body, cookie) = match change.action {
+        TokenAction::Regenerate => {
+            let token = s.tokens.regenerate()?;
+            let cookie = format!(
+                "{SESSION_COOKIE}={}; HttpOnly; SameSite=Strict; Path=/",
+                session_value(&token)
+            );
+            (json!({ "required": true, "token": token }), cookie)
+        }
+        TokenAction::Remove => {
+            s.tokens.remove()?;
+            (
+                json!({ "required": false }),
+                format!("{SESSION_COOKIE}=; HttpOnly; SameSite=Strict; Path=/; Max-Age=0"),
+            )
+        }
+    };
+    let mut response = Json(body).into_response();
+    if let Ok(v) = HeaderValue::from_str(&cookie) {
+        response.headers_mut().insert(header::SET_COOKIE, v);
+    }
+    response
+        .headers_mut()
+        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    Ok(response)
+}

@@ -242,6 +242,7 @@ pub async fn spawn_binary(db: &std::path::Path, env: &[(&str, &str)]) -> Binary 
         .env("HTTP_PORT", "0")
         .env("LOG_LEVEL", "warn")
         .env("LOCAL_MCP_CONNECTION_FILE", db.with_extension("connection.json"))
+        .env("LOCAL_MCP_TOKEN_FILE", db.with_extension("token"))
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())
