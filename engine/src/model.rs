@@ -66,8 +66,10 @@ impl Instruction {
 /// The three settings a person can change at run time (DESIGN §3).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct Settings {
+    #[schema(minimum = 0, maximum = 86400)]
     pub default_wait_seconds: u32,
     pub default_empty_response: String,
+    #[schema(minimum = 1, maximum = 86400)]
     pub agent_stale_after_seconds: u32,
 }
 
@@ -114,12 +116,37 @@ impl Settings {
 #[derive(Debug, Clone, Default, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SettingsPatch {
+    #[serde(default, deserialize_with = "whole_number")]
+    #[schema(minimum = 0, maximum = 86400)]
     pub default_wait_seconds: Option<u32>,
     /// `null` clears the text, which makes an empty queue answer `empty`.
     #[serde(default, deserialize_with = "nullable")]
     #[schema(value_type = Option<String>, nullable)]
     pub default_empty_response: Option<Option<String>>,
+    #[serde(default, deserialize_with = "whole_number")]
+    #[schema(minimum = 1, maximum = 86400)]
     pub agent_stale_after_seconds: Option<u32>,
+}
+
+/// A whole number of seconds as JSON writes it: `60` or `60.0` (JSON
+/// Schema's "integer" allows both; some clients send the latter).
+fn whole_number<'de, D>(d: D) -> Result<Option<u32>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+{
+    use serde::de::Error as _;
+    let Some(n) = Option::<serde_json::Number>::deserialize(d)? else {
+        return Ok(None);
+    };
+    if let Some(u) = n.as_u64() {
+        return u32::try_from(u)
+            .map(Some)
+            .map_err(|_| D::Error::custom(format!("{u} is too large")));
+    }
+    match n.as_f64() {
+        Some(f) if f.fract() == 0.0 && (0.0..=f64::from(u32::MAX)).contains(&f) => Ok(Some(f as u32)),
+        _ => Err(D::Error::custom(format!("expected a whole number of seconds, got {n}"))),
+    }
 }
 
 /// Tell "absent" (`None`) from "explicitly null" (`Some(None)`).
@@ -270,4 +297,38 @@ pub struct MoveTo {
     pub after_id: Option<String>,
     #[serde(default)]
     pub to: Option<RequeuePlace>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn patch(json: &str) -> Result<SettingsPatch, serde_json::Error> {
+        serde_json::from_str(json)
+    }
+
+    #[test]
+    fn seconds_are_whole_numbers_however_json_writes_them() {
+        assert_eq!(
+            patch(r#"{"default_wait_seconds": 60}"#).unwrap().default_wait_seconds,
+            Some(60)
+        );
+        assert_eq!(
+            patch(r#"{"default_wait_seconds": 60.0}"#).unwrap().default_wait_seconds,
+            Some(60)
+        );
+        assert_eq!(
+            patch(r#"{"agent_stale_after_seconds": null}"#)
+                .unwrap()
+                .agent_stale_after_seconds,
+            None
+        );
+        assert_eq!(patch("{}").unwrap().default_wait_seconds, None);
+        for bad in ["60.5", "-1", "1e20", "\"60\"", "4294967296"] {
+            assert!(
+                patch(&format!(r#"{{"default_wait_seconds": {bad}}}"#)).is_err(),
+                "{bad}"
+            );
+        }
+    }
 }

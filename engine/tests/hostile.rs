@@ -292,6 +292,18 @@ async fn named_hostile_cases() {
             br#"{"content":"a"}"#.to_vec(),
             415,
         ),
+        // A struct written as an array (serde would take it): found by Schemathesis.
+        (
+            "PATCH",
+            "/api/config",
+            Some("application/json"),
+            None,
+            b"[null, null]".to_vec(),
+            422,
+        ),
+        // A body-less write is routed (405 for a method the route lacks), not refused as non-JSON.
+        ("PUT", "/api/status", None, None, Vec::new(), 405),
+        ("POST", "/api/instructions", None, None, Vec::new(), 400),
         (
             "POST",
             "/mcp",

@@ -38,9 +38,11 @@ pub struct ListQuery {
     #[param(inline)]
     status: StatusFilter,
     /// At most this many consumed instructions (newest first); pending ones are always all listed.
+    #[param(value_type = Option<i64>, minimum = 0, maximum = 4294967295_i64)]
     limit: Option<u32>,
     /// Skip this many consumed instructions (for "show more").
     #[serde(default)]
+    #[param(value_type = Option<i64>, minimum = 0, maximum = 4294967295_i64)]
     offset: u32,
 }
 
@@ -55,7 +57,8 @@ pub async fn list(State(s): State<AppState>, ApiQuery(q): ApiQuery<ListQuery>) -
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ContentBody {
-    /// The instruction text (not blank; at most 64 KiB)
+    /// The instruction text: not blank, no NUL, at most 64 KiB (65,536 bytes) of UTF-8
+    #[schema(min_length = 1, pattern = "^[^\\u0000]*[^\\s\\u0000][^\\u0000]*$")]
     content: String,
 }
 

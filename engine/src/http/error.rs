@@ -68,6 +68,16 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for ApiJson<T> {
             .map_err(|_| {
                 Error::TooLarge(format!("request body is larger than {MAX_BODY_BYTES} bytes")).into_response()
             })?;
+        // Every body of this API is a JSON object; serde would also accept a
+        // struct written as an array (`[60, null]`), which no client means.
+        let first = bytes.iter().find(|b| !b.is_ascii_whitespace());
+        if first.is_some_and(|b| *b != b'{') && serde_json::from_slice::<serde::de::IgnoredAny>(&bytes).is_ok() {
+            return Err(error_response(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "invalid_request",
+                "the request body must be a JSON object",
+            ));
+        }
         serde_json::from_slice(&bytes).map(ApiJson).map_err(|e| {
             use serde_json::error::Category;
             match e.classify() {

@@ -223,8 +223,16 @@ pub async fn guard(State(sec): State<Arc<Security>>, req: Request, next: Next) -
             &format!("request body is larger than {MAX_BODY_BYTES} bytes"),
         );
     }
+    // A write that carries a body, or names a type, must be JSON: no cross-site
+    // "simple" form or text posts. A body-less request goes on to the router,
+    // which answers 405 for a method the route lacks, 400 for a missing body.
     let writes = matches!(*req.method(), Method::POST | Method::PUT | Method::PATCH);
-    if writes && !is_json(headers) {
+    let has_body = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .is_none_or(|v| v.trim() != "0")
+        && (headers.contains_key(header::CONTENT_LENGTH) || headers.contains_key(header::TRANSFER_ENCODING));
+    if writes && (has_body || headers.contains_key(header::CONTENT_TYPE)) && !is_json(headers) {
         return error_response(
             StatusCode::UNSUPPORTED_MEDIA_TYPE,
             "unsupported_media_type",

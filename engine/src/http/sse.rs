@@ -31,7 +31,7 @@ const RETRY: Duration = Duration::from_secs(2);
 #[utoipa::path(get, path = "/api/events", tag = "events",
     params(("Last-Event-ID" = Option<String>, Header, description = "Replay what came after this event id")),
     responses((status = 200, description = "Server-sent events: instruction.created|updated|deleted|consumed, config.updated, \
-        status.changed (a snapshot, no id) and stream.reset (replay impossible: reload)", content_type = "text/event-stream", body = String)))]
+        status.changed (a snapshot, no id) and stream.reset (replay impossible: reload)", content_type = "text/event-stream", body = super::openapi::ServerSentEvent)))]
 pub async fn events(
     State(s): State<AppState>,
     headers: HeaderMap,
