@@ -34,6 +34,8 @@ use crate::Result;
 /// started) before answering the client with an error.
 pub const RECONNECT_FOR: Duration = Duration::from_secs(120);
 const BACKOFF_MAX: Duration = Duration::from_secs(2);
+/// After stdin closes, how long requests other than tool calls may still finish.
+const FINISH_GRACE: Duration = Duration::from_secs(2);
 const SESSION_HEADER: &str = "mcp-session-id";
 const VERSION_HEADER: &str = "mcp-protocol-version";
 /// The id of a replayed `initialize` (its answer is not the client's).
@@ -77,7 +79,7 @@ pub async fn run(source: Source) -> Result<()> {
         }
     }
     tracing::info!("stdin closed: the client is gone; cancelling its requests");
-    bridge.abort_all();
+    bridge.finish().await;
     bridge.end_session().await;
     drop(bridge);
     let _ = tokio::time::timeout(Duration::from_secs(1), writer).await;
@@ -89,8 +91,8 @@ struct Bridge {
     http: reqwest::Client,
     out: mpsc::UnboundedSender<String>,
     state: Mutex<State>,
-    /// Requests in flight, by their JSON-RPC id (as JSON text).
-    inflight: Mutex<HashMap<String, AbortHandle>>,
+    /// Requests in flight, by their JSON-RPC id (as JSON text), and whether each is a tool call.
+    inflight: Mutex<HashMap<String, (AbortHandle, bool)>>,
 }
 
 #[derive(Default)]
@@ -167,7 +169,7 @@ impl Bridge {
                         this.send(error_response(&id, -32603, &text));
                     }
                 });
-                inflight.insert(key, task.abort_handle());
+                inflight.insert(key, (task.abort_handle(), method == "tools/call"));
             }
             // Notifications, and answers to requests the server made.
             _ => {
@@ -181,14 +183,28 @@ impl Bridge {
     }
 
     fn abort(&self, key: &str) {
-        if let Some(task) = lock(&self.inflight).remove(key) {
+        if let Some((task, _)) = lock(&self.inflight).remove(key) {
             tracing::debug!(id = key, "request cancelled by the client");
             task.abort();
         }
     }
 
-    fn abort_all(&self) {
-        for (_, task) in lock(&self.inflight).drain() {
+    /// The client closed stdin (MCP's stdio shutdown): its tool calls are
+    /// dropped at once — a wait must not go on to consume an instruction
+    /// nobody will read — while quick requests already sent (a script piping
+    /// `initialize` and `tools/list`) get a moment to be answered.
+    async fn finish(&self) {
+        lock(&self.inflight).retain(|_, (task, tool_call)| {
+            if *tool_call {
+                task.abort();
+            }
+            !*tool_call
+        });
+        let deadline = Instant::now() + FINISH_GRACE;
+        while Instant::now() < deadline && lock(&self.inflight).values().any(|(t, _)| !t.is_finished()) {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        for (_, (task, _)) in lock(&self.inflight).drain() {
             task.abort();
         }
     }
