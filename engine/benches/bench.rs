@@ -3,15 +3,16 @@
 //! speed and memory figures the README quotes. A benchmark, not a test: it
 //! asserts nothing, because shared machines are noisy.
 
+#[path = "../tests/common/mod.rs"]
+mod common;
+
 use std::path::Path;
-use std::process::Stdio;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use serde_json::{json, Value};
-use tokio::io::{AsyncBufReadExt, BufReader};
-use tokio::process::{Child, Command};
+use tokio::process::Child;
 
 struct Server {
     child: Child,
@@ -23,30 +24,8 @@ struct Server {
 impl Server {
     async fn launch(db: &Path) -> Server {
         let started = Instant::now();
-        let mut child = Command::new(env!("CARGO_BIN_EXE_local-mcp-server"))
-            .env("DB_PATH", db)
-            .env("LOCAL_MCP_CONNECTION_FILE", db.with_extension("connection.json"))
-            .env("LOCAL_MCP_TOKEN_FILE", db.with_extension("token"))
-            .env("HTTP_PORT", "0")
-            .env("LOG_LEVEL", "warn")
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true)
-            .spawn()
-            .expect("launch local-mcp-server");
-        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-        let url = loop {
-            let line = lines
-                .next_line()
-                .await
-                .unwrap()
-                .expect("server exited before it was ready");
-            if let Some(rest) = line.strip_prefix("local-mcp-server ready: ") {
-                break rest.split_whitespace().next().unwrap().to_owned();
-            }
-        };
+        let common::Binary { child, url, .. } = common::spawn_binary(db, &[]).await;
         let ready_after = started.elapsed();
-        tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
         let http = reqwest::Client::builder().pool_max_idle_per_host(2048).build().unwrap();
         Server {
             child,

@@ -9,15 +9,15 @@
 //! 25 % past the first minute's, or on more than 16 extra descriptors.
 //! `LOCAL_MCP_SOAK_SECONDS` sets the length (600 by default). Not in CI.
 
-use std::process::Stdio;
+#[path = "../tests/common/mod.rs"]
+mod common;
+
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use serde_json::{json, Value};
-use tokio::io::{AsyncBufReadExt, BufReader};
-use tokio::process::Command;
 
 #[derive(Default)]
 struct Counts {
@@ -215,35 +215,8 @@ async fn main() {
         .unwrap_or(600);
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("soak.sqlite3");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_local-mcp-server"))
-        .env("DB_PATH", &db)
-        .env("LOCAL_MCP_CONNECTION_FILE", db.with_extension("connection.json"))
-        .env("LOCAL_MCP_TOKEN_FILE", db.with_extension("token"))
-        .env("HTTP_PORT", "0")
-        .env("DEFAULT_WAIT_SECONDS", "1")
-        .env("LOG_LEVEL", "warn")
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("launch local-mcp-server");
+    let common::Binary { mut child, url, .. } = common::spawn_binary(&db, &[("DEFAULT_WAIT_SECONDS", "1")]).await;
     let pid = child.id().unwrap();
-    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-    let url = loop {
-        let line = lines
-            .next_line()
-            .await
-            .unwrap()
-            .expect("server exited before it was ready");
-        if let Some(rest) = line.strip_prefix("local-mcp-server ready: ") {
-            break rest.split_whitespace().next().unwrap().to_owned();
-        }
-    };
-    tokio::spawn(async move {
-        while let Ok(Some(line)) = lines.next_line().await {
-            eprintln!("server: {line}");
-        }
-    });
 
     let http = reqwest::Client::builder().pool_max_idle_per_host(64).build().unwrap();
     let counts = Arc::new(Counts::default());

@@ -448,24 +448,10 @@ async fn the_page_can_require_regenerate_and_remove_the_token() {
     );
 
     // In force at once: without it 401, with it (or the new page cookie) 200.
-    assert_eq!(s.http.get(s.api("/api/status")).send().await.unwrap().status(), 401);
-    let with = s
-        .http
-        .get(s.api("/api/status"))
-        .bearer_auth(&first)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(with.status(), 200);
+    assert_eq!(s.get_status("/api/status", None, None).await, 401);
+    assert_eq!(s.get_status("/api/status", Some(&first), None).await, 200);
     let session = cookie.split(';').next().unwrap().to_owned();
-    let by_cookie = s
-        .http
-        .get(s.api("/api/status"))
-        .header("cookie", &session)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(by_cookie.status(), 200);
+    assert_eq!(s.get_status("/api/status", None, Some(&session)).await, 200);
     // Changing it needs the token too.
     assert_eq!(change("remove", None).await.unwrap().status(), 401);
 
@@ -475,14 +461,11 @@ async fn the_page_can_require_regenerate_and_remove_the_token() {
         .unwrap()
         .to_owned();
     assert_ne!(first, second);
-    let old = s
-        .http
-        .get(s.api("/api/status"))
-        .bearer_auth(&first)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(old.status(), 401, "the old token stops working");
+    assert_eq!(
+        s.get_status("/api/status", Some(&first), None).await,
+        401,
+        "the old token stops working"
+    );
 
     // A restart keeps requiring the token from the file.
     let dir = s.stop().await;
@@ -492,7 +475,7 @@ async fn the_page_can_require_regenerate_and_remove_the_token() {
         c.connection_file = Some(cf);
     })
     .await;
-    assert_eq!(s.http.get(s.api("/api/status")).send().await.unwrap().status(), 401);
+    assert_eq!(s.get_status("/api/status", None, None).await, 401);
     let r = s
         .http
         .post(s.api("/api/token"))
@@ -504,7 +487,7 @@ async fn the_page_can_require_regenerate_and_remove_the_token() {
     assert_eq!(r.status(), 200);
     assert!(!token_file.exists());
     assert_eq!(s.get_json("/api/token").await["required"], false);
-    assert_eq!(s.http.get(s.api("/api/status")).send().await.unwrap().status(), 200);
+    assert_eq!(s.get_status("/api/status", None, None).await, 200);
     let bad = s
         .http
         .post(s.api("/api/token"))

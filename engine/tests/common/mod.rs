@@ -55,6 +55,18 @@ impl Server {
         self.dir
     }
 
+    /// The status of a GET with an optional bearer token and/or cookie.
+    pub async fn get_status(&self, path: &str, bearer: Option<&str>, cookie: Option<&str>) -> u16 {
+        let mut request = self.http.get(self.api(path));
+        if let Some(token) = bearer {
+            request = request.bearer_auth(token);
+        }
+        if let Some(cookie) = cookie {
+            request = request.header("cookie", cookie);
+        }
+        request.send().await.unwrap().status().as_u16()
+    }
+
     pub fn api(&self, path: &str) -> String {
         format!("{}{}", self.url, path)
     }
