@@ -103,3 +103,17 @@ def test_a_stdio_client_that_exits_cancels_its_wait(make_server, mode):
     item = server.add("for someone still here")
     time.sleep(1.0)
     assert [i["id"] for i in server.pending()] == [item["id"]], "the departed caller consumed nothing"
+
+
+def test_the_bridge_takes_an_explicit_url(server, tmp_path):
+    # No connection-info file at all: --url says where.
+    env = {"PATH": "/usr/bin:/bin", "LOCAL_MCP_CONNECTION_FILE": str(tmp_path / "absent.json")}
+
+    async def main():
+        async with stdio(server_binary(), ["stdio", "--url", server.mcp_url], env) as client:
+            assert await client.tool_names() == ["get_user_request"]
+            server.add("by url")
+            got, _ = await client.get_user_request("url-agent")
+            assert got["instruction"]["content"] == "by url"
+
+    anyio.run(main)
