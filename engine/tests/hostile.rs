@@ -241,7 +241,9 @@ async fn named_hostile_cases() {
         b.extend("[".repeat(10_000).into_bytes());
         b
     };
-    let cases: Vec<(&str, &str, Option<&str>, Option<&str>, Vec<u8>, u16)> = vec![
+    // (method, path, content type, MCP-Protocol-Version, body, expected status)
+    type Case<'a> = (&'a str, &'a str, Option<&'a str>, Option<&'a str>, Vec<u8>, u16);
+    let cases: Vec<Case> = vec![
         (
             "POST",
             "/api/instructions",
