@@ -366,4 +366,32 @@ describe("resilience", () => {
     await context.close();
     await server.stop();
   });
+
+  test("a snapshot that was in flight while an event arrived does not bring back what the event changed", async () => {
+    const server = await startServer();
+    await server.add("taken while the snapshot travels");
+    const context = await browser.newContext();
+    const page = await context.newPage();
+    // Hold the second pending-list answer (the catch-up load when the stream goes live):
+    // it is taken on the server at once but reaches the page only after an event has.
+    let held = 0;
+    let release;
+    const released = new Promise((r) => (release = r));
+    await page.route(/\/api\/instructions\?status=pending/, async (route) => {
+      held += 1;
+      const response = await route.fetch();
+      if (held === 2) await released;
+      await route.fulfill({ response });
+    });
+    await page.goto(server.url + "/");
+    await until(() => held >= 2, { what: "the catch-up load in flight" });
+    await server.consume("racer");
+    await until(async () => (await texts(page, "#ledger .entry__text")).includes("taken while the snapshot travels"), { what: "the event applied" });
+    release();
+    await until(async () => !(await page.evaluate(() => document.getElementById("rail-loading")?.hidden === false)), { what: "loaded" });
+    await new Promise((r) => setTimeout(r, 500));
+    assert.ok(!(await railTexts(page)).includes("taken while the snapshot travels"), "the stale snapshot put the delivered ticket back on the rail");
+    await context.close();
+    await server.stop();
+  });
 });

@@ -8,7 +8,7 @@ import { connect } from "./events.js";
 import { initInstructions, toast } from "./instructions.js";
 import { initSettings } from "./settings.js";
 import { initToken, loadToken } from "./token.js";
-import { load, on, setConn, state } from "./state.js";
+import { abandonSnapshot, beginSnapshot, load, on, setConn, state } from "./state.js";
 
 const INITIAL_LEDGER = 50;
 
@@ -28,11 +28,13 @@ function renderBanner() {
 
 /** Fetch everything the page shows (first load, after a reset, while polling). */
 async function reload() {
+  const missed = beginSnapshot();
   try {
     const [pending, consumed, status] = await Promise.all([api.pending(), api.consumed(Math.max(INITIAL_LEDGER, state.consumed.length)), api.status()]);
-    load({ pending: pending.items, consumed: consumed.items, status });
+    load({ pending: pending.items, consumed: consumed.items, status }, missed);
     loadError = null;
   } catch (err) {
+    abandonSnapshot(missed);
     if (err.status === 401) return; // the token gate handles it
     loadError = err.message;
     if (state.conn === "polling" || state.conn === "connecting") setConn("offline");

@@ -32,12 +32,34 @@ export function setConn(conn) {
   }
 }
 
-export function load({ pending, consumed, status }) {
+/**
+ * Snapshots being fetched, each with the events applied since its request
+ * left. A snapshot can be older than an event that arrived while it was in
+ * flight; replaying those events onto it keeps the newer truth (applying an
+ * instruction event twice changes nothing).
+ */
+const inFlight = new Set();
+
+/** Call before fetching a snapshot; pass the result to load(). */
+export function beginSnapshot() {
+  const missed = [];
+  inFlight.add(missed);
+  return missed;
+}
+
+export function load({ pending, consumed, status }, missed = []) {
+  inFlight.delete(missed);
   state.pending = pending;
   state.consumed = consumed;
   if (status) setStatus(status);
+  for (const [kind, item] of missed) mutate(kind, item);
   state.loaded = true;
   emit("queue", { kind: "load" });
+}
+
+/** A snapshot fetch failed: stop collecting for it. */
+export function abandonSnapshot(missed) {
+  inFlight.delete(missed);
 }
 
 export function appendConsumed(items) {
@@ -64,6 +86,12 @@ function byPosition(a, b) {
 
 /** Apply one instruction event from the stream (or from our own request). */
 export function applyInstruction(kind, item) {
+  for (const missed of inFlight) missed.push([kind, item]);
+  mutate(kind, item);
+  emit("queue", { kind, item });
+}
+
+function mutate(kind, item) {
   const i = state.pending.findIndex((p) => p.id === item.id);
   if (kind === "instruction.deleted") {
     if (i >= 0) state.pending.splice(i, 1);
@@ -78,5 +106,4 @@ export function applyInstruction(kind, item) {
     else state.pending.push(item);
     state.pending.sort(byPosition);
   }
-  emit("queue", { kind, item });
 }
