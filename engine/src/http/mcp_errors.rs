@@ -10,29 +10,22 @@ use axum::middleware::Next;
 use axum::response::Response;
 use serde_json::json;
 
+use super::security::is_json;
+
 /// Plain-text error bodies are a line or two; anything longer is cut.
 const MAX_TEXT: usize = 16 * 1024;
 
 pub async fn json_errors(request: Request, next: Next) -> Response {
     // The security layer lets only JSON writes through, so a 415 from rmcp on
     // one means the body did not parse: a JSON-RPC parse error, 400.
-    let sent_json = request
-        .headers()
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|t| t.starts_with("application/json"));
+    let sent_json = is_json(request.headers());
     let mut response = next.run(request).await;
     if response.status() == StatusCode::UNSUPPORTED_MEDIA_TYPE && sent_json {
         *response.status_mut() = StatusCode::BAD_REQUEST;
         return rewrite(response, -32700).await;
     }
     let status = response.status();
-    let is_json = response
-        .headers()
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|t| t.starts_with("application/json"));
-    if !(status.is_client_error() || status.is_server_error()) || is_json {
+    if !(status.is_client_error() || status.is_server_error()) || is_json(response.headers()) {
         return response;
     }
     let code = match status {

@@ -175,7 +175,8 @@ fn split_authority(authority: &str) -> (&str, Option<u16>) {
     (host, port.map(|p| p.parse().unwrap_or(0)))
 }
 
-fn is_json(headers: &HeaderMap) -> bool {
+/// `Content-Type: application/json` (parameters such as charset allowed).
+pub(super) fn is_json(headers: &HeaderMap) -> bool {
     headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())

@@ -49,25 +49,31 @@ pub async fn create(State(s): State<AppState>, ApiJson(login): ApiJson<Login>) -
             "that is not this server's token",
         );
     }
-    let cookie = format!(
-        "{SESSION_COOKIE}={}; HttpOnly; SameSite=Strict; Path=/",
-        session_value(login.token.trim())
-    );
     let mut response = StatusCode::NO_CONTENT.into_response();
+    set_session_cookie(&mut response, Some(login.token.trim()));
+    response
+}
+
+/// The page-session cookie for `token` (HttpOnly, SameSite=Strict), or, for
+/// `None`, the header that clears it.
+fn set_session_cookie(response: &mut Response, token: Option<&str>) {
+    let cookie = match token {
+        Some(t) => format!(
+            "{SESSION_COOKIE}={}; HttpOnly; SameSite=Strict; Path=/",
+            session_value(t)
+        ),
+        None => format!("{SESSION_COOKIE}=; HttpOnly; SameSite=Strict; Path=/; Max-Age=0"),
+    };
     if let Ok(v) = HeaderValue::from_str(&cookie) {
         response.headers_mut().insert(header::SET_COOKIE, v);
     }
-    response
 }
 
 /// Sign out: the cookie is cleared.
 #[utoipa::path(delete, path = "/api/session", tag = "session", responses((status = 204, description = "Signed out")))]
 pub async fn delete() -> Response {
     let mut response = StatusCode::NO_CONTENT.into_response();
-    response.headers_mut().insert(
-        header::SET_COOKIE,
-        HeaderValue::from_static("local_mcp_session=; HttpOnly; SameSite=Strict; Path=/; Max-Age=0"),
-    );
+    set_session_cookie(&mut response, None);
     response
 }
 
@@ -99,27 +105,19 @@ pub struct TokenChange {
     responses((status = 200, description = "`{required, token?}`: the new token, the only time it is shown", body = Object),
         (status = 409, description = "Set by API_TOKEN, or the server is reachable from the network", body = ErrorBody)))]
 pub async fn change_token(State(s): State<AppState>, ApiJson(change): ApiJson<TokenChange>) -> crate::Result<Response> {
-    let (body, cookie) = match change.action {
-        TokenAction::Regenerate => {
-            let token = s.tokens.regenerate()?;
-            let cookie = format!(
-                "{SESSION_COOKIE}={}; HttpOnly; SameSite=Strict; Path=/",
-                session_value(&token)
-            );
-            (json!({ "required": true, "token": token }), cookie)
-        }
+    let token = match change.action {
+        TokenAction::Regenerate => Some(s.tokens.regenerate()?),
         TokenAction::Remove => {
             s.tokens.remove()?;
-            (
-                json!({ "required": false }),
-                format!("{SESSION_COOKIE}=; HttpOnly; SameSite=Strict; Path=/; Max-Age=0"),
-            )
+            None
         }
     };
+    let body = match &token {
+        Some(t) => json!({ "required": true, "token": t }),
+        None => json!({ "required": false }),
+    };
     let mut response = Json(body).into_response();
-    if let Ok(v) = HeaderValue::from_str(&cookie) {
-        response.headers_mut().insert(header::SET_COOKIE, v);
-    }
+    set_session_cookie(&mut response, token.as_deref());
     response
         .headers_mut()
         .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
