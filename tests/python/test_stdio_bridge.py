@@ -27,6 +27,14 @@ def until(check, what, timeout=5.0):
     raise AssertionError(f"timed out waiting for: {what}")
 
 
+def waiting(server, agent: str) -> bool:
+    return bool((server.agent(agent) or {}).get("waiting"))
+
+
+async def until_waiting(server, agent: str, what: str):
+    await anyio.to_thread.run_sync(lambda: until(lambda: waiting(server, agent), what))
+
+
 @pytest.mark.parametrize("program", ["local-mcp-server", "local-mcp"])
 def test_the_bridge_serves_the_tool_over_stdio(server, program):
     binary = server_binary() if program == "local-mcp-server" else desktop_binary()
@@ -65,12 +73,12 @@ def test_a_restart_of_the_server_is_invisible_to_the_stdio_client(make_server, m
 
             async with anyio.create_task_group() as tg:
                 tg.start_soon(waiting_call)
-                await anyio.to_thread.run_sync(lambda: until(lambda: (first.agent("restart-agent") or {}).get("waiting"), "the call waits"))
+                await until_waiting(first, "restart-agent", "the call waits")
                 # Restart: the app stops, and comes back on another port (the old one may be taken).
                 first.stop()
                 second = make_server(30, mode)
                 assert second.url != first.url
-                await anyio.to_thread.run_sync(lambda: until(lambda: (second.agent("restart-agent") or {}).get("waiting"), "the call waits again, on the new server"))
+                await until_waiting(second, "restart-agent", "the call waits again, on the new server")
                 second.add("after the restart")
             value, is_error = result["value"]
             assert not is_error, value
@@ -91,7 +99,7 @@ def test_a_stdio_client_that_exits_cancels_its_wait(make_server, mode):
         async with stdio(server_binary(), ["stdio"], bridge_env(server)) as client:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(client.get_user_request, "leaving-agent")
-                await anyio.to_thread.run_sync(lambda: until(lambda: (server.agent("leaving-agent") or {}).get("waiting"), "the call waits"))
+                await until_waiting(server, "leaving-agent", "the call waits")
                 # Let the wait's opening notification land first: mcp 1.x raises on a message
                 # that arrives after its session closed (a client quirk, not what is tested here).
                 await anyio.sleep(0.5)

@@ -1,0 +1,105 @@
+// The real local-mcp-server binary on a free port with a temporary database,
+// for the JavaScript test suites (tests/ui, tests/clients). Node built-ins
+// only, so any suite can import it. Nothing is mocked.
+
+import { spawn } from "node:child_process";
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join, resolve } from "node:path";
+import { createInterface } from "node:readline";
+import { fileURLToPath } from "node:url";
+
+export const root = resolve(dirname(fileURLToPath(import.meta.url)), "..");
+
+export const serverBin =
+  process.env.LOCAL_MCP_SERVER_BIN ?? join(process.env.CARGO_TARGET_DIR ?? join(root, "target"), "debug", "local-mcp-server");
+
+/**
+ * Start a server and resolve once it prints its ready line. `mode` is
+ * "stateless" (the default) or "sessions"; `dir` and `port` let a test
+ * restart on the same database and address; `env` adds variables (e.g. API_TOKEN).
+ */
+export async function startServer({ dir = mkdtempSync(join(tmpdir(), "local-mcp-test-")), port = 0, mode = "stateless", waitSeconds = 2, env = {} } = {}) {
+  const fullEnv = {
+    ...process.env,
+    DB_PATH: join(dir, "queue.sqlite3"),
+    LOCAL_MCP_CONNECTION_FILE: join(dir, "connection.json"),
+    LOCAL_MCP_TOKEN_FILE: join(dir, "token"),
+    HTTP_PORT: String(port),
+    DEFAULT_WAIT_SECONDS: String(waitSeconds),
+    MCP_STATELESS: mode === "stateless" ? "true" : "false",
+    LOG_LEVEL: "warn",
+    ...env,
+  };
+  const child = spawn(serverBin, [], { env: fullEnv, stdio: ["ignore", "ignore", "pipe"] });
+  const log = [];
+  const url = await new Promise((ok, fail) => {
+    createInterface({ input: child.stderr }).on("line", (line) => {
+      log.push(line);
+      const m = /^local-mcp-server ready: (\S+)/.exec(line);
+      if (m) ok(m[1]);
+    });
+    child.on("exit", (code) => fail(new Error(`server exited (${code}) before it was ready:\n${log.join("\n")}`)));
+  });
+  const server = {
+    url,
+    mcpUrl: `${url}/mcp`,
+    dir,
+    port: Number(new URL(url).port),
+    mode,
+    child,
+    log,
+    connectionFile: fullEnv.LOCAL_MCP_CONNECTION_FILE,
+    /** Sent as the bearer token when set (tests change it as the server's token changes). */
+    token: fullEnv.API_TOKEN,
+    async stop() {
+      if (child.exitCode !== null) return;
+      const exited = new Promise((r) => child.once("exit", r));
+      child.kill("SIGTERM");
+      await exited;
+    },
+    async api(method, path, body) {
+      const headers = { "content-type": "application/json" };
+      if (server.token) headers.authorization = `Bearer ${server.token}`;
+      const res = await fetch(url + path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+      const text = await res.text();
+      return { status: res.status, body: text ? JSON.parse(text) : null };
+    },
+    async add(content) {
+      const r = await server.api("POST", "/api/instructions", { content });
+      if (r.status !== 201) throw new Error(`add failed: ${r.status}`);
+      return r.body.item;
+    },
+    async pending() {
+      return (await server.api("GET", "/api/instructions?status=pending")).body.items;
+    },
+    async agent(id) {
+      return (await server.api("GET", "/api/status")).body.agents.find((a) => a.agent_id === id);
+    },
+    /** One raw MCP `tools/call get_user_request` over streamable HTTP (stateless). */
+    async consume(agent = "test-agent") {
+      const headers = { "content-type": "application/json", accept: "application/json, text/event-stream" };
+      if (server.token) headers.authorization = `Bearer ${server.token}`;
+      const res = await fetch(server.mcpUrl, {
+        method: "POST",
+        headers,
+        body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "get_user_request", arguments: { agent_id: agent } } }),
+      });
+      const text = await res.text();
+      const line = text.split("\n").reverse().find((l) => l.startsWith("data:") && l.includes('"result"'));
+      return JSON.parse(line.slice(5)).result.structuredContent;
+    },
+  };
+  return server;
+}
+
+/** Poll `check()` until it is truthy (bounded). */
+export async function until(check, { timeout = 5000, what = "condition" } = {}) {
+  const deadline = Date.now() + timeout;
+  for (;;) {
+    const v = await check();
+    if (v) return v;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
