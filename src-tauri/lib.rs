@@ -15,8 +15,8 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use clap::{CommandFactory, Parser};
-use engine::events::EventData;
 use engine::model::AgentState;
+use engine::EventData;
 use engine::{Engine, EventKind};
 use tauri::{AppHandle, Manager, RunEvent};
 use tauri_plugin_global_shortcut::{GlobalShortcutExt, ShortcutState};
@@ -53,7 +53,7 @@ pub struct Shell {
     pub origin: url::Origin,
     pub mcp_url: String,
     /// The live token (the page can regenerate or remove it): read it when needed.
-    pub security: std::sync::Arc<engine::http::Security>,
+    pub credentials: std::sync::Arc<engine::Credentials>,
     pub prefs: prefs::Store,
     engine: Mutex<Option<Engine>>,
 }
@@ -120,7 +120,7 @@ pub fn run() -> ExitCode {
                 quick_url: page_url.join("quick.html")?,
                 origin: page_url.origin(),
                 mcp_url: engine.mcp_url(),
-                security: engine.security(),
+                credentials: engine.credentials(),
                 prefs: prefs::Store::load(),
                 page_url,
                 engine: Mutex::new(None),

@@ -33,7 +33,7 @@ pub struct Store {
 
 impl Store {
     pub fn load() -> Store {
-        let path = engine::config::project_dirs().map(|d| d.config_dir().join("desktop.json"));
+        let path = engine::default_desktop_prefs();
         let prefs = path
             .as_ref()
             .and_then(|p| std::fs::read_to_string(p).ok())

@@ -35,15 +35,7 @@ pub fn create(app: &AppHandle) -> tauri::Result<TrayItems> {
     let pending = MenuItem::with_id(app, PENDING, "Nothing pending", false, None::<&str>)?;
     let copy_items = Client::ALL
         .iter()
-        .map(|c| {
-            MenuItem::with_id(
-                app,
-                format!("{COPY_CONFIG}{}", client_id(*c)),
-                c.name(),
-                true,
-                None::<&str>,
-            )
-        })
+        .map(|c| MenuItem::with_id(app, format!("{COPY_CONFIG}{}", c.id()), c.name(), true, None::<&str>))
         .collect::<tauri::Result<Vec<_>>>()?;
     let copy_refs: Vec<&dyn tauri::menu::IsMenuItem<Wry>> = copy_items.iter().map(|i| i as _).collect();
     let copy_config = Submenu::with_items(app, "Copy MCP config for", true, &copy_refs)?;
@@ -97,20 +89,12 @@ pub fn create(app: &AppHandle) -> tauri::Result<TrayItems> {
     Ok(TrayItems { pending })
 }
 
-/// The client's id as the engine spells it (kebab-case, as in `config <client>`).
-fn client_id(client: Client) -> String {
-    serde_json::to_value(client)
-        .ok()
-        .and_then(|v| v.as_str().map(str::to_owned))
-        .unwrap_or_default()
-}
-
 fn copy_config(app: &AppHandle, shell: &Shell, id: &str) {
-    let Some(client) = Client::ALL.into_iter().find(|c| client_id(*c) == id) else {
+    let Some(client) = Client::from_id(id) else {
         return;
     };
     let program = snippets::bridge_program();
-    let token = shell.security.token();
+    let token = shell.credentials.token();
     let endpoint = snippets::Endpoint {
         mcp_url: &shell.mcp_url,
         token: token.as_deref(),

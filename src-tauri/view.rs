@@ -3,7 +3,7 @@
 //! navigation in a window means.
 
 use engine::model::AgentState;
-use engine::queue::StatusSnapshot;
+use engine::model::StatusSnapshot;
 
 /// The three tray images (DESIGN §7): a call is waiting, an instruction is
 /// being worked on, or nobody is there.
@@ -150,13 +150,13 @@ pub fn missing_display(display: Option<&str>, wayland: Option<&str>) -> Option<S
 #[cfg(test)]
 mod tests {
     use super::*;
+    use engine::model::{AgentSummary, ServerSummary};
     use engine::model::{QueueCounts, Settings};
-    use engine::queue::{AgentSummary, ServerSummary};
 
     fn status(agent: Option<&str>, state: AgentState, pending: u64) -> StatusSnapshot {
         StatusSnapshot {
             server: ServerSummary {
-                status: "up".into(),
+                status: engine::model::ServerState::Up,
                 started_at: "t".into(),
                 url: "http://127.0.0.1:8000".into(),
                 version: "0".into(),

@@ -56,16 +56,16 @@ fn create_main(app: &AppHandle) -> tauri::Result<()> {
 /// With a token required, give the window the page-session cookie so the page
 /// never asks for (or sees) the token.
 fn sign_in(window: &WebviewWindow, shell: &Shell) {
-    let Some((name, value)) = shell.security.session_cookie() else {
+    let Some(spec) = shell.credentials.session_cookie() else {
         return;
     };
-    let host = shell.page_url.host_str().unwrap_or("127.0.0.1").to_owned();
-    let cookie = Cookie::build((name, value))
-        .domain(host)
-        .path("/")
-        .http_only(true)
-        .same_site(tauri::webview::cookie::SameSite::Strict)
-        .build();
+    // The engine spells the cookie's attributes (one place for the page's
+    // sign-in and this one); the window needs only the host added.
+    let Ok(mut cookie) = Cookie::parse(spec) else {
+        tracing::warn!("the engine's session cookie did not parse; the page will ask for the token");
+        return;
+    };
+    cookie.set_domain(shell.page_url.host_str().unwrap_or("127.0.0.1").to_owned());
     if let Err(e) = window.set_cookie(cookie) {
         tracing::warn!(error = %e, "could not sign the window in; the page will ask for the token");
     }

@@ -112,10 +112,10 @@ impl Server {
 }
 
 fn prefill(db: &Path, n: usize) {
-    let store = engine::store::Store::open(db).unwrap();
+    let store = engine::Store::open(db).unwrap();
     store
         .write(
-            engine::store::Durability::Full,
+            engine::Durability::Full,
             |d| {
                 for i in 0..n {
                     d.insert_instruction(&engine::model::Instruction {

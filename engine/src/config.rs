@@ -1,5 +1,6 @@
 //! Typed configuration. Precedence: CLI flag > environment variable > config
-//! file > default. The variable names are the seed's (§9).
+//! file > default. The variable names are the original plan's (`HTTP_PORT`,
+//! `DB_PATH`, `DEFAULT_WAIT_SECONDS`, …), so its set-ups keep working.
 //!
 //! The engine itself never reads the environment: binaries parse [`ServeArgs`]
 //! (clap reads flags and variables) and hand the resolved [`Config`] to
@@ -11,8 +12,8 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use crate::model::Settings;
-use crate::{Error, Result};
+use crate::model::{Settings, SettingsPatch, FIELDS};
+use crate::{paths, Error, Result};
 
 /// Everything `engine::start` needs.
 #[derive(Debug, Clone)]
@@ -66,15 +67,9 @@ pub struct ServeArgs {
     /// Log filter, e.g. info, debug, local_mcp=trace [default: info]
     #[arg(long, env = "LOG_LEVEL")]
     pub log_level: Option<String>,
-    /// First-run value: seconds get_user_request waits on an empty queue (0..=86400) [default: 10]
-    #[arg(long, env = "DEFAULT_WAIT_SECONDS")]
-    pub default_wait_seconds: Option<u32>,
-    /// First-run value: text returned when the wait ends with no instruction ("" = result_type empty)
-    #[arg(long, env = "DEFAULT_EMPTY_RESPONSE")]
-    pub default_empty_response: Option<String>,
-    /// First-run value: seconds of silence before an agent shows as offline [default: 30]
-    #[arg(long, env = "AGENT_STALE_AFTER_SECONDS")]
-    pub agent_stale_after_seconds: Option<u32>,
+    /// First-run values of the runtime settings (one flag per `model::FIELDS` entry).
+    #[command(flatten)]
+    pub settings: SettingsPatch,
     /// Stateless MCP (true, survives restarts) or sessions (false) [default: true]
     #[arg(long, env = "MCP_STATELESS", value_parser = clap::builder::BoolishValueParser::new())]
     pub mcp_stateless: Option<bool>,
@@ -100,11 +95,12 @@ pub struct ServeArgs {
 impl ServeArgs {
     /// The connection-info file this instance publishes and the CLI reads.
     pub fn connection_file(&self) -> Option<PathBuf> {
-        self.connection_file.clone().or_else(crate::connection::default_path)
+        self.connection_file.clone().or_else(paths::default_connection_file)
     }
 }
 
-/// The config file: the same keys as the environment variables, in lower case.
+/// The config file: the same keys as the environment variables, in lower
+/// case. The runtime settings' keys are read into `settings`.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct FileConfig {
@@ -112,29 +108,28 @@ pub struct FileConfig {
     pub http_port: Option<u16>,
     pub db_path: Option<PathBuf>,
     pub log_level: Option<String>,
-    pub default_wait_seconds: Option<u32>,
-    pub default_empty_response: Option<String>,
-    pub agent_stale_after_seconds: Option<u32>,
     pub mcp_stateless: Option<bool>,
     pub api_token: Option<String>,
-}
-
-/// Where local-mcp keeps its files on this platform.
-pub fn project_dirs() -> Option<directories::ProjectDirs> {
-    directories::ProjectDirs::from("dev", "local-mcp", "local-mcp")
-}
-
-/// The default database file: `local_mcp.sqlite3` in the platform data folder.
-pub fn default_db_path() -> PathBuf {
-    project_dirs()
-        .map(|d| d.data_dir().join("local_mcp.sqlite3"))
-        .unwrap_or_else(|| PathBuf::from("data/local_mcp.sqlite3"))
+    #[serde(skip)]
+    pub settings: SettingsPatch,
 }
 
 fn read_file(path: &Path) -> Result<FileConfig> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| Error::Invalid(format!("cannot read config file {}: {e}", path.display())))?;
-    toml::from_str(&text).map_err(|e| Error::Invalid(format!("config file {}: {e}", path.display())))
+    let invalid = |e: &dyn std::fmt::Display| Error::Invalid(format!("config file {}: {e}", path.display()));
+    let mut table: toml::Table = toml::from_str(&text).map_err(|e| invalid(&e))?;
+    // serde's `flatten` cannot be combined with `deny_unknown_fields`, so the
+    // settings' keys are split off by name and each part is read strictly.
+    let mut settings = toml::Table::new();
+    for name in FIELDS.iter().map(|f| f.name) {
+        if let Some(v) = table.remove(name) {
+            settings.insert(name.to_owned(), v);
+        }
+    }
+    let mut file: FileConfig = table.try_into().map_err(|e| invalid(&e))?;
+    file.settings = settings.try_into().map_err(|e| invalid(&e))?;
+    Ok(file)
 }
 
 impl ServeArgs {
@@ -142,35 +137,20 @@ impl ServeArgs {
     pub fn resolve(&self) -> Result<(Config, String)> {
         let file = match &self.config {
             Some(path) => read_file(path)?,
-            None => match project_dirs().map(|d| d.config_dir().join("config.toml")) {
+            None => match paths::default_config_file() {
                 Some(path) if path.is_file() => read_file(&path)?,
                 _ => FileConfig::default(),
             },
         };
-        let defaults = Settings::default();
         let host_text = self.host.clone().or(file.host).unwrap_or_else(|| "127.0.0.1".into());
         let host = parse_host(&host_text)?;
-        let settings = Settings {
-            default_wait_seconds: self
-                .default_wait_seconds
-                .or(file.default_wait_seconds)
-                .unwrap_or(defaults.default_wait_seconds),
-            default_empty_response: self
-                .default_empty_response
-                .clone()
-                .or(file.default_empty_response)
-                .unwrap_or(defaults.default_empty_response),
-            agent_stale_after_seconds: self
-                .agent_stale_after_seconds
-                .or(file.agent_stale_after_seconds)
-                .unwrap_or(defaults.agent_stale_after_seconds),
-        };
+        let settings = self.settings.clone().or(file.settings).apply(Settings::default());
         settings.validate()?;
         let config = Config {
             host,
             port: self.http_port.or(file.http_port).unwrap_or(8000),
             port_fallback: !self.no_port_fallback,
-            db_path: self.db_path.clone().or(file.db_path).unwrap_or_else(default_db_path),
+            db_path: self.db_path.clone().or(file.db_path).unwrap_or_else(paths::default_db),
             settings,
             mcp_stateless: self.mcp_stateless.or(file.mcp_stateless).unwrap_or(true),
             api_token: self
@@ -179,10 +159,7 @@ impl ServeArgs {
                 .or(file.api_token)
                 .filter(|t| !t.trim().is_empty()),
             connection_file: self.connection_file(),
-            token_file: self
-                .token_file
-                .clone()
-                .or_else(|| project_dirs().map(|d| d.config_dir().join("token"))),
+            token_file: self.token_file.clone().or_else(paths::default_token_file),
         };
         let log_level = self
             .log_level
@@ -261,7 +238,10 @@ mod tests {
         .unwrap_err();
         assert!(err.to_string().contains("HOST"), "{err}");
         let err = ServeArgs {
-            default_wait_seconds: Some(90_000),
+            settings: SettingsPatch {
+                default_wait_seconds: Some(90_000),
+                ..Default::default()
+            },
             ..Default::default()
         }
         .resolve()

@@ -3,12 +3,11 @@
 //! and a token may be required). Written on start with owner-only
 //! permissions — it can hold the token — and removed on a clean exit.
 
-use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::{Error, Result};
+use crate::{paths, Error, Result};
 
 /// What a running instance publishes about itself.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -27,44 +26,12 @@ pub struct ConnectionInfo {
     pub started_at: String,
 }
 
-/// `connection.json` in the platform config folder.
-pub fn default_path() -> Option<PathBuf> {
-    crate::config::project_dirs().map(|d| d.config_dir().join("connection.json"))
-}
-
 /// Write `info` to `path` atomically (temp file + rename), readable by the owner only.
 pub fn write(path: &Path, info: &ConnectionInfo) -> Result<()> {
     let mut json = serde_json::to_vec_pretty(info).map_err(|e| Error::internal("encoding the connection info", e))?;
     json.push(b'\n');
-    write_private(path, &json)
-        .map_err(|e| Error::Internal(format!("cannot write the connection-info file {}: {e}", path.display())))
-}
-
-/// Write `bytes` to `path` atomically (temp file + fsync + rename), creating
-/// the folder, with owner-only permissions on Unix. For files holding secrets.
-pub fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir)?;
-    }
-    let mut tmp_name = path.file_name().unwrap_or_default().to_os_string();
-    tmp_name.push(format!(".{}.tmp", std::process::id()));
-    let tmp = path.with_file_name(tmp_name);
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true).create(true).truncate(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        options.mode(0o600);
-    }
-    let written = options.open(&tmp).and_then(|mut f| {
-        f.write_all(bytes)?;
-        f.sync_all()
-    });
-    if let Err(e) = written.and_then(|()| std::fs::rename(&tmp, path)) {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(e);
-    }
-    Ok(())
+    paths::write_private(path, &json)
+        .map_err(|e| Error::internal(format!("cannot write the connection-info file {}", path.display()), e))
 }
 
 /// Read the file a running instance wrote.

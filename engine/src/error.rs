@@ -2,10 +2,13 @@
 //!
 //! The HTTP layer maps each variant to a status and a JSON body; the MCP layer
 //! turns user-fixable ones into tool results with `isError: true` and the rest
-//! into protocol errors. Internal causes are logged where they happen and never
-//! shown in full to a client.
+//! into protocol errors. An internal failure keeps its cause as the `source`
+//! and is logged once, where it leaves the engine (an HTTP response, an MCP
+//! answer, start-up) — never while it is being built, so nothing is logged
+//! twice and nothing is logged for an error a caller handles.
 
-use std::fmt;
+/// A boxed cause, as `Internal` keeps it.
+pub type Cause = Box<dyn std::error::Error + Send + Sync + 'static>;
 
 /// What went wrong, in terms a caller can act on.
 #[derive(Debug, thiserror::Error)]
@@ -29,9 +32,18 @@ pub enum Error {
     /// The request came from somewhere it must not (foreign Host or Origin).
     #[error("{0}")]
     Forbidden(String),
-    /// Something broke on our side; the message is safe to show, the cause is logged.
+    /// Something broke on our side while serving. `context` is safe to show a
+    /// client; `source` may name paths or internals and goes to the log only.
+    #[error("{context}; see the server log")]
+    Internal {
+        context: String,
+        #[source]
+        source: Cause,
+    },
+    /// The engine could not start: the port, the database, the files it
+    /// needs. Said in full, because the person at the terminal must fix it.
     #[error("{0}")]
-    Internal(String),
+    Startup(String),
 }
 
 impl Error {
@@ -44,14 +56,38 @@ impl Error {
             Error::TooLarge(_) => "payload_too_large",
             Error::Unauthorized(_) => "unauthorized",
             Error::Forbidden(_) => "forbidden",
-            Error::Internal(_) => "internal",
+            Error::Internal { .. } | Error::Startup(_) => "internal",
         }
     }
 
-    /// Wrap an internal failure: log the cause with context, keep the message bland.
-    pub fn internal(context: &str, cause: impl fmt::Display) -> Self {
-        tracing::error!(%cause, "{context}");
-        Error::Internal(format!("{context}; see the server log"))
+    /// Wrap an internal failure with what we were doing when it happened.
+    pub fn internal(context: impl Into<String>, source: impl Into<Cause>) -> Self {
+        Error::Internal {
+            context: context.into(),
+            source: source.into(),
+        }
+    }
+
+    /// Whether the fault is ours (a 5xx, a protocol error) rather than the caller's.
+    pub fn is_internal(&self) -> bool {
+        matches!(self, Error::Internal { .. } | Error::Startup(_))
+    }
+
+    /// Log an internal failure with its whole cause chain; the edges call this
+    /// once when an error leaves the engine. Caller mistakes are not logged.
+    pub fn log(&self) {
+        if let Error::Internal { context, source } = self {
+            let mut chain = source.to_string();
+            let mut next = source.source();
+            while let Some(cause) = next {
+                chain.push_str(": ");
+                chain.push_str(&cause.to_string());
+                next = cause.source();
+            }
+            tracing::error!(cause = %chain, "{context}");
+        } else if let Error::Startup(message) = self {
+            tracing::error!("{message}");
+        }
     }
 }
 
@@ -62,3 +98,20 @@ impl From<rusqlite::Error> for Error {
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod tests {
+    use std::error::Error as _;
+
+    use super::*;
+
+    #[test]
+    fn internal_errors_keep_their_cause_but_show_only_the_context() {
+        let io = std::io::Error::new(std::io::ErrorKind::PermissionDenied, "/secret/path: denied");
+        let e = Error::internal("writing the token file", io);
+        assert_eq!(e.to_string(), "writing the token file; see the server log");
+        assert!(e.source().unwrap().to_string().contains("/secret/path"));
+        assert!(e.is_internal() && e.code() == "internal");
+        assert!(!Error::Invalid("x".into()).is_internal());
+    }
+}

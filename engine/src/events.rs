@@ -13,11 +13,10 @@ use std::sync::Arc;
 use serde::Serialize;
 use tokio::sync::broadcast;
 
-use crate::model::{Instruction, Settings};
-use crate::queue::StatusSnapshot;
+use crate::model::{Instruction, Settings, StatusSnapshot};
 
-/// The six event types of the seed (§5.2), plus `stream.reset` for a
-/// listener that fell too far behind to replay.
+/// What changed. (`stream.reset`, for a page that fell too far behind to
+/// replay, is not a domain event: the SSE stream writes it itself.)
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub enum EventKind {
     #[serde(rename = "instruction.created")]

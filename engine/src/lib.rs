@@ -3,23 +3,35 @@
 //! API and live events for the page. No GUI dependency: the headless
 //! `local-mcp-server` and the desktop shell both embed it through [`start`].
 //!
-//! Module map (one concern each): [`config`] · [`store`] (all SQL) ·
-//! [`queue`] (the rules) · [`events`] · [`mcp`] · [`http`] · [`server`].
+//! # Layout
+//! Each module owns one concern, and imports only from the layers below it
+//! (`tests/layers.rs` checks this; `docs/ARCHITECTURE.md` has the map):
+//!
+//! 1. `error`, `time`, `paths`, [`model`] — plain data, the file places, the error type.
+//! 2. `store` — SQLite: the schema and every SQL statement.
+//! 3. `events` (the domain events and their bus), `auth` (the token and the
+//!    page session), `connection` (the connection-info file), `snippets`.
+//! 4. `queue` — the rules: what a person or an agent can do to the queue.
+//! 5. `mcp` (the tool), `http` (the API, the page, SSE, the guard), [`cli`].
+//! 6. `server` (bind and serve) and this file, which wires them together.
+//!
+//! Only what the binaries, the desktop shell and the tests use is public.
 
+mod auth;
 pub mod cli;
 pub mod config;
-pub mod connection;
-pub mod error;
-pub mod events;
-pub mod http;
-pub mod mcp;
+mod connection;
+mod error;
+mod events;
+mod http;
+mod mcp;
 pub mod model;
-pub mod queue;
-pub mod server;
+mod paths;
+mod queue;
+mod server;
 pub mod snippets;
-pub mod store;
+mod store;
 pub mod time;
-pub mod token;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -29,10 +41,14 @@ use tokio::sync::broadcast;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-pub use config::Config;
+pub use auth::Credentials;
+pub use config::{Config, ServeArgs};
 pub use error::{Error, Result};
-pub use events::{Event, EventKind};
-pub use queue::Queue;
+pub use events::{Event, EventData, EventKind};
+pub use http::MAX_BODY_BYTES;
+pub use paths::default_desktop_prefs;
+pub use queue::{Queue, ServerFacts};
+pub use store::{Db, Durability, Store};
 
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 
@@ -44,7 +60,7 @@ pub struct Engine {
     /// Set when the configured port was taken and another was used: that port.
     pub port_fallback_from: Option<u16>,
     pub queue: Queue,
-    security: Arc<http::Security>,
+    credentials: Arc<Credentials>,
     connection_file: Option<PathBuf>,
     shutdown: CancellationToken,
     task: JoinHandle<()>,
@@ -53,25 +69,20 @@ pub struct Engine {
 impl Engine {
     /// The MCP endpoint agents connect to.
     pub fn mcp_url(&self) -> String {
-        format!("{}/mcp", self.url)
+        mcp_url(&self.url)
     }
 
     /// The bearer token agents must send, if one is required (it can change
     /// while serving: read it when needed, don't keep it).
     pub fn api_token(&self) -> Option<String> {
-        self.security.token()
+        self.credentials.token()
     }
 
-    /// The page-session cookie (name, value) that signs a window in when a
-    /// token is required, so an embedding shell never hands the token to the page.
-    pub fn page_session_cookie(&self) -> Option<(&'static str, String)> {
-        self.security.session_cookie()
-    }
-
-    /// The live security settings (token), for an embedding shell that must
-    /// read the current token later (e.g. for "copy MCP config").
-    pub fn security(&self) -> Arc<http::Security> {
-        self.security.clone()
+    /// The live credentials, for an embedding shell: the `Set-Cookie` value
+    /// that signs its window in (so the page never sees the token), and the
+    /// current token for "copy MCP config".
+    pub fn credentials(&self) -> Arc<Credentials> {
+        self.credentials.clone()
     }
 
     /// Domain events as they happen (instruction changes, status, config).
@@ -95,11 +106,7 @@ impl Engine {
 
 /// Open the database, migrate, bind, and serve until `shutdown` is cancelled.
 pub async fn start(config: Config, shutdown: CancellationToken) -> Result<Engine> {
-    let (token, token_source) = match (&config.api_token, &config.token_file) {
-        (Some(t), _) => (Some(t.clone()), token::Source::Fixed),
-        (None, Some(path)) => (token::read_file(path)?, token::Source::File(path.clone())),
-        (None, None) => (None, token::Source::Unmanaged),
-    };
+    let (token, token_source) = auth::Source::from_config(config.api_token.as_deref(), config.token_file.as_deref())?;
     if !config.host.is_loopback() && token.is_none() {
         return Err(Error::Invalid(format!(
             "refusing to serve on {} without an API token: anyone on the network could read and feed \
@@ -110,13 +117,13 @@ pub async fn start(config: Config, shutdown: CancellationToken) -> Result<Engine
     let db_path = config.db_path.clone();
     let store = tokio::task::spawn_blocking(move || store::Store::open(&db_path))
         .await
-        .map_err(|e| Error::internal("opening the database failed", e))??;
+        .map_err(|e| Error::Startup(format!("opening the database failed: {e}")))??;
     tracing::info!(path = %config.db_path.display(), "database ready");
 
     let (listener, port_fallback_from) = server::bind(config.host, config.port, config.port_fallback).await?;
     let addr = listener
         .local_addr()
-        .map_err(|e| Error::internal("reading the bound address", e))?;
+        .map_err(|e| Error::Startup(format!("reading the bound address failed: {e}")))?;
     let url = format!("http://{}:{}", server::url_host(addr.ip()), addr.port());
 
     let facts = queue::ServerFacts {
@@ -126,43 +133,45 @@ pub async fn start(config: Config, shutdown: CancellationToken) -> Result<Engine
         requested_port: port_fallback_from,
     };
     let queue = Queue::new(store, &config.settings, facts, shutdown.clone())?;
-    let security = Arc::new(http::Security::new(config.host, addr.port(), token));
-    let tokens = Arc::new(token::Tokens::new(
+    let credentials = Arc::new(Credentials::new(token));
+    let tokens = Arc::new(auth::Tokens::new(
         token_source,
-        security.clone(),
+        credentials.clone(),
         !config.host.is_loopback(),
     ));
     tracing::info!(
-        tool = mcp::TOOL_NAME,
+        tools = ?mcp::tool_names(),
         mode = if config.mcp_stateless { "stateless" } else { "sessions" },
-        token = security.token_required(),
-        "MCP endpoint registered at {url}/mcp"
+        token = credentials.token_required(),
+        "MCP endpoint registered at {}", mcp_url(&url)
     );
     if let Some(path) = &config.connection_file {
         let info = connection::ConnectionInfo {
             url: url.clone(),
-            mcp_url: format!("{url}/mcp"),
+            mcp_url: mcp_url(&url),
             port: addr.port(),
-            token: security.token(),
+            token: credentials.token(),
             version: VERSION.into(),
-            tools: vec![mcp::TOOL_NAME.into()],
+            tools: mcp::tool_names(),
             pid: std::process::id(),
             started_at: time::now(),
         };
         // Not fatal: the server works without it, only discovery does not.
         match connection::write(path, &info) {
             Ok(()) => tracing::info!(path = %path.display(), "connection info published"),
-            Err(e) => tracing::warn!("{e}"),
+            Err(e) => e.log(),
         }
         tokens.publish_to(path.clone(), info);
     }
-    let router = http::router(
-        queue.clone(),
-        security.clone(),
+    let guard = Arc::new(http::Guard::new(config.host, addr.port(), credentials.clone()));
+    let router = http::router(http::AppState {
+        queue: queue.clone(),
+        guard,
+        credentials: credentials.clone(),
         tokens,
-        config.mcp_stateless,
-        shutdown.clone(),
-    );
+        mcp_stateless: config.mcp_stateless,
+        shutdown: shutdown.clone(),
+    });
     let task = tokio::spawn(server::serve(listener, router, shutdown.clone()));
     tracing::info!(%url, "local-mcp engine serving");
     Ok(Engine {
@@ -170,9 +179,14 @@ pub async fn start(config: Config, shutdown: CancellationToken) -> Result<Engine
         addr,
         port_fallback_from,
         queue,
-        security,
+        credentials,
         connection_file: config.connection_file,
         shutdown,
         task,
     })
+}
+
+/// The MCP endpoint under a base URL (`{url}/mcp`).
+pub fn mcp_url(base: &str) -> String {
+    format!("{base}{}", http::MCP_PATH)
 }

@@ -24,7 +24,7 @@ pub async fn bind(host: IpAddr, port: u16, fallback: bool) -> Result<(TcpListene
         Err(e) => e,
     };
     if err.kind() != std::io::ErrorKind::AddrInUse || !fallback || port == 0 {
-        return Err(Error::Internal(bind_message(host, port, &err)));
+        return Err(Error::Startup(bind_message(host, port, &err)));
     }
     for candidate in (port.saturating_add(1)..=port.saturating_add(PORT_FALLBACK_TRIES)).filter(|p| *p != port) {
         if let Ok(l) = TcpListener::bind(SocketAddr::new(host, candidate)).await {
@@ -37,7 +37,7 @@ pub async fn bind(host: IpAddr, port: u16, fallback: bool) -> Result<(TcpListene
             return Ok((l, Some(port)));
         }
     }
-    Err(Error::Internal(format!(
+    Err(Error::Startup(format!(
         "ports {port}–{} on {host} are all in use; free one or set HTTP_PORT",
         port.saturating_add(PORT_FALLBACK_TRIES)
     )))

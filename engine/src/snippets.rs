@@ -48,6 +48,23 @@ pub struct Endpoint<'a> {
 }
 
 impl Client {
+    /// The id the CLI, the API and the tray menu use (`claude-code`).
+    pub fn id(self) -> &'static str {
+        match self {
+            Client::Vscode => "vscode",
+            Client::ClaudeCode => "claude-code",
+            Client::Cursor => "cursor",
+            Client::Codex => "codex",
+            Client::Windsurf => "windsurf",
+            Client::ClaudeDesktop => "claude-desktop",
+        }
+    }
+
+    /// The client with that id.
+    pub fn from_id(id: &str) -> Option<Client> {
+        Client::ALL.into_iter().find(|c| c.id() == id)
+    }
+
     pub const ALL: [Client; 6] = [
         Client::Vscode,
         Client::ClaudeCode,

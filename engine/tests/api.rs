@@ -363,6 +363,7 @@ async fn the_openapi_document_covers_every_api_route_and_the_docs_page_is_local(
         ("/api/instructions/{id}/move", "post"),
         ("/api/config", "get"),
         ("/api/config", "patch"),
+        ("/api/config/fields", "get"),
         ("/api/clients", "get"),
         ("/api/events", "get"),
         ("/api/session", "get"),

@@ -101,7 +101,7 @@ fn body() -> impl Strategy<Value = Vec<u8>> {
             b
         }),
         // Over the 1 MiB limit.
-        1 => Just(vec![b'a'; engine::http::MAX_BODY_BYTES + 1]),
+        1 => Just(vec![b'a'; engine::MAX_BODY_BYTES + 1]),
         1 => Just(Vec::new()),
     ]
 }

@@ -146,10 +146,10 @@ async fn agents_share_exactly_once(AGENTS: usize, PREFILLED: usize, LIVE: usize)
     {
         // Prefill through the engine's own store in one transaction: a thousand
         // separate fsyncs would only measure the disk.
-        let store = engine::store::Store::open(&dir.path().join("queue.sqlite3")).unwrap();
+        let store = engine::Store::open(&dir.path().join("queue.sqlite3")).unwrap();
         store
             .write(
-                engine::store::Durability::Full,
+                engine::Durability::Full,
                 |db| {
                     for n in 0..PREFILLED {
                         db.insert_instruction(&engine::model::Instruction {

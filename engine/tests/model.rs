@@ -4,9 +4,8 @@
 //! the model, and edits or deletes of consumed instructions must be refused.
 
 use engine::model::{InstructionStatus, MoveTo, RequeuePlace, Settings, StatusFilter};
-use engine::queue::{Queue, ServerFacts};
-use engine::store::Store;
 use engine::Error;
+use engine::{Queue, ServerFacts, Store};
 use proptest::prelude::*;
 use tokio_util::sync::CancellationToken;
 

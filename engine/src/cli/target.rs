@@ -85,7 +85,7 @@ pub fn http_client() -> Result<reqwest::Client> {
         .connect_timeout(Duration::from_secs(3))
         .tcp_nodelay(true)
         .build()
-        .map_err(|e| Error::Internal(format!("cannot create an HTTP client: {e}")))
+        .map_err(|e| Error::Startup(format!("cannot create an HTTP client: {e}")))
 }
 
 /// The innermost cause of an error: for a refused connection that is

@@ -1,18 +1,28 @@
-//! Errors as JSON, and extractors that never answer in plain text.
-//!
-//! axum's own `Json`/`Query` rejections are plain text; these wrappers parse
-//! the same way but fail with the product's error body, so a malformed request
-//! gets a clear, machine-readable answer and never a panic.
+//! Every failure as `{"error":{"code","message"}}` with its status: the
+//! engine's [`Error`], the router's 404/405, and the body type the OpenAPI
+//! document names for all of them.
 
-use axum::extract::{FromRequest, FromRequestParts, Request};
-use axum::http::{request::Parts, StatusCode};
+use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use serde::de::DeserializeOwned;
-use serde_json::json;
+use serde::Serialize;
+use utoipa::ToSchema;
 
-use super::MAX_BODY_BYTES;
 use crate::Error;
+
+/// Every error: `{"error": {"code", "message"}}`.
+#[derive(Serialize, ToSchema)]
+pub struct ErrorBody {
+    pub error: ErrorDetail,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct ErrorDetail {
+    /// Stable, machine-readable: not_found, conflict, invalid_request, payload_too_large, unauthorized, forbidden, …
+    pub code: String,
+    /// For people.
+    pub message: String,
+}
 
 pub fn status_of(e: &Error) -> StatusCode {
     match e {
@@ -22,13 +32,19 @@ pub fn status_of(e: &Error) -> StatusCode {
         Error::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
         Error::Unauthorized(_) => StatusCode::UNAUTHORIZED,
         Error::Forbidden(_) => StatusCode::FORBIDDEN,
-        Error::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+        Error::Internal { .. } | Error::Startup(_) => StatusCode::INTERNAL_SERVER_ERROR,
     }
 }
 
 /// `{"error":{"code","message"}}` with any status and code.
 pub fn error_response(status: StatusCode, code: &str, message: &str) -> Response {
-    let mut response = (status, Json(json!({ "error": { "code": code, "message": message } }))).into_response();
+    let body = ErrorBody {
+        error: ErrorDetail {
+            code: code.to_owned(),
+            message: message.to_owned(),
+        },
+    };
+    let mut response = (status, Json(body)).into_response();
     if status == StatusCode::UNAUTHORIZED {
         response.headers_mut().insert(
             axum::http::header::WWW_AUTHENTICATE,
@@ -40,6 +56,8 @@ pub fn error_response(status: StatusCode, code: &str, message: &str) -> Response
 
 impl IntoResponse for Error {
     fn into_response(self) -> Response {
+        // The edge where a failure leaves the engine: log it here, once.
+        self.log();
         error_response(status_of(&self), self.code(), &self.to_string())
     }
 }
@@ -54,84 +72,4 @@ pub async fn method_not_allowed() -> Response {
         "method_not_allowed",
         "this route does not take that method",
     )
-}
-
-/// A JSON body, parsed with a size limit; syntax errors are 400, shape errors 422.
-pub struct ApiJson<T>(pub T);
-
-impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for ApiJson<T> {
-    type Rejection = Response;
-
-    async fn from_request(req: Request, _state: &S) -> Result<Self, Self::Rejection> {
-        let bytes = axum::body::to_bytes(req.into_body(), MAX_BODY_BYTES)
-            .await
-            .map_err(|_| {
-                Error::TooLarge(format!("request body is larger than {MAX_BODY_BYTES} bytes")).into_response()
-            })?;
-        // Every body of this API is a JSON object; serde would also accept a
-        // struct written as an array (`[60, null]`), which no client means.
-        let first = bytes.iter().find(|b| !b.is_ascii_whitespace());
-        if first.is_some_and(|b| *b != b'{') && serde_json::from_slice::<serde::de::IgnoredAny>(&bytes).is_ok() {
-            return Err(error_response(
-                StatusCode::UNPROCESSABLE_ENTITY,
-                "invalid_request",
-                "the request body must be a JSON object",
-            ));
-        }
-        serde_json::from_slice(&bytes).map(ApiJson).map_err(|e| {
-            use serde_json::error::Category;
-            match e.classify() {
-                Category::Data => error_response(
-                    StatusCode::UNPROCESSABLE_ENTITY,
-                    "invalid_request",
-                    &format!("invalid request body: {e}"),
-                ),
-                _ => error_response(
-                    StatusCode::BAD_REQUEST,
-                    "invalid_json",
-                    &format!("request body is not valid JSON: {e}"),
-                ),
-            }
-        })
-    }
-}
-
-/// Query parameters, with JSON errors.
-pub struct ApiQuery<T>(pub T);
-
-impl<S: Send + Sync, T: DeserializeOwned> FromRequestParts<S> for ApiQuery<T> {
-    type Rejection = Response;
-
-    async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, Self::Rejection> {
-        axum::extract::Query::<T>::try_from_uri(&parts.uri)
-            .map(|q| ApiQuery(q.0))
-            .map_err(|e| {
-                error_response(
-                    StatusCode::BAD_REQUEST,
-                    "invalid_request",
-                    &format!("invalid query: {}", e.body_text()),
-                )
-            })
-    }
-}
-
-/// Path parameters, with JSON errors (axum's own rejection, e.g. for a
-/// percent-encoded invalid UTF-8 id, is plain text).
-pub struct ApiPath<T>(pub T);
-
-impl<S: Send + Sync, T: DeserializeOwned + Send> FromRequestParts<S> for ApiPath<T> {
-    type Rejection = Response;
-
-    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
-        axum::extract::Path::<T>::from_request_parts(parts, state)
-            .await
-            .map(|p| ApiPath(p.0))
-            .map_err(|e| {
-                error_response(
-                    StatusCode::BAD_REQUEST,
-                    "invalid_request",
-                    &format!("invalid path: {}", e.body_text()),
-                )
-            })
-    }
 }

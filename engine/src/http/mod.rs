@@ -1,89 +1,99 @@
 //! The axum router: health, the JSON API, live events (SSE), the page, and
-//! `/mcp` — all behind one security layer (Host, Origin, JSON-only writes,
-//! body limit, bearer token).
+//! `/mcp` — all behind one guard (Host, Origin, JSON-only writes, body
+//! limit, bearer token).
 //!
-//! Handlers are thin: they parse, call the [`Queue`], and shape JSON. Every
-//! failure leaves as `{"error":{"code","message"}}` with the right status.
+//! Each route module (`instructions`, `settings`, `status`, `session`, `sse`)
+//! owns its handlers, their typed bodies and their OpenAPI entries, and
+//! registers them in its `routes()`; [`router`] merges those, so the router
+//! and the OpenAPI document come from one list. Handlers are thin: they
+//! parse, call the [`Queue`], and return a typed body. Every failure leaves
+//! as `{"error":{"code","message"}}` with the right status.
 
-mod api;
 mod error;
+mod extract;
+mod instructions;
 mod mcp_errors;
 mod openapi;
 mod page;
-pub mod security;
+mod security;
 mod session;
+mod settings;
 mod sse;
+mod status;
 
 use std::sync::Arc;
 
-use axum::routing::{get, post};
-use axum::Router;
+use axum::routing::get;
+use axum::{Json, Router};
 use tokio_util::sync::CancellationToken;
+use utoipa::OpenApi;
+use utoipa_axum::router::OpenApiRouter;
 
+use crate::auth::{Credentials, Tokens};
 use crate::mcp;
 use crate::queue::Queue;
 
-pub use error::{ApiJson, ApiPath, ApiQuery};
-pub use security::Security;
+pub use extract::{ApiJson, ApiPath, ApiQuery};
+pub use security::Guard;
 
-/// The largest request body accepted anywhere (DESIGN §6).
+/// The largest request body accepted anywhere: far above any instruction
+/// (64 KiB), far below what could hurt.
 pub const MAX_BODY_BYTES: usize = 1024 * 1024;
 
-/// What every handler can reach.
+/// Where agents reach the MCP endpoint.
+pub const MCP_PATH: &str = "/mcp";
+
+/// The MCP endpoint under a base URL such as `http://127.0.0.1:8000`.
+pub fn mcp_url(base: &str) -> String {
+    format!("{base}{MCP_PATH}")
+}
+
+/// What every handler can reach, and what the router is built from.
 #[derive(Clone)]
 pub struct AppState {
     pub queue: Queue,
-    pub security: Arc<Security>,
-    pub tokens: Arc<crate::token::Tokens>,
+    pub guard: Arc<Guard>,
+    pub credentials: Arc<Credentials>,
+    pub tokens: Arc<Tokens>,
+    pub mcp_stateless: bool,
     pub shutdown: CancellationToken,
 }
 
+/// Every documented route, with its OpenAPI document.
+fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
+    let (router, doc) = OpenApiRouter::with_openapi(openapi::ApiDoc::openapi())
+        .merge(status::routes())
+        .merge(instructions::routes())
+        .merge(settings::routes())
+        .merge(sse::routes())
+        .merge(session::routes())
+        .split_for_parts();
+    (router, openapi::finish(doc))
+}
+
 /// Build the whole router for a running queue.
-pub fn router(
-    queue: Queue,
-    security: Arc<Security>,
-    tokens: Arc<crate::token::Tokens>,
-    mcp_stateless: bool,
-    shutdown: CancellationToken,
-) -> Router {
-    let state = AppState {
-        queue: queue.clone(),
-        security: security.clone(),
-        tokens,
-        shutdown: shutdown.clone(),
-    };
+pub fn router(state: AppState) -> Router {
     let mcp = tower::ServiceBuilder::new()
         .layer(mcp::DisconnectGuardLayer)
-        .service(mcp::service(queue, mcp_stateless, MAX_BODY_BYTES, shutdown));
-    Router::new()
-        .route("/healthz", get(api::healthz))
-        .route("/api/status", get(api::status))
-        .route("/api/instructions", get(api::list).post(api::create))
-        .route(
-            "/api/instructions/{id}",
-            get(api::get_one).patch(api::edit).delete(api::delete),
-        )
-        .route("/api/instructions/{id}/requeue", post(api::requeue))
-        .route("/api/instructions/{id}/move", post(api::move_to))
-        .route("/api/config", get(api::get_config).patch(api::patch_config))
-        .route("/api/clients", get(api::clients))
-        .route("/api/openapi.json", get(openapi::document))
-        .route("/api/docs", get(openapi::docs))
-        .route("/api/events", get(sse::events))
-        .route(
-            "/api/session",
-            get(session::get).post(session::create).delete(session::delete),
-        )
-        .route("/api/token", get(session::token_state).post(session::change_token))
-        .route("/", get(page::index))
-        .route("/{*path}", get(page::asset))
-        .fallback(error::not_found)
-        .method_not_allowed_fallback(error::method_not_allowed)
-        .with_state(state)
-        .merge(
-            Router::new()
-                .nest_service("/mcp", mcp)
-                .layer(axum::middleware::from_fn(mcp_errors::json_errors)),
-        )
-        .layer(axum::middleware::from_fn_with_state(security, security::guard))
+        .service(mcp::service(
+            state.queue.clone(),
+            state.mcp_stateless,
+            MAX_BODY_BYTES,
+            state.shutdown.clone(),
+        ));
+    let (api, doc) = api();
+    let doc = Arc::new(doc);
+    let guard = state.guard.clone();
+    api.route(
+        "/api/openapi.json",
+        get(move || async move { Json(doc.as_ref().clone()) }),
+    )
+    .route("/api/docs", get(page::api_docs))
+    .route("/", get(page::index))
+    .route("/{*path}", get(page::asset))
+    .nest_service(MCP_PATH, mcp)
+    .fallback(error::not_found)
+    .method_not_allowed_fallback(error::method_not_allowed)
+    .with_state(state)
+    .layer(axum::middleware::from_fn_with_state(guard, security::guard))
 }

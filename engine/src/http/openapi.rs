@@ -1,76 +1,13 @@
-//! The OpenAPI document of the HTTP API, generated from the handlers'
-//! annotations and the model types (utoipa), served at `/api/openapi.json`;
-//! `/api/docs` renders it (a local page: no CDN).
+//! The OpenAPI document of the HTTP API. Each route module registers its
+//! handlers with their `#[utoipa::path]` entries (`utoipa-axum`), so the
+//! document is built from the same list the router is; this module adds the
+//! title, the tags and the answers every operation can give, serves the
+//! result at `/api/openapi.json`, and `/api/docs` renders it (a local page:
+//! no CDN).
 
-use axum::response::{IntoResponse, Redirect, Response};
-use axum::Json;
-use serde::Serialize;
 use utoipa::openapi::path::Operation;
 use utoipa::openapi::{RefOr, Response as DocResponse, Schema};
-use utoipa::{Modify, OpenApi, ToSchema};
-
-use crate::model::Instruction;
-use crate::snippets::Target;
-
-/// `{"item": …}`
-#[derive(Serialize, ToSchema)]
-pub struct ItemBody {
-    pub item: Instruction,
-}
-
-/// `{"items": […]}`
-#[derive(Serialize, ToSchema)]
-pub struct ItemsBody {
-    pub items: Vec<Instruction>,
-}
-
-/// Every error: `{"error": {"code", "message"}}`.
-#[derive(Serialize, ToSchema)]
-pub struct ErrorBody {
-    pub error: ErrorDetail,
-}
-
-#[derive(Serialize, ToSchema)]
-pub struct ErrorDetail {
-    /// Stable, machine-readable: not_found, conflict, invalid_request, payload_too_large, unauthorized, forbidden, …
-    pub code: String,
-    /// For people.
-    pub message: String,
-}
-
-#[derive(Serialize, ToSchema)]
-pub struct Health {
-    /// Always "ok".
-    pub status: String,
-    pub server_time: String,
-}
-
-#[derive(Serialize, ToSchema)]
-pub struct SessionState {
-    pub token_required: bool,
-    pub authenticated: bool,
-}
-
-#[derive(Serialize, ToSchema)]
-pub struct ClientsBody {
-    pub mcp_url: String,
-    #[schema(value_type = Vec<Object>)]
-    pub clients: Vec<Target>,
-}
-
-/// One server-sent event on `/api/events` (its `data` is the JSON described in the README).
-#[derive(Serialize, ToSchema)]
-pub struct ServerSentEvent {
-    /// instruction.created | instruction.updated | instruction.deleted | instruction.consumed |
-    /// config.updated | status.changed | stream.reset
-    pub event: String,
-    /// `{"type","timestamp","data"[,"pending_count"]}` as JSON text.
-    pub data: String,
-    /// The event-log id (absent on status.changed).
-    pub id: Option<String>,
-    /// Reconnect delay in milliseconds.
-    pub retry: Option<u64>,
-}
+use utoipa::{Modify, OpenApi};
 
 /// The answers every operation can give, added to each so the document is
 /// complete: the security layer's (403 foreign Host/Origin, 401 token, 413,
@@ -101,7 +38,7 @@ impl Modify for CommonResponses {
                 add("403", "A foreign Host (DNS rebinding) or Origin (another web page)");
                 add("401", "A token is required and was missing or wrong");
                 if has_body || has_params {
-                    add("400", "Malformed path, query or JSON body");
+                    add("400", "Malformed path, query or JSON body, or a value out of range");
                 }
                 if has_body {
                     add("413", "Body over 1 MiB, or an instruction over 64 KiB");
@@ -134,32 +71,11 @@ impl Modify for CommonResponses {
 
 #[derive(OpenApi)]
 #[openapi(
-    modifiers(&CommonResponses),
     info(
         title = "local-mcp HTTP API",
         description = "The queue of a person's instructions for AI agents. Agents take instructions through the MCP \
             tool `get_user_request` at `/mcp` (not described here); this API is what the page, the CLI and scripts \
             use. When the server has a token, send `Authorization: Bearer <token>`. Writes take JSON only."
-    ),
-    paths(
-        super::api::healthz,
-        super::api::status,
-        super::api::list,
-        super::api::create,
-        super::api::get_one,
-        super::api::edit,
-        super::api::delete,
-        super::api::requeue,
-        super::api::move_to,
-        super::api::get_config,
-        super::api::patch_config,
-        super::api::clients,
-        super::sse::events,
-        super::session::get,
-        super::session::create,
-        super::session::delete,
-        super::session::token_state,
-        super::session::change_token,
     ),
     tags(
         (name = "instructions", description = "Queue, edit, reorder, delete and send again"),
@@ -171,11 +87,8 @@ impl Modify for CommonResponses {
 )]
 pub struct ApiDoc;
 
-pub async fn document() -> Response {
-    Json(ApiDoc::openapi()).into_response()
-}
-
-/// The docs page is a static page of the UI.
-pub async fn docs() -> Redirect {
-    Redirect::to("/api.html")
+/// Complete a document the routes produced: the answers common to all.
+pub fn finish(mut doc: utoipa::openapi::OpenApi) -> utoipa::openapi::OpenApi {
+    CommonResponses.modify(&mut doc);
+    doc
 }

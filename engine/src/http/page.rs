@@ -50,3 +50,8 @@ fn serve(path: &str, headers: &HeaderMap) -> Response {
     }
     response
 }
+
+/// `/api/docs`: the page that renders the OpenAPI document (`ui/api.html`).
+pub async fn api_docs() -> axum::response::Redirect {
+    axum::response::Redirect::to("/api.html")
+}

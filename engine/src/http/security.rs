@@ -1,35 +1,33 @@
-//! The one security layer in front of every route (DESIGN §6): localhost is
-//! not a trust boundary, because every web page the person visits can reach it.
+//! The one security layer in front of every route: localhost is not a trust
+//! boundary, because every web page the person visits can reach it (see
+//! `docs/ARCHITECTURE.md`, "Security").
 //!
 //! In order: a foreign `Host` (DNS rebinding) or `Origin` (a web page) is 403;
 //! a body over the limit is 413; a state-changing request that is not JSON is
 //! 415 (no CSRF through simple forms); `/api/*` and `/mcp` need the bearer
-//! token when one is set (compared in constant time, read only from the
-//! `Authorization` header). No CORS headers are ever granted. Every response
+//! token when one is set (compared in constant time by `auth`, read only from
+//! the `Authorization` header or the page's session cookie). No CORS headers are ever granted. Every response
 //! carries a strict Content-Security-Policy and no-sniff/no-frame headers.
 
 use std::net::IpAddr;
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
 
+use super::error::error_response;
+use super::MAX_BODY_BYTES;
+use crate::auth::{Credentials, SESSION_COOKIE};
 use axum::extract::{Request, State};
 use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
 use axum::middleware::Next;
 use axum::response::Response;
-use hmac::{Hmac, Mac};
-use sha2::Sha256;
-use subtle::ConstantTimeEq;
-
-use super::error::error_response;
-use super::MAX_BODY_BYTES;
 
 /// The page needs nothing from anywhere but its own origin, and no inline code.
 pub const CONTENT_SECURITY_POLICY: &str = "default-src 'self'; script-src 'self'; style-src 'self'; \
 img-src 'self' data:; font-src 'self'; connect-src 'self'; object-src 'none'; base-uri 'none'; \
 form-action 'self'; frame-ancestors 'none'";
 
-/// Who may talk to us.
+/// Who may talk to us: the request policy, asking [`Credentials`] about tokens.
 #[derive(Debug)]
-pub struct Security {
+pub struct Guard {
     /// Host names accepted in `Host` and `Origin` (loopback names, plus the bind address).
     hosts: Vec<String>,
     /// Bound to every interface (0.0.0.0 / ::): clients may use any of the
@@ -37,38 +35,11 @@ pub struct Security {
     any_host: bool,
     /// The port we actually serve on (after any fallback).
     port: u16,
-    /// The token can change while serving (Settings → regenerate / stop requiring).
-    auth: RwLock<Auth>,
+    credentials: Arc<Credentials>,
 }
 
-#[derive(Debug, Default)]
-struct Auth {
-    token: Option<String>,
-    /// The session cookie value that stands for the token (see [`session_value`]).
-    session: Option<String>,
-}
-
-impl Auth {
-    fn new(token: Option<String>) -> Auth {
-        let session = token.as_deref().map(session_value);
-        Auth { token, session }
-    }
-}
-
-/// The page's session cookie. HttpOnly (no script can read it), SameSite=Strict
-/// (no other site can send it), set only after the person typed the token.
-pub const SESSION_COOKIE: &str = "local_mcp_session";
-
-/// The cookie value for a token: an HMAC keyed by the token, so it survives a
-/// restart, dies with the token, and never reveals the token itself.
-pub fn session_value(token: &str) -> String {
-    let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(token.as_bytes()).expect("HMAC takes any key length");
-    mac.update(b"local-mcp page session v1");
-    hex::encode(mac.finalize().into_bytes())
-}
-
-impl Security {
-    pub fn new(bind: IpAddr, port: u16, token: Option<String>) -> Security {
+impl Guard {
+    pub fn new(bind: IpAddr, port: u16, credentials: Arc<Credentials>) -> Guard {
         let mut hosts: Vec<String> = vec!["localhost".into(), "127.0.0.1".into(), "[::1]".into()];
         if !bind.is_loopback() && !bind.is_unspecified() {
             hosts.push(match bind {
@@ -76,36 +47,12 @@ impl Security {
                 IpAddr::V6(a) => format!("[{a}]"),
             });
         }
-        Security {
+        Guard {
             hosts,
             any_host: bind.is_unspecified(),
             port,
-            auth: RwLock::new(Auth::new(token)),
+            credentials,
         }
-    }
-
-    fn auth(&self) -> std::sync::RwLockReadGuard<'_, Auth> {
-        self.auth.read().unwrap_or_else(|p| p.into_inner())
-    }
-
-    pub fn token_required(&self) -> bool {
-        self.auth().token.is_some()
-    }
-
-    /// The current token, if one is required.
-    pub fn token(&self) -> Option<String> {
-        self.auth().token.clone()
-    }
-
-    /// Replace the token; `None` stops requiring one. Sessions signed in with
-    /// the old token end with it.
-    pub fn set_token(&self, token: Option<String>) {
-        *self.auth.write().unwrap_or_else(|p| p.into_inner()) = Auth::new(token);
-    }
-
-    /// The page-session cookie (name, value) for the current token.
-    pub fn session_cookie(&self) -> Option<(&'static str, String)> {
-        self.auth().session.clone().map(|v| (SESSION_COOKIE, v))
     }
 
     /// `host[:port]` names us: a known host name and, if given, our port.
@@ -125,45 +72,28 @@ impl Security {
         })
     }
 
-    /// Is `token` the configured one? (constant time)
-    pub fn token_matches(&self, token: &str) -> bool {
-        self.auth()
-            .token
-            .as_ref()
-            .is_some_and(|t| token.as_bytes().ct_eq(t.as_bytes()).into())
-    }
-
     /// Does the request carry the page's session cookie?
     pub fn has_session(&self, headers: &HeaderMap) -> bool {
-        has_session(&self.auth(), headers)
+        headers
+            .get_all(header::COOKIE)
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .flat_map(|v| v.split(';'))
+            .filter_map(|pair| pair.trim().split_once('='))
+            .any(|(k, v)| k == SESSION_COOKIE && self.credentials.session_matches(v))
     }
 
+    /// No token is required, or the request carries it (bearer header or session cookie).
     fn token_ok(&self, headers: &HeaderMap) -> bool {
-        let auth = self.auth();
-        let Some(expected) = &auth.token else { return true };
-        if has_session(&auth, headers) {
+        if !self.credentials.token_required() || self.has_session(headers) {
             return true;
         }
-        let Some(given) = headers
+        headers
             .get(header::AUTHORIZATION)
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.strip_prefix("Bearer ").or_else(|| v.strip_prefix("bearer ")))
-        else {
-            return false;
-        };
-        given.trim().as_bytes().ct_eq(expected.as_bytes()).into()
+            .is_some_and(|given| self.credentials.token_matches(given.trim()))
     }
-}
-
-fn has_session(auth: &Auth, headers: &HeaderMap) -> bool {
-    let Some(expected) = &auth.session else { return false };
-    headers
-        .get_all(header::COOKIE)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(';'))
-        .filter_map(|pair| pair.trim().split_once('='))
-        .any(|(k, v)| k == SESSION_COOKIE && bool::from(v.as_bytes().ct_eq(expected.as_bytes())))
 }
 
 /// Split `host[:port]`, understanding `[v6]:port`. A bad port counts as a mismatch.
@@ -184,14 +114,19 @@ pub(super) fn is_json(headers: &HeaderMap) -> bool {
         .is_some_and(|mime| mime.trim().eq_ignore_ascii_case("application/json"))
 }
 
+fn is_mcp(path: &str) -> bool {
+    path.strip_prefix(super::MCP_PATH)
+        .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
+}
+
 fn needs_token(path: &str) -> bool {
     // `/api/session` is where the page presents the token, so it cannot need one.
     let api = (path.starts_with("/api/") || path == "/api") && path != "/api/session";
-    api || path == "/mcp" || path.starts_with("/mcp/")
+    api || is_mcp(path)
 }
 
 /// The middleware.
-pub async fn guard(State(sec): State<Arc<Security>>, req: Request, next: Next) -> Response {
+pub async fn guard(State(sec): State<Arc<Guard>>, req: Request, next: Next) -> Response {
     let headers = req.headers();
     let host = headers.get(header::HOST).and_then(|v| v.to_str().ok()).unwrap_or("");
     if !sec.host_ok(host) {
@@ -248,7 +183,11 @@ pub async fn guard(State(sec): State<Arc<Security>>, req: Request, next: Next) -
         );
     }
 
+    let mcp_json_body = is_mcp(req.uri().path()).then(|| is_json(headers));
     let mut response = next.run(req).await;
+    if let Some(sent_json) = mcp_json_body {
+        response = super::mcp_errors::json_errors(sent_json, response).await;
+    }
     let h = response.headers_mut();
     h.insert(
         header::CONTENT_SECURITY_POLICY,
@@ -266,7 +205,7 @@ mod tests {
 
     #[test]
     fn hosts_and_origins() {
-        let s = Security::new(IpAddr::from([127, 0, 0, 1]), 8000, None);
+        let s = Guard::new(IpAddr::from([127, 0, 0, 1]), 8000, Arc::default());
         assert!(s.host_ok("127.0.0.1:8000"));
         assert!(s.host_ok("localhost"));
         assert!(s.host_ok("LOCALHOST:8000"));
@@ -285,7 +224,11 @@ mod tests {
 
     #[test]
     fn tokens_compare_whole() {
-        let s = Security::new(IpAddr::from([127, 0, 0, 1]), 1, Some("s3cret".into()));
+        let s = Guard::new(
+            IpAddr::from([127, 0, 0, 1]),
+            1,
+            Arc::new(Credentials::new(Some("s3cret".into()))),
+        );
         let with = |v: &str| {
             let mut h = HeaderMap::new();
             h.insert(header::AUTHORIZATION, HeaderValue::from_str(v).unwrap());

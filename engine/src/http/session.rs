@@ -8,26 +8,39 @@ use axum::extract::State;
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use serde::Deserialize;
-use serde_json::json;
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
-use super::error::error_response;
-use super::openapi::{ErrorBody, SessionState};
-use super::security::{session_value, SESSION_COOKIE};
+use super::error::{error_response, ErrorBody};
 use super::{ApiJson, AppState};
+use crate::auth::{session_set_cookie, TokenState};
+
+pub fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(get, create, delete))
+        .routes(routes!(token_state, change_token))
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct SessionState {
+    pub token_required: bool,
+    pub authenticated: bool,
+}
 
 /// Whether a token is required and whether this browser already has a session.
 #[utoipa::path(get, path = "/api/session", tag = "session",
     responses((status = 200, description = "`{token_required, authenticated}`", body = SessionState)))]
-pub async fn get(State(s): State<AppState>, headers: HeaderMap) -> Json<serde_json::Value> {
-    let required = s.security.token_required();
-    Json(json!({
-        "token_required": required,
-        "authenticated": !required || s.security.has_session(&headers),
-    }))
+async fn get(State(s): State<AppState>, headers: HeaderMap) -> Json<SessionState> {
+    let required = s.credentials.token_required();
+    Json(SessionState {
+        token_required: required,
+        authenticated: !required || s.guard.has_session(&headers),
+    })
 }
 
-#[derive(Deserialize, utoipa::ToSchema)]
+#[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Login {
     token: String,
@@ -37,11 +50,11 @@ pub struct Login {
 #[utoipa::path(post, path = "/api/session", tag = "session", request_body = Login,
     responses((status = 204, description = "Signed in: the cookie is set (or no token is required)"),
         (status = 401, description = "Not this server's token", body = ErrorBody)))]
-pub async fn create(State(s): State<AppState>, ApiJson(login): ApiJson<Login>) -> Response {
-    if !s.security.token_required() {
+async fn create(State(s): State<AppState>, ApiJson(login): ApiJson<Login>) -> Response {
+    if !s.credentials.token_required() {
         return StatusCode::NO_CONTENT.into_response();
     }
-    if !s.security.token_matches(login.token.trim()) {
+    if !s.credentials.token_matches(login.token.trim()) {
         tracing::warn!("a wrong token was presented for a page session");
         return error_response(
             StatusCode::UNAUTHORIZED,
@@ -57,21 +70,14 @@ pub async fn create(State(s): State<AppState>, ApiJson(login): ApiJson<Login>) -
 /// The page-session cookie for `token` (HttpOnly, SameSite=Strict), or, for
 /// `None`, the header that clears it.
 fn set_session_cookie(response: &mut Response, token: Option<&str>) {
-    let cookie = match token {
-        Some(t) => format!(
-            "{SESSION_COOKIE}={}; HttpOnly; SameSite=Strict; Path=/",
-            session_value(t)
-        ),
-        None => format!("{SESSION_COOKIE}=; HttpOnly; SameSite=Strict; Path=/; Max-Age=0"),
-    };
-    if let Ok(v) = HeaderValue::from_str(&cookie) {
+    if let Ok(v) = HeaderValue::from_str(&session_set_cookie(token)) {
         response.headers_mut().insert(header::SET_COOKIE, v);
     }
 }
 
 /// Sign out: the cookie is cleared.
 #[utoipa::path(delete, path = "/api/session", tag = "session", responses((status = 204, description = "Signed out")))]
-pub async fn delete() -> Response {
+async fn delete() -> Response {
     let mut response = StatusCode::NO_CONTENT.into_response();
     set_session_cookie(&mut response, None);
     response
@@ -79,12 +85,12 @@ pub async fn delete() -> Response {
 
 /// Whether a token is required, and whether the page may change that.
 #[utoipa::path(get, path = "/api/token", tag = "session",
-    responses((status = 200, description = "The token's state (never the token)", body = crate::token::TokenState)))]
-pub async fn token_state(State(s): State<AppState>) -> Json<crate::token::TokenState> {
+    responses((status = 200, description = "The token's state (never the token)", body = TokenState)))]
+async fn token_state(State(s): State<AppState>) -> Json<TokenState> {
     Json(s.tokens.state())
 }
 
-#[derive(Deserialize, utoipa::ToSchema)]
+#[derive(Deserialize, ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum TokenAction {
     /// Require a new token (the old one, if any, stops working).
@@ -93,18 +99,27 @@ pub enum TokenAction {
     Remove,
 }
 
-#[derive(Deserialize, utoipa::ToSchema)]
+#[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TokenChange {
     action: TokenAction,
 }
 
+/// The answer to a token change.
+#[derive(Serialize, ToSchema)]
+pub struct TokenChanged {
+    pub required: bool,
+    /// The new token: the only time it is shown.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub token: Option<String>,
+}
+
 /// Regenerate the token (shown this once) or stop requiring one. This page
 /// stays signed in: the answer carries the session cookie for the new token.
 #[utoipa::path(post, path = "/api/token", tag = "session", request_body = TokenChange,
-    responses((status = 200, description = "`{required, token?}`: the new token, the only time it is shown", body = Object),
+    responses((status = 200, description = "`{required, token?}`: the new token, the only time it is shown", body = TokenChanged),
         (status = 409, description = "Set by API_TOKEN, or the server is reachable from the network", body = ErrorBody)))]
-pub async fn change_token(State(s): State<AppState>, ApiJson(change): ApiJson<TokenChange>) -> crate::Result<Response> {
+async fn change_token(State(s): State<AppState>, ApiJson(change): ApiJson<TokenChange>) -> crate::Result<Response> {
     let token = match change.action {
         TokenAction::Regenerate => Some(s.tokens.regenerate()?),
         TokenAction::Remove => {
@@ -112,9 +127,9 @@ pub async fn change_token(State(s): State<AppState>, ApiJson(change): ApiJson<To
             None
         }
     };
-    let body = match &token {
-        Some(t) => json!({ "required": true, "token": t }),
-        None => json!({ "required": false }),
+    let body = TokenChanged {
+        required: token.is_some(),
+        token: token.clone(),
     };
     let mut response = Json(body).into_response();
     set_session_cookie(&mut response, token.as_deref());

@@ -18,10 +18,33 @@ use futures::Stream;
 use tokio::sync::{broadcast, mpsc};
 use tokio_stream::wrappers::ReceiverStream;
 
+use serde::Serialize;
+use utoipa::ToSchema;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
 use super::AppState;
 use crate::events::Event;
 use crate::queue::Queue;
 use crate::Result;
+
+pub fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(routes!(events))
+}
+
+/// One server-sent event on `/api/events` (its `data` is the JSON described in the README).
+#[derive(Serialize, ToSchema)]
+pub struct ServerSentEvent {
+    /// instruction.created | instruction.updated | instruction.deleted | instruction.consumed |
+    /// config.updated | status.changed | stream.reset
+    pub event: String,
+    /// `{"type","timestamp","data"[,"pending_count"]}` as JSON text.
+    pub data: String,
+    /// The event-log id (absent on status.changed).
+    pub id: Option<String>,
+    /// Reconnect delay in milliseconds.
+    pub retry: Option<u64>,
+}
 
 /// How many logged events one replay query fetches.
 const REPLAY_BATCH: u32 = 500;
@@ -31,8 +54,8 @@ const RETRY: Duration = Duration::from_secs(2);
 #[utoipa::path(get, path = "/api/events", tag = "events",
     params(("Last-Event-ID" = Option<String>, Header, description = "Replay what came after this event id")),
     responses((status = 200, description = "Server-sent events: instruction.created|updated|deleted|consumed, config.updated, \
-        status.changed (a snapshot, no id) and stream.reset (replay impossible: reload)", content_type = "text/event-stream", body = super::openapi::ServerSentEvent)))]
-pub async fn events(
+        status.changed (a snapshot, no id) and stream.reset (replay impossible: reload)", content_type = "text/event-stream", body = ServerSentEvent)))]
+async fn events(
     State(s): State<AppState>,
     headers: HeaderMap,
 ) -> Sse<impl Stream<Item = Result<SseEvent, Infallible>>> {

@@ -8,7 +8,7 @@ use rmcp::model::{
 use rmcp::ErrorData as McpError;
 use serde_json::json;
 
-use super::TOOL_NAME;
+use super::tools::get_user_request::NAME as TOOL_NAME;
 use crate::model::StatusFilter;
 use crate::queue::Queue;
 use crate::Error;
@@ -56,6 +56,7 @@ pub async fn read(queue: &Queue, uri: &str) -> Result<ReadResourceResult, McpErr
 }
 
 fn internal(e: Error) -> McpError {
+    e.log();
     McpError::internal_error(e.to_string(), None)
 }
 

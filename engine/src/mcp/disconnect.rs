@@ -1,7 +1,7 @@
 //! A response-body drop guard for `/mcp`.
 //!
 //! In session mode rmcp does not cancel a tool call when the client hangs up
-//! (only stateless mode does, STACK.md), so a departed agent's wait would go
+//! (only stateless mode does, in rmcp 3.9), so a departed agent's wait would go
 //! on and could consume an instruction nobody reads. This layer puts a
 //! [`ClientGone`] token into each request's extensions and cancels it when the
 //! response body is dropped before it finished — which is what hyper does

@@ -9,7 +9,7 @@ use std::sync::Mutex;
 
 use tokio_util::sync::CancellationToken;
 
-use crate::model::{AgentActivity, AgentState};
+use crate::model::{AgentActivity, AgentState, ResultType};
 
 /// How long an agent counts as "working" after it was handed an instruction
 /// and has not called back. Real tasks take minutes; an agent silent for an
@@ -111,7 +111,7 @@ pub fn agent_state(activity: &AgentActivity, waiting: bool, stale_after_seconds:
         return AgentState::Listening;
     }
     let since = |t: Option<&str>| t.and_then(crate::time::seconds_since).unwrap_or(f64::INFINITY);
-    if activity.last_result_type.as_deref() == Some("instruction")
+    if activity.last_result_type == Some(ResultType::Instruction)
         && since(activity.last_fetch_at.as_deref()) < WORKING_FOR_SECONDS
     {
         return AgentState::Working;
@@ -137,7 +137,7 @@ mod tests {
             agent_id: "a".into(),
             last_seen_at: ago(seen),
             last_fetch_at: fetch.map(|(s, _)| ago(s)),
-            last_result_type: fetch.map(|(_, r)| r.to_owned()),
+            last_result_type: fetch.and_then(|(_, r)| ResultType::parse(r)),
         }
     }
 

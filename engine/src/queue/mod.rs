@@ -23,8 +23,6 @@ use crate::store::{Db, Durability, Store};
 use crate::{time, Error, Result};
 
 pub use agents::agent_state;
-pub use status::{AgentSummary, ServerSummary, StatusSnapshot};
-pub use wait::WaitOutcome;
 
 /// Facts about the running server that the status report includes.
 #[derive(Debug, Clone)]
@@ -370,7 +368,7 @@ fn first(items: Vec<Instruction>) -> Result<Instruction> {
     items
         .into_iter()
         .next()
-        .ok_or_else(|| Error::Internal("a write returned no row".into()))
+        .ok_or_else(|| Error::internal("a write returned no row", "empty RETURNING"))
 }
 
 fn not_found(id: &str) -> Error {

@@ -5,46 +5,13 @@
 //! call marks the status dirty, and under load many marks become one
 //! snapshot instead of one database read per call.
 
-use serde::{Deserialize, Serialize};
-
 use super::{agent_state, Queue};
 use crate::events::{Event, EventData, EventKind};
-use crate::model::{AgentState, AgentStatus, QueueCounts, Settings};
+use crate::model::{AgentState, AgentStatus, AgentSummary, ServerState, ServerSummary, StatusSnapshot};
 use crate::{time, Result};
 
 /// How many agents the report lists, most relevant first.
 const AGENTS_LISTED: u32 = 50;
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
-pub struct ServerSummary {
-    pub status: String,
-    pub started_at: String,
-    pub url: String,
-    pub version: String,
-    /// Set when the configured port was taken: agents configured for it must be updated.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub requested_port: Option<u16>,
-}
-
-/// The seed's single-agent summary: the most relevant agent, or nothing known.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
-pub struct AgentSummary {
-    pub connected: bool,
-    pub state: AgentState,
-    pub agent_id: Option<String>,
-    pub last_seen_at: Option<String>,
-    pub last_fetch_at: Option<String>,
-    pub waiting: bool,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
-pub struct StatusSnapshot {
-    pub server: ServerSummary,
-    pub agent: AgentSummary,
-    pub agents: Vec<AgentStatus>,
-    pub queue: QueueCounts,
-    pub settings: Settings,
-}
 
 fn rank(s: AgentState) -> u8 {
     match s {
@@ -116,11 +83,10 @@ impl Queue {
         Ok(StatusSnapshot {
             server: ServerSummary {
                 status: if self.inner.shutdown.is_cancelled() {
-                    "stopping"
+                    ServerState::Stopping
                 } else {
-                    "up"
-                }
-                .into(),
+                    ServerState::Up
+                },
                 started_at: facts.started_at.clone(),
                 url: facts.url.clone(),
                 version: facts.version.clone(),

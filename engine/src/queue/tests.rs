@@ -2,6 +2,7 @@ use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
+use super::wait::WaitOutcome;
 use super::*;
 use crate::model::{ResultType, Settings, UserRequestResult};
 

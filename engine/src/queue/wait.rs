@@ -202,7 +202,7 @@ impl Queue {
                         }
                         return Ok(None);
                     };
-                    db.touch_agent(&agent, &now, Some(ResultType::Instruction.as_str()))?;
+                    db.touch_agent(&agent, &now, Some(ResultType::Instruction))?;
                     let remaining = db.pending_count()?;
                     let event = log_event(
                         db,
@@ -233,7 +233,7 @@ impl Queue {
             i.store.write(
                 Durability::Normal,
                 |db| {
-                    db.touch_agent(&agent, &time::now(), result.map(ResultType::as_str))?;
+                    db.touch_agent(&agent, &time::now(), result)?;
                     db.pending_count()
                 },
                 |_| (),

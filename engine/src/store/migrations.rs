@@ -51,7 +51,7 @@ pub fn migrate(conn: &mut Connection) -> Result<()> {
     let tx = conn.transaction_with_behavior(TransactionBehavior::Exclusive)?;
     let current: i64 = tx.query_row("PRAGMA user_version", [], |r| r.get(0))?;
     if current > SCHEMA_VERSION {
-        return Err(Error::Internal(format!(
+        return Err(Error::Startup(format!(
             "the database has schema version {current}, newer than this program's {SCHEMA_VERSION}; \
              upgrade local-mcp or point DB_PATH at another file"
         )));
@@ -60,8 +60,7 @@ pub fn migrate(conn: &mut Connection) -> Result<()> {
         tx.execute_batch(sql)?;
         tracing::info!(version = i + 1, "applied database migration");
     }
-    // user_version cannot be bound as a parameter; the value is our own constant.
-    tx.execute_batch(&format!("PRAGMA user_version = {SCHEMA_VERSION}"))?;
+    tx.pragma_update(None, "user_version", SCHEMA_VERSION)?;
     tx.commit()?;
     Ok(())
 }

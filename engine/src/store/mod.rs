@@ -44,10 +44,10 @@ impl Store {
     pub fn open(path: &Path) -> Result<Store> {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir)
-                .map_err(|e| Error::Internal(format!("cannot create the database folder {}: {e}", dir.display())))?;
+                .map_err(|e| Error::Startup(format!("cannot create the database folder {}: {e}", dir.display())))?;
         }
         let conn = Connection::open(path)
-            .map_err(|e| Error::Internal(format!("cannot open the database {}: {e}", path.display())))?;
+            .map_err(|e| Error::Startup(format!("cannot open the database {}: {e}", path.display())))?;
         Self::configure(conn, true)
     }
 
@@ -63,7 +63,7 @@ impl Store {
         if wal {
             let mode: String = conn.query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))?;
             if !mode.eq_ignore_ascii_case("wal") {
-                return Err(Error::Internal(format!(
+                return Err(Error::Startup(format!(
                     "the database refused WAL mode (got {mode}); is it on a network file system?"
                 )));
             }

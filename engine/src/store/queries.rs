@@ -4,7 +4,7 @@
 
 use rusqlite::{params, Connection, OptionalExtension, Row};
 
-use crate::model::{AgentActivity, Instruction, InstructionStatus, QueueCounts, Settings, StatusFilter};
+use crate::model::{AgentActivity, Instruction, InstructionStatus, QueueCounts, ResultType, Settings, StatusFilter};
 use crate::Result;
 
 /// How many events the log keeps; older ones are pruned (a page that missed
@@ -25,25 +25,42 @@ pub struct Db<'c> {
     conn: &'c Connection,
 }
 
+/// The columns an [`Instruction`] is read from and written to. Rows are read
+/// by name, so a new column goes here, in `instruction_from_row` and in
+/// `insert_instruction`'s values — and nowhere shifts.
 const INSTRUCTION_COLUMNS: &str =
     "id, content, status, created_at, updated_at, consumed_at, consumed_by_agent_id, position";
 
 fn instruction_from_row(row: &Row<'_>) -> rusqlite::Result<Instruction> {
-    let status: String = row.get(2)?;
+    let status: String = row.get("status")?;
+    let status = match status.as_str() {
+        "pending" => InstructionStatus::Pending,
+        "consumed" => InstructionStatus::Consumed,
+        // The table's CHECK constraint makes this unreachable short of a hand edit.
+        other => {
+            return Err(rusqlite::Error::FromSqlConversionFailure(
+                0,
+                rusqlite::types::Type::Text,
+                format!("unknown instruction status {other:?}").into(),
+            ))
+        }
+    };
     Ok(Instruction {
-        id: row.get(0)?,
-        content: row.get(1)?,
-        status: if status == "consumed" {
-            InstructionStatus::Consumed
-        } else {
-            InstructionStatus::Pending
-        },
-        created_at: row.get(3)?,
-        updated_at: row.get(4)?,
-        consumed_at: row.get(5)?,
-        consumed_by_agent_id: row.get(6)?,
-        position: row.get(7)?,
+        id: row.get("id")?,
+        content: row.get("content")?,
+        status,
+        created_at: row.get("created_at")?,
+        updated_at: row.get("updated_at")?,
+        consumed_at: row.get("consumed_at")?,
+        consumed_by_agent_id: row.get("consumed_by_agent_id")?,
+        position: row.get("position")?,
     })
+}
+
+/// `?1, ?2, …` for every column of [`INSTRUCTION_COLUMNS`].
+fn instruction_placeholders() -> String {
+    let n = INSTRUCTION_COLUMNS.split(',').count();
+    (1..=n).map(|i| format!("?{i}")).collect::<Vec<_>>().join(", ")
 }
 
 impl<'c> Db<'c> {
@@ -73,10 +90,10 @@ impl<'c> Db<'c> {
 
     pub fn insert_instruction(&self, i: &Instruction) -> Result<()> {
         self.conn
-            .prepare_cached(
-                "INSERT INTO instructions (id, content, status, created_at, updated_at, consumed_at, consumed_by_agent_id, position)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-            )?
+            .prepare_cached(&format!(
+                "INSERT INTO instructions ({INSTRUCTION_COLUMNS}) VALUES ({})",
+                instruction_placeholders()
+            ))?
             .execute(params![
                 i.id,
                 i.content,
@@ -124,7 +141,7 @@ impl<'c> Db<'c> {
 
     /// Mark the head of the rail consumed by `agent_id`, in one statement.
     /// Runs inside the caller's `BEGIN IMMEDIATE` transaction, so two claims can
-    /// never pick the same row (DESIGN §4 rule 2).
+    /// never pick the same row: each instruction is delivered at most once.
     pub fn claim_next(&self, agent_id: &str, now: &str) -> Result<Option<Instruction>> {
         Ok(self
             .conn
@@ -237,7 +254,7 @@ impl<'c> Db<'c> {
         let mut stmt = self
             .conn
             .prepare_cached("INSERT OR IGNORE INTO settings (key, value) VALUES (?1, ?2)")?;
-        for (k, v) in settings_pairs(s) {
+        for (k, v) in s.to_pairs() {
             stmt.execute(params![k, v])?;
         }
         Ok(())
@@ -247,7 +264,7 @@ impl<'c> Db<'c> {
         let mut stmt = self.conn.prepare_cached(
             "INSERT INTO settings (key, value) VALUES (?1, ?2) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
         )?;
-        for (k, v) in settings_pairs(s) {
+        for (k, v) in s.to_pairs() {
             stmt.execute(params![k, v])?;
         }
         Ok(())
@@ -255,27 +272,17 @@ impl<'c> Db<'c> {
 
     /// The stored settings; a missing or unreadable value falls back to its default.
     pub fn settings(&self) -> Result<Settings> {
-        let mut s = Settings::default();
         let mut stmt = self.conn.prepare_cached("SELECT key, value FROM settings")?;
-        let rows = stmt.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))?;
-        for row in rows {
-            let (k, v) = row?;
-            match k.as_str() {
-                "default_wait_seconds" => s.default_wait_seconds = v.parse().unwrap_or(s.default_wait_seconds),
-                "default_empty_response" => s.default_empty_response = v,
-                "agent_stale_after_seconds" => {
-                    s.agent_stale_after_seconds = v.parse().unwrap_or(s.agent_stale_after_seconds)
-                }
-                _ => {}
-            }
-        }
-        Ok(s)
+        let pairs = stmt
+            .query_map([], |r| Ok((r.get::<_, String>("key")?, r.get::<_, String>("value")?)))?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        Ok(Settings::from_pairs(pairs))
     }
 
     // ---- agents -------------------------------------------------------------
 
     /// Record that an agent called (and, with `fetch`, what its call returned).
-    pub fn touch_agent(&self, agent_id: &str, now: &str, fetch_result: Option<&str>) -> Result<()> {
+    pub fn touch_agent(&self, agent_id: &str, now: &str, fetch_result: Option<ResultType>) -> Result<()> {
         self.conn
             .prepare_cached(
                 "INSERT INTO agent_activity (agent_id, last_seen_at, last_fetch_at, last_result_type)
@@ -285,7 +292,7 @@ impl<'c> Db<'c> {
                    last_fetch_at = COALESCE(excluded.last_fetch_at, agent_activity.last_fetch_at),
                    last_result_type = COALESCE(excluded.last_result_type, agent_activity.last_result_type)",
             )?
-            .execute(params![agent_id, now, fetch_result])?;
+            .execute(params![agent_id, now, fetch_result.map(ResultType::as_str)])?;
         Ok(())
     }
 
@@ -296,11 +303,13 @@ impl<'c> Db<'c> {
              ORDER BY last_seen_at DESC, agent_id LIMIT ?1",
         )?;
         let rows = stmt.query_map([limit], |r| {
+            let result: Option<String> = r.get("last_result_type")?;
             Ok(AgentActivity {
-                agent_id: r.get(0)?,
-                last_seen_at: r.get(1)?,
-                last_fetch_at: r.get(2)?,
-                last_result_type: r.get(3)?,
+                agent_id: r.get("agent_id")?,
+                last_seen_at: r.get("last_seen_at")?,
+                last_fetch_at: r.get("last_fetch_at")?,
+                // An unknown value (a newer version's) reads as none.
+                last_result_type: result.as_deref().and_then(ResultType::parse),
             })
         })?;
         Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
@@ -330,10 +339,10 @@ impl<'c> Db<'c> {
             .prepare_cached("SELECT id, type, created_at, data FROM events WHERE id > ?1 ORDER BY id LIMIT ?2")?;
         let rows = stmt.query_map(params![after_id, limit], |r| {
             Ok(StoredEvent {
-                id: r.get(0)?,
-                kind: r.get(1)?,
-                created_at: r.get(2)?,
-                data: r.get(3)?,
+                id: r.get("id")?,
+                kind: r.get("type")?,
+                created_at: r.get("created_at")?,
+                data: r.get("data")?,
             })
         })?;
         Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
@@ -352,14 +361,6 @@ impl<'c> Db<'c> {
             |r| r.get(0),
         )?)
     }
-}
-
-fn settings_pairs(s: &Settings) -> [(&'static str, String); 3] {
-    [
-        ("default_wait_seconds", s.default_wait_seconds.to_string()),
-        ("default_empty_response", s.default_empty_response.clone()),
-        ("agent_stale_after_seconds", s.agent_stale_after_seconds.to_string()),
-    ]
 }
 
 #[cfg(test)]

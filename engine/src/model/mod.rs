@@ -1,20 +1,29 @@
-//! The product's nouns: instructions, runtime settings, agents and what a
-//! `get_user_request` call returns. Plain data with serde shapes that match
-//! DESIGN §3–§5; no I/O and no transport types here.
+//! The product's nouns: instructions, runtime settings, agents, the status
+//! report and what a `get_user_request` call returns. Plain data with the
+//! serde shapes of the wire contracts (`docs/ARCHITECTURE.md`); no I/O and no
+//! transport types here. Everything else in the engine may use it; it uses
+//! nothing but `error`.
+
+mod settings;
+mod status;
+
+pub use settings::{field, Field, Kind, Settings, SettingsPatch, FIELDS};
+pub use status::{AgentSummary, ServerState, ServerSummary, StatusSnapshot};
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-/// The longest a `get_user_request` call may wait on an empty queue (DESIGN §4 rule 3).
+/// The longest a `get_user_request` call may wait on an empty queue: a day.
 pub const MAX_WAIT_SECONDS: u32 = 86_400;
-/// The largest instruction we accept, in bytes of UTF-8 (DESIGN §6).
+/// The largest instruction we accept, in bytes of UTF-8: bigger is a paste accident.
 pub const MAX_INSTRUCTION_BYTES: usize = 64 * 1024;
-/// The longest agent id we accept, in characters (DESIGN §4).
+/// The longest agent id we accept, in characters.
 pub const MAX_AGENT_ID_CHARS: usize = 128;
 /// The agent id used when a caller does not name itself.
 pub const DEFAULT_AGENT_ID: &str = "default";
-/// The seed's default text returned when the queue stays empty.
+/// The default text returned when the queue stays empty: it tells the
+/// model to call again, which keeps its loop alive.
 pub const DEFAULT_EMPTY_RESPONSE: &str = "call this tool `get_user_request` again to fetch latest user input...";
 
 /// Where an instruction is in its life: waiting on the rail, or handed to an agent.
@@ -63,118 +72,8 @@ impl Instruction {
     }
 }
 
-/// The three settings a person can change at run time (DESIGN §3).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
-pub struct Settings {
-    #[schema(minimum = 0, maximum = 86400)]
-    pub default_wait_seconds: u32,
-    pub default_empty_response: String,
-    #[schema(minimum = 1, maximum = 86400)]
-    pub agent_stale_after_seconds: u32,
-}
-
-impl Default for Settings {
-    fn default() -> Self {
-        Settings {
-            default_wait_seconds: 10,
-            default_empty_response: DEFAULT_EMPTY_RESPONSE.to_owned(),
-            agent_stale_after_seconds: 30,
-        }
-    }
-}
-
-impl Settings {
-    /// Check ranges; the message names the field and the allowed range.
-    pub fn validate(&self) -> crate::Result<()> {
-        use crate::Error;
-        if self.default_wait_seconds > MAX_WAIT_SECONDS {
-            return Err(Error::Invalid(format!(
-                "default_wait_seconds must be between 0 and {MAX_WAIT_SECONDS}"
-            )));
-        }
-        if self.agent_stale_after_seconds == 0 || self.agent_stale_after_seconds > MAX_WAIT_SECONDS {
-            return Err(Error::Invalid(format!(
-                "agent_stale_after_seconds must be between 1 and {MAX_WAIT_SECONDS}"
-            )));
-        }
-        if self.default_empty_response.len() > MAX_INSTRUCTION_BYTES {
-            return Err(Error::TooLarge(format!(
-                "default_empty_response must be at most {MAX_INSTRUCTION_BYTES} bytes"
-            )));
-        }
-        if self.default_empty_response.contains('\0') {
-            return Err(Error::Invalid(
-                "default_empty_response must not contain NUL characters".into(),
-            ));
-        }
-        Ok(())
-    }
-}
-
-/// A partial settings update, as `PATCH /api/config` takes it. Unknown fields
-/// are refused so a typo does not silently do nothing.
-#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct SettingsPatch {
-    #[serde(default, deserialize_with = "whole_number")]
-    #[schema(minimum = 0, maximum = 86400)]
-    pub default_wait_seconds: Option<u32>,
-    /// `null` clears the text, which makes an empty queue answer `empty`.
-    #[serde(default, deserialize_with = "nullable")]
-    #[schema(value_type = Option<String>, nullable)]
-    pub default_empty_response: Option<Option<String>>,
-    #[serde(default, deserialize_with = "whole_number")]
-    #[schema(minimum = 1, maximum = 86400)]
-    pub agent_stale_after_seconds: Option<u32>,
-}
-
-/// A whole number of seconds as JSON writes it: `60` or `60.0` (JSON
-/// Schema's "integer" allows both; some clients send the latter).
-fn whole_number<'de, D>(d: D) -> Result<Option<u32>, D::Error>
-where
-    D: serde::Deserializer<'de>,
-{
-    use serde::de::Error as _;
-    let Some(n) = Option::<serde_json::Number>::deserialize(d)? else {
-        return Ok(None);
-    };
-    if let Some(u) = n.as_u64() {
-        return u32::try_from(u)
-            .map(Some)
-            .map_err(|_| D::Error::custom(format!("{u} is too large")));
-    }
-    match n.as_f64() {
-        Some(f) if f.fract() == 0.0 && (0.0..=f64::from(u32::MAX)).contains(&f) => Ok(Some(f as u32)),
-        _ => Err(D::Error::custom(format!("expected a whole number of seconds, got {n}"))),
-    }
-}
-
-/// Tell "absent" (`None`) from "explicitly null" (`Some(None)`).
-fn nullable<'de, D, T>(d: D) -> Result<Option<Option<T>>, D::Error>
-where
-    D: serde::Deserializer<'de>,
-    T: Deserialize<'de>,
-{
-    Option::<T>::deserialize(d).map(Some)
-}
-
-impl SettingsPatch {
-    pub fn apply(&self, mut s: Settings) -> Settings {
-        if let Some(v) = self.default_wait_seconds {
-            s.default_wait_seconds = v;
-        }
-        if let Some(v) = &self.default_empty_response {
-            s.default_empty_response = v.clone().unwrap_or_default();
-        }
-        if let Some(v) = self.agent_stale_after_seconds {
-            s.agent_stale_after_seconds = v;
-        }
-        s
-    }
-}
-
 /// What a `get_user_request` call ended with.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema, ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ResultType {
     Instruction,
@@ -209,7 +108,7 @@ pub struct DeliveredInstruction {
     pub consumed_at: String,
 }
 
-/// The result of one `get_user_request` call (DESIGN §4), exactly the JSON an agent gets.
+/// The result of one `get_user_request` call, exactly the JSON an agent gets.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct UserRequestResult {
     /// Always `"ok"`: failures are reported as tool errors, not here.
@@ -226,7 +125,7 @@ pub struct UserRequestResult {
     pub waited_seconds: u64,
 }
 
-/// What an agent is doing, as inferred from its calls (DESIGN §7 tray states).
+/// What an agent is doing, as inferred from its calls (the tray's states).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum AgentState {
@@ -246,7 +145,7 @@ pub struct AgentActivity {
     pub agent_id: String,
     pub last_seen_at: String,
     pub last_fetch_at: Option<String>,
-    pub last_result_type: Option<String>,
+    pub last_result_type: Option<ResultType>,
 }
 
 /// An agent as the status API reports it: activity plus inferred state.
@@ -258,7 +157,7 @@ pub struct AgentStatus {
     pub waiting: bool,
     pub last_seen_at: Option<String>,
     pub last_fetch_at: Option<String>,
-    pub last_result_type: Option<String>,
+    pub last_result_type: Option<ResultType>,
 }
 
 /// Queue counts.

@@ -11,9 +11,9 @@ use std::sync::{Arc, Mutex};
 
 use serde::Serialize;
 
+use super::Credentials;
 use crate::connection::{self, ConnectionInfo};
-use crate::http::Security;
-use crate::{Error, Result};
+use crate::{paths, Error, Result};
 
 /// Where the token comes from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -26,14 +26,37 @@ pub enum Source {
     Unmanaged,
 }
 
+impl Source {
+    /// Where the token comes from, per the configuration: `API_TOKEN` wins,
+    /// then the token file; neither means no token and nothing to manage.
+    pub fn from_config(api_token: Option<&str>, token_file: Option<&Path>) -> Result<(Option<String>, Source)> {
+        Ok(match (api_token, token_file) {
+            (Some(t), _) => (Some(t.to_owned()), Source::Fixed),
+            (None, Some(path)) => (read_file(path)?, Source::File(path.to_owned())),
+            (None, None) => (None, Source::Unmanaged),
+        })
+    }
+}
+
+/// Where the token comes from, as the page is told.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum TokenSource {
+    /// `API_TOKEN`.
+    Environment,
+    /// The token file.
+    File,
+    /// No token is managed.
+    None,
+}
+
 /// What the page is told.
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct TokenState {
     pub required: bool,
     /// Whether the page may change it (false when API_TOKEN sets it).
     pub changeable: bool,
-    /// "environment", "file" or "none".
-    pub source: &'static str,
+    pub source: TokenSource,
 }
 
 /// Read a token file: its trimmed content, or `None` when absent or blank.
@@ -59,7 +82,7 @@ pub fn generate() -> String {
 
 pub struct Tokens {
     source: Source,
-    security: Arc<Security>,
+    credentials: Arc<Credentials>,
     /// Served beyond loopback: a token may not be removed.
     exposed: bool,
     /// The published connection info, rewritten with the new token.
@@ -67,10 +90,10 @@ pub struct Tokens {
 }
 
 impl Tokens {
-    pub fn new(source: Source, security: Arc<Security>, exposed: bool) -> Tokens {
+    pub fn new(source: Source, credentials: Arc<Credentials>, exposed: bool) -> Tokens {
         Tokens {
             source,
-            security,
+            credentials,
             exposed,
             connection: Mutex::new(None),
         }
@@ -82,12 +105,12 @@ impl Tokens {
 
     pub fn state(&self) -> TokenState {
         TokenState {
-            required: self.security.token_required(),
+            required: self.credentials.token_required(),
             changeable: matches!(self.source, Source::File(_)),
             source: match self.source {
-                Source::Fixed => "environment",
-                Source::File(_) => "file",
-                Source::Unmanaged => "none",
+                Source::Fixed => TokenSource::Environment,
+                Source::File(_) => TokenSource::File,
+                Source::Unmanaged => TokenSource::None,
             },
         }
     }
@@ -107,9 +130,9 @@ impl Tokens {
     pub fn regenerate(&self) -> Result<String> {
         let path = self.file()?;
         let token = generate();
-        connection::write_private(path, format!("{token}\n").as_bytes())
+        paths::write_private(path, format!("{token}\n").as_bytes())
             .map_err(|e| Error::internal("writing the token file", e))?;
-        self.security.set_token(Some(token.clone()));
+        self.credentials.set_token(Some(token.clone()));
         self.republish(Some(&token));
         tracing::info!(path = %path.display(), "a new API token is in force");
         Ok(token)
@@ -128,7 +151,7 @@ impl Tokens {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
             Err(e) => return Err(Error::internal("removing the token file", e)),
         }
-        self.security.set_token(None);
+        self.credentials.set_token(None);
         self.republish(None);
         tracing::info!("no API token is required any more");
         Ok(())
@@ -139,7 +162,8 @@ impl Tokens {
         if let Some((path, info)) = published.as_mut() {
             info.token = token.map(str::to_owned);
             if let Err(e) = connection::write(path, info) {
-                tracing::warn!("{e}");
+                // Not fatal: the new token is in force; only discovery lags.
+                e.log();
             }
         }
     }
@@ -147,15 +171,13 @@ impl Tokens {
 
 #[cfg(test)]
 mod tests {
-    use std::net::IpAddr;
-
     use super::*;
 
     #[test]
-    fn regenerate_and_remove_through_the_file_and_the_security_layer() {
+    fn regenerate_and_remove_through_the_file_and_the_credentials() {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("token");
-        let security = Arc::new(Security::new(IpAddr::from([127, 0, 0, 1]), 1, None));
+        let security = Arc::new(Credentials::new(None));
         let tokens = Tokens::new(Source::File(file.clone()), security.clone(), false);
         assert!(!tokens.state().required && tokens.state().changeable);
 

@@ -1,32 +1,39 @@
-//! JSON API handlers (DESIGN §5). Each parses, calls the queue, shapes JSON.
+//! `/api/instructions`: list, queue, read, edit, delete, send again and
+//! reorder. Each handler parses, calls the [`Queue`](crate::queue::Queue) and
+//! returns a typed body; its route and OpenAPI entry are registered in
+//! [`routes`], the one list.
 
 use axum::extract::State;
 use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
 use axum::Json;
-use serde::Deserialize;
-use serde_json::json;
-
+use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
-use super::openapi::{ClientsBody, ErrorBody, Health, ItemBody, ItemsBody};
+use super::error::ErrorBody;
 use super::{ApiJson, ApiPath, ApiQuery, AppState};
-use crate::model::{MoveTo, RequeuePlace, Settings, SettingsPatch, StatusFilter};
-use crate::queue::StatusSnapshot;
-use crate::{snippets, time, Result};
+use crate::model::{Instruction, MoveTo, RequeuePlace, StatusFilter};
+use crate::Result;
 
-/// Liveness check.
-#[utoipa::path(get, path = "/healthz", tag = "server",
-    responses((status = 200, description = "The server is up", body = Health)))]
-pub async fn healthz() -> Json<serde_json::Value> {
-    Json(json!({ "status": "ok", "server_time": time::now() }))
+pub fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(list, create))
+        .routes(routes!(get_one, edit, delete))
+        .routes(routes!(requeue))
+        .routes(routes!(move_to))
 }
 
-/// Server, agents and queue at a glance.
-#[utoipa::path(get, path = "/api/status", tag = "server",
-    responses((status = 200, description = "Server, agents and queue counts", body = StatusSnapshot)))]
-pub async fn status(State(s): State<AppState>) -> Result<Response> {
-    Ok(Json(s.queue.status().await?).into_response())
+/// `{"item": …}`
+#[derive(Serialize, ToSchema)]
+pub struct ItemBody {
+    pub item: Instruction,
+}
+
+/// `{"items": […]}`
+#[derive(Serialize, ToSchema)]
+pub struct ItemsBody {
+    pub items: Vec<Instruction>,
 }
 
 #[derive(Deserialize, IntoParams)]
@@ -49,9 +56,9 @@ pub struct ListQuery {
 /// List instructions.
 #[utoipa::path(get, path = "/api/instructions", tag = "instructions", params(ListQuery),
     responses((status = 200, description = "Pending instructions (all of them, next first), then consumed ones (newest first)", body = ItemsBody), (status = 400, description = "Malformed request", body = ErrorBody)))]
-pub async fn list(State(s): State<AppState>, ApiQuery(q): ApiQuery<ListQuery>) -> Result<Response> {
+async fn list(State(s): State<AppState>, ApiQuery(q): ApiQuery<ListQuery>) -> Result<Json<ItemsBody>> {
     let items = s.queue.list(q.status, q.limit, q.offset).await?;
-    Ok(Json(json!({ "items": items })).into_response())
+    Ok(Json(ItemsBody { items }))
 }
 
 #[derive(Deserialize, ToSchema)]
@@ -64,19 +71,23 @@ pub struct ContentBody {
 
 /// Queue an instruction.
 #[utoipa::path(post, path = "/api/instructions", tag = "instructions", request_body = ContentBody,
-    responses((status = 201, description = "Queued at the back", body = ItemBody), (status = 400, description = "Malformed request", body = ErrorBody),
-        (status = 413, description = "Too large", body = ErrorBody), (status = 422, description = "Blank or invalid content", body = ErrorBody)))]
-pub async fn create(State(s): State<AppState>, ApiJson(body): ApiJson<ContentBody>) -> Result<Response> {
+    responses((status = 201, description = "Queued at the back", body = ItemBody),
+        (status = 400, description = "Malformed request, or blank content or a NUL character", body = ErrorBody),
+        (status = 413, description = "Too large", body = ErrorBody)))]
+async fn create(
+    State(s): State<AppState>,
+    ApiJson(body): ApiJson<ContentBody>,
+) -> Result<(StatusCode, Json<ItemBody>)> {
     let item = s.queue.add(body.content).await?;
-    Ok((StatusCode::CREATED, Json(json!({ "item": item }))).into_response())
+    Ok((StatusCode::CREATED, Json(ItemBody { item })))
 }
 
 /// One instruction.
 #[utoipa::path(get, path = "/api/instructions/{id}", tag = "instructions", params(("id" = String, Path, description = "Instruction id")),
     responses((status = 200, description = "The instruction", body = ItemBody), (status = 404, description = "No such instruction", body = ErrorBody)))]
-pub async fn get_one(State(s): State<AppState>, ApiPath(id): ApiPath<String>) -> Result<Response> {
+async fn get_one(State(s): State<AppState>, ApiPath(id): ApiPath<String>) -> Result<Json<ItemBody>> {
     let item = s.queue.get(id).await?;
-    Ok(Json(json!({ "item": item })).into_response())
+    Ok(Json(ItemBody { item }))
 }
 
 /// Edit a pending instruction.
@@ -84,20 +95,20 @@ pub async fn get_one(State(s): State<AppState>, ApiPath(id): ApiPath<String>) ->
     request_body = ContentBody,
     responses((status = 200, description = "Edited", body = ItemBody), (status = 404, description = "No such instruction", body = ErrorBody),
         (status = 409, description = "Already delivered to an agent: it can no longer change", body = ErrorBody)))]
-pub async fn edit(
+async fn edit(
     State(s): State<AppState>,
     ApiPath(id): ApiPath<String>,
     ApiJson(body): ApiJson<ContentBody>,
-) -> Result<Response> {
+) -> Result<Json<ItemBody>> {
     let item = s.queue.edit(id, body.content).await?;
-    Ok(Json(json!({ "item": item })).into_response())
+    Ok(Json(ItemBody { item }))
 }
 
 /// Delete a pending instruction.
 #[utoipa::path(delete, path = "/api/instructions/{id}", tag = "instructions", params(("id" = String, Path, description = "Instruction id")),
     responses((status = 204, description = "Deleted"), (status = 404, description = "No such instruction", body = ErrorBody),
         (status = 409, description = "Already delivered to an agent", body = ErrorBody)))]
-pub async fn delete(State(s): State<AppState>, ApiPath(id): ApiPath<String>) -> Result<StatusCode> {
+async fn delete(State(s): State<AppState>, ApiPath(id): ApiPath<String>) -> Result<StatusCode> {
     s.queue.delete(id).await?;
     Ok(StatusCode::NO_CONTENT)
 }
@@ -114,13 +125,13 @@ pub struct RequeueBody {
     request_body = RequeueBody,
     responses((status = 201, description = "A pending copy, at the front unless `to` says back", body = ItemBody),
         (status = 404, description = "No such instruction", body = ErrorBody), (status = 409, description = "Still pending", body = ErrorBody)))]
-pub async fn requeue(
+async fn requeue(
     State(s): State<AppState>,
     ApiPath(id): ApiPath<String>,
     ApiJson(body): ApiJson<RequeueBody>,
-) -> Result<Response> {
+) -> Result<(StatusCode, Json<ItemBody>)> {
     let item = s.queue.requeue(id, body.to).await?;
-    Ok((StatusCode::CREATED, Json(json!({ "item": item }))).into_response())
+    Ok((StatusCode::CREATED, Json(ItemBody { item })))
 }
 
 /// Reorder a pending instruction.
@@ -128,43 +139,11 @@ pub async fn requeue(
     request_body = MoveTo,
     responses((status = 200, description = "All pending instructions in their new order", body = ItemsBody),
         (status = 404, description = "No such instruction", body = ErrorBody), (status = 409, description = "Not pending", body = ErrorBody)))]
-pub async fn move_to(
+async fn move_to(
     State(s): State<AppState>,
     ApiPath(id): ApiPath<String>,
     ApiJson(body): ApiJson<MoveTo>,
-) -> Result<Response> {
+) -> Result<Json<ItemsBody>> {
     let items = s.queue.move_to(id, body).await?;
-    Ok(Json(json!({ "items": items })).into_response())
+    Ok(Json(ItemsBody { items }))
 }
-
-/// Read the settings.
-#[utoipa::path(get, path = "/api/config", tag = "settings",
-    responses((status = 200, description = "The runtime settings", body = Settings)))]
-pub async fn get_config(State(s): State<AppState>) -> Json<crate::model::Settings> {
-    Json(s.queue.settings())
-}
-
-/// Change some settings.
-#[utoipa::path(patch, path = "/api/config", tag = "settings", request_body = SettingsPatch,
-    responses((status = 200, description = "The settings after the change", body = Settings), (status = 422, description = "Out of range", body = ErrorBody)))]
-pub async fn patch_config(State(s): State<AppState>, ApiJson(patch): ApiJson<SettingsPatch>) -> Result<Response> {
-    Ok(Json(s.queue.update_settings(patch).await?).into_response())
-}
-
-/// What the page shows a person connecting an agent. With a token required,
-/// the snippets carry a placeholder: the page never reveals the token (the
-/// tray and the CLI, which hold it, fill it in).
-#[utoipa::path(get, path = "/api/clients", tag = "server",
-    responses((status = 200, description = "The MCP configuration each client expects", body = ClientsBody)))]
-pub async fn clients(State(s): State<AppState>) -> Json<serde_json::Value> {
-    let mcp_url = format!("{}/mcp", s.queue.facts().url);
-    let program = snippets::bridge_program();
-    let endpoint = snippets::Endpoint {
-        mcp_url: &mcp_url,
-        token: s.security.token_required().then_some(TOKEN_PLACEHOLDER),
-        bridge_program: &program,
-    };
-    Json(json!({ "mcp_url": mcp_url, "clients": snippets::all(&endpoint) }))
-}
-
-const TOKEN_PLACEHOLDER: &str = "<your API token>";

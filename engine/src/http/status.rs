@@ -1,0 +1,71 @@
+//! Health, the status report and the MCP configuration each client expects:
+//! what the page, the tray and scripts read about the server itself.
+
+use axum::extract::State;
+use axum::Json;
+use serde::Serialize;
+use utoipa::ToSchema;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use super::AppState;
+use crate::model::StatusSnapshot;
+use crate::snippets::{self, Target};
+use crate::{time, Result};
+
+pub fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(healthz))
+        .routes(routes!(status))
+        .routes(routes!(clients))
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct Health {
+    /// Always "ok".
+    pub status: &'static str,
+    pub server_time: String,
+}
+
+/// Liveness check.
+#[utoipa::path(get, path = "/healthz", tag = "server",
+    responses((status = 200, description = "The server is up", body = Health)))]
+async fn healthz() -> Json<Health> {
+    Json(Health {
+        status: "ok",
+        server_time: time::now(),
+    })
+}
+
+/// Server, agents and queue at a glance.
+#[utoipa::path(get, path = "/api/status", tag = "server",
+    responses((status = 200, description = "Server, agents and queue counts", body = StatusSnapshot)))]
+async fn status(State(s): State<AppState>) -> Result<Json<StatusSnapshot>> {
+    Ok(Json(s.queue.status().await?))
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct ClientsBody {
+    pub mcp_url: String,
+    #[schema(value_type = Vec<Object>)]
+    pub clients: Vec<Target>,
+}
+
+/// What the page shows a person connecting an agent. With a token required,
+/// the snippets carry a placeholder: the page never reveals the token (the
+/// tray and the CLI, which hold it, fill it in).
+#[utoipa::path(get, path = "/api/clients", tag = "server",
+    responses((status = 200, description = "The MCP configuration each client expects", body = ClientsBody)))]
+async fn clients(State(s): State<AppState>) -> Json<ClientsBody> {
+    let mcp_url = super::mcp_url(&s.queue.facts().url);
+    let program = snippets::bridge_program();
+    let endpoint = snippets::Endpoint {
+        mcp_url: &mcp_url,
+        token: s.credentials.token_required().then_some(TOKEN_PLACEHOLDER),
+        bridge_program: &program,
+    };
+    let clients = snippets::all(&endpoint);
+    Json(ClientsBody { mcp_url, clients })
+}
+
+const TOKEN_PLACEHOLDER: &str = "<your API token>";

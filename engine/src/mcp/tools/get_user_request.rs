@@ -1,0 +1,178 @@
+//! `get_user_request`: hand the caller the next instruction, or wait for one.
+//!
+//! A thin adapter over [`Queue::get_user_request`]: it parses arguments,
+//! merges the ways a caller can go away into one token, sends progress while
+//! the call waits, and shapes the result (structured content plus the same
+//! JSON as text). Errors a caller can fix become tool results with
+//! `isError: true` (an agent's loop survives them); only internal failures
+//! are protocol errors.
+
+use std::time::Duration;
+
+use rmcp::handler::server::common::{schema_for_output, schema_for_type};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResult, ProgressNotificationParam, ProgressToken, Tool, ToolAnnotations,
+};
+#[allow(deprecated)] // see `announce_wait`
+use rmcp::model::{LoggingLevel, LoggingMessageNotificationParam};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData as McpError, RoleServer};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use tokio_util::sync::CancellationToken;
+
+use super::{portable, tool_error};
+use crate::mcp::disconnect::ClientGone;
+use crate::model::UserRequestResult;
+use crate::queue::Queue;
+
+pub const NAME: &str = "get_user_request";
+
+/// How often a waiting call reports progress when the caller asked for it
+/// (clients that reset their timeout on progress can then wait longer).
+pub const PROGRESS_EVERY: Duration = Duration::from_secs(10);
+
+const TOOL_DESCRIPTION: &str = "Get the user's next instruction from their local-mcp queue. \
+Returns at most one instruction (result_type \"instruction\"): act on it, then call this tool again. \
+When the queue is empty the call waits for a server-controlled time and returns result_type \"empty\" \
+or \"default_response\" with a `response` text to follow: call this tool again instead of ending your \
+session, so you pick up the user's follow-up requests. Pass the same `agent_id` on every call; a new call \
+with the same agent_id replaces an older call that is still waiting.";
+
+/// Arguments of `get_user_request`.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+pub struct Args {
+    /// A stable name for this agent, e.g. "copilot-myrepo" (max 128 characters; default "default").
+    #[schemars(length(max = 128))]
+    pub agent_id: Option<String>,
+}
+
+/// The tool as listed by `tools/list`.
+pub fn definition() -> Tool {
+    let mut annotations = ToolAnnotations::new();
+    annotations.title = Some("Get the user's next request".into());
+    annotations.read_only_hint = Some(false);
+    annotations.destructive_hint = Some(false);
+    annotations.idempotent_hint = Some(false);
+    annotations.open_world_hint = Some(false);
+    Tool::new(NAME, TOOL_DESCRIPTION, portable(&schema_for_type::<Args>()))
+        .with_title("Get the user's next request")
+        .with_raw_output_schema(portable(&schema_for_output::<UserRequestResult>()))
+        .with_annotations(annotations)
+}
+
+pub async fn call(
+    queue: &Queue,
+    request: CallToolRequestParams,
+    ctx: RequestContext<RoleServer>,
+) -> Result<CallToolResult, McpError> {
+    let args: Args = match request.arguments {
+        None => Args::default(),
+        Some(map) => match serde_json::from_value(serde_json::Value::Object(map)) {
+            Ok(args) => args,
+            Err(e) => return Ok(tool_error(&format!("invalid arguments: {e}"))),
+        },
+    };
+
+    let gone = caller_gone_token(&ctx);
+    let (waiting_tx, waiting_rx) = tokio::sync::oneshot::channel();
+    let call = queue.get_user_request(args.agent_id.as_deref(), gone.clone(), Some(waiting_tx));
+    tokio::pin!(call);
+    let progress_token = ctx.meta.get_progress_token();
+    let mut waiting_rx = Some(waiting_rx);
+    let mut ticks = tokio::time::interval_at(tokio::time::Instant::now() + PROGRESS_EVERY, PROGRESS_EVERY);
+    let started = tokio::time::Instant::now();
+    let mut total = 0.0;
+    let result = loop {
+        tokio::select! {
+            r = &mut call => break r,
+            w = async { waiting_rx.as_mut().expect("guarded").await }, if waiting_rx.is_some() => {
+                waiting_rx = None;
+                if let Ok(wait_seconds) = w {
+                    total = f64::from(wait_seconds);
+                    // rmcp's stateless transport sends no HTTP headers (so no
+                    // keep-alives) until the handler emits a first message; a
+                    // silent wait would hit clients' 300 s read timeout. One
+                    // message now opens the SSE stream.
+                    announce_wait(&ctx, progress_token.clone(), wait_seconds).await;
+                }
+            }
+            _ = ticks.tick(), if progress_token.is_some() && waiting_rx.is_none() => {
+                if let Some(token) = progress_token.clone() {
+                    let waited = started.elapsed().as_secs_f64().floor();
+                    let param = ProgressNotificationParam::new(token, waited)
+                        .with_total(total)
+                        .with_message("waiting for the user's next instruction");
+                    // A failed send means the caller left; `gone` covers that.
+                    let _ = ctx.peer.notify_progress(param).await;
+                }
+            }
+        }
+    };
+    // Ends the task that merged the caller's tokens.
+    gone.cancel();
+
+    match result {
+        Ok((result, _outcome)) => match serde_json::to_value(&result) {
+            Ok(value) => Ok(CallToolResult::structured(value)),
+            Err(e) => Err(McpError::internal_error(
+                format!("could not encode the result: {e}"),
+                None,
+            )),
+        },
+        Err(e) if e.is_internal() => {
+            // The edge where a failure leaves the engine: log it here, once.
+            e.log();
+            Err(McpError::internal_error(e.to_string(), None))
+        }
+        Err(e) => Ok(tool_error(&e.to_string())),
+    }
+}
+
+/// The first message of a waiting call: progress 0 when the caller asked
+/// for progress, otherwise a debug-level log line. Logging is deprecated for
+/// a future protocol revision (SEP-2577) but valid in every version clients
+/// negotiate today, and it is the one notification that needs no token
+/// from the caller; when it goes, this must become another first message.
+#[allow(deprecated)]
+async fn announce_wait(ctx: &RequestContext<RoleServer>, token: Option<ProgressToken>, wait_seconds: u32) {
+    let message = format!("queue empty: waiting up to {wait_seconds} s for the user's next instruction");
+    let sent = match token {
+        Some(token) => {
+            let param = ProgressNotificationParam::new(token, 0.0)
+                .with_total(f64::from(wait_seconds))
+                .with_message(message);
+            ctx.peer.notify_progress(param).await
+        }
+        None => {
+            let param = LoggingMessageNotificationParam::new(LoggingLevel::Debug, serde_json::Value::String(message))
+                .with_logger("local-mcp");
+            ctx.peer.notify_logging_message(param).await
+        }
+    };
+    if let Err(e) = sent {
+        tracing::debug!(error = %e, "could not announce a wait (caller gone?)");
+    }
+}
+
+/// One token for "this caller has gone": rmcp's request token (cancel
+/// notification, stateless disconnect, shutdown) or, in session mode, our
+/// response-body drop guard.
+fn caller_gone_token(ctx: &RequestContext<RoleServer>) -> CancellationToken {
+    let gone = ctx.ct.child_token();
+    let guard = ctx
+        .extensions
+        .get::<http::request::Parts>()
+        .and_then(|parts| parts.extensions.get::<ClientGone>())
+        .map(|g| g.0.clone());
+    if let Some(guard) = guard {
+        let gone = gone.clone();
+        tokio::spawn(async move {
+            tokio::select! {
+                _ = guard.cancelled() => gone.cancel(),
+                _ = gone.cancelled() => {}
+            }
+        });
+    }
+    gone
+}

@@ -1,0 +1,47 @@
+//! The status report's shape (`GET /api/status`, `status.changed`, the
+//! `local-mcp://status` resource, the tray): plain data, built by
+//! `queue::status` and carried by `events`, so it lives below both.
+
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+use super::{AgentState, AgentStatus, QueueCounts, Settings};
+
+/// Whether the server is serving or on its way out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum ServerState {
+    Up,
+    Stopping,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct ServerSummary {
+    pub status: ServerState,
+    pub started_at: String,
+    pub url: String,
+    pub version: String,
+    /// Set when the configured port was taken: agents configured for it must be updated.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub requested_port: Option<u16>,
+}
+
+/// The single-agent summary older clients read: the most relevant agent, or nothing known.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct AgentSummary {
+    pub connected: bool,
+    pub state: AgentState,
+    pub agent_id: Option<String>,
+    pub last_seen_at: Option<String>,
+    pub last_fetch_at: Option<String>,
+    pub waiting: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct StatusSnapshot {
+    pub server: ServerSummary,
+    pub agent: AgentSummary,
+    pub agents: Vec<AgentStatus>,
+    pub queue: QueueCounts,
+    pub settings: Settings,
+}
