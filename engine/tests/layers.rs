@@ -1,0 +1,129 @@
+//! The engine's module layering (`docs/ARCHITECTURE.md`, "Module map"): each
+//! top-level module imports only from lower layers, or from a module of its
+//! own layer that does not import it back, so the module graph has no cycle.
+//!
+//! Read from the sources: every `crate::name` path and `crate::{…}` group in
+//! `engine/src`, by the top-level module of the file it is in. A new module
+//! must be given a layer here, which is the moment to decide where it sits.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+/// The layers, lowest first. The crate root (`lib.rs`) sits above them all.
+const LAYERS: &[&[&str]] = &[
+    &["error", "time", "paths"],
+    &["model"],
+    &["config", "store"],
+    &["events", "auth", "connection", "snippets"],
+    &["queue"],
+    &["mcp", "cli"],
+    &["http"],
+    &["server"],
+];
+
+fn layer_of(module: &str) -> Option<usize> {
+    if module == "lib" {
+        return Some(LAYERS.len());
+    }
+    LAYERS.iter().position(|layer| layer.contains(&module))
+}
+
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            rust_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+/// The top-level modules each top-level module names through `crate::`.
+fn imports() -> BTreeMap<String, BTreeSet<String>> {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for file in files {
+        let relative = file.strip_prefix(&src).unwrap();
+        let first = relative.components().next().unwrap().as_os_str().to_string_lossy().into_owned();
+        if first == "bin" {
+            continue; // the binaries are clients of the library, not part of it
+        }
+        let module = if first == "lib.rs" {
+            "lib".to_owned()
+        } else {
+            first.trim_end_matches(".rs").to_owned()
+        };
+        let text: String = std::fs::read_to_string(&file)
+            .unwrap()
+            .lines()
+            .map(|l| l.split("//").next().unwrap_or(""))
+            .collect::<Vec<_>>()
+            .join("\n");
+        let names = graph.entry(module.clone()).or_default();
+        let mut rest = text.as_str();
+        while let Some(at) = rest.find("crate::") {
+            rest = &rest[at + "crate::".len()..];
+            let group = if let Some(inner) = rest.strip_prefix('{') {
+                inner.split('}').next().unwrap_or("").to_owned()
+            } else {
+                rest.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect()
+            };
+            for item in group.split(',') {
+                let name = item.trim().split("::").next().unwrap_or("").trim();
+                // The root re-exports the error type.
+                let name = if name == "Error" || name == "Result" { "error" } else { name };
+                if !name.is_empty() && name != module && name.chars().next().is_some_and(char::is_lowercase) {
+                    names.insert(name.to_owned());
+                }
+            }
+        }
+    }
+    graph
+}
+
+#[test]
+fn every_module_imports_only_downward_and_there_is_no_cycle() {
+    let graph = imports();
+    let mut wrong = Vec::new();
+    for (module, names) in &graph {
+        let Some(from) = layer_of(module) else {
+            wrong.push(format!("{module} has no layer in tests/layers.rs"));
+            continue;
+        };
+        for name in names {
+            match layer_of(name) {
+                None => wrong.push(format!("{module} imports {name}, which has no layer")),
+                Some(to) if to > from => wrong.push(format!("{module} (layer {from}) imports {name} (layer {to})")),
+                Some(_) => {}
+            }
+        }
+    }
+    // Same-layer imports are allowed only one way: look for a cycle.
+    fn visit<'a>(
+        node: &'a str,
+        graph: &'a BTreeMap<String, BTreeSet<String>>,
+        path: &mut Vec<&'a str>,
+        cycles: &mut Vec<String>,
+    ) {
+        if let Some(start) = path.iter().position(|n| *n == node) {
+            cycles.push(format!("cycle: {} -> {node}", path[start..].join(" -> ")));
+            return;
+        }
+        path.push(node);
+        for next in graph.get(node).into_iter().flatten() {
+            visit(next, graph, path, cycles);
+        }
+        path.pop();
+    }
+    for module in graph.keys() {
+        visit(module, &graph, &mut Vec::new(), &mut wrong);
+    }
+    wrong.sort();
+    wrong.dedup();
+    assert!(wrong.is_empty(), "layering broken:\n{}", wrong.join("\n"));
+    // The scan itself works: the queue is known to use the store.
+    assert!(graph["queue"].contains("store"), "{graph:?}");
+}
