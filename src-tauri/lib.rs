@@ -9,19 +9,17 @@ mod tray;
 mod view;
 mod windows;
 
-use std::collections::HashMap;
+use std::collections::HashSet;
 use std::process::ExitCode;
 use std::sync::Mutex;
 use std::time::Duration;
 
 use clap::{CommandFactory, Parser};
-use engine::model::AgentState;
 use engine::EventData;
 use engine::{Engine, EventKind};
 use tauri::{AppHandle, Manager, RunEvent};
 use tauri_plugin_global_shortcut::{GlobalShortcutExt, ShortcutState};
 use tokio_util::sync::CancellationToken;
-use tracing_subscriber::EnvFilter;
 
 /// The global shortcut that opens quick add.
 pub const QUICK_ADD_SHORTCUT: &str = "CmdOrCtrl+Alt+Space";
@@ -59,26 +57,11 @@ pub struct Shell {
 }
 
 pub fn run() -> ExitCode {
-    let cli = Cli::parse();
-    if let Some(command) = cli.command {
-        // Runs without a display, and without touching the running app's single-instance lock.
-        engine::cli::init_logging(cli.serve.log_level.as_deref());
-        return engine::cli::run(command, &mut Cli::command(), cli.serve.connection_file());
-    }
-    let (config, log_level) = match cli.serve.resolve() {
-        Ok(c) => c,
-        Err(e) => {
-            eprintln!("local-mcp: {e}");
-            return ExitCode::from(2);
-        }
+    let mut cli = Cli::parse();
+    let config = match engine::cli::prelude("local-mcp", &cli.serve, cli.command.take(), &mut Cli::command()) {
+        engine::cli::Prelude::Serve(config) => config,
+        engine::cli::Prelude::Exit(code) => return code,
     };
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            EnvFilter::try_new(engine::config::log_filter(&log_level))
-                .unwrap_or_else(|_| EnvFilter::new(engine::config::log_filter("info"))),
-        )
-        .with_writer(std::io::stderr)
-        .init();
     // Without a display GTK would panic deep inside Tauri; say what to do instead.
     if let Some(msg) = view::missing_display(
         std::env::var("DISPLAY").ok().as_deref(),
@@ -184,7 +167,7 @@ async fn follow_engine(
     items: tray::TrayItems,
     mut events: tokio::sync::broadcast::Receiver<std::sync::Arc<engine::Event>>,
 ) {
-    let mut was_listening: HashMap<String, bool> = HashMap::new();
+    let mut listening = HashSet::new();
     loop {
         let event = match events.recv().await {
             Ok(e) => e,
@@ -195,11 +178,9 @@ async fn follow_engine(
         match (&event.kind, &event.data) {
             (EventKind::StatusChanged, EventData::Status(status)) => {
                 tray::apply(&app, &items, &view::tray_view(status));
-                for agent in &status.agents {
-                    let listening = agent.state == AgentState::Listening;
-                    let before = was_listening.insert(agent.agent_id.clone(), listening).unwrap_or(false);
-                    if listening && !before && prefs.notify_waiting && status.queue.pending_count == 0 {
-                        let (title, body) = view::waiting_notification(&agent.agent_id);
+                for agent in view::newly_waiting(&mut listening, status) {
+                    if prefs.notify_waiting {
+                        let (title, body) = view::waiting_notification(&agent);
                         notify::send(&app, &title, &body);
                     }
                 }

@@ -1,12 +1,14 @@
 //! Pure decisions of the shell, kept apart from Tauri so they are easy to test:
-//! what the tray shows for a status, what a notification says, and what a
-//! navigation in a window means.
+//! what the tray shows for a status, which agents just started waiting, what
+//! a notification says, and what a navigation in a window means.
+
+use std::collections::HashSet;
 
 use engine::model::AgentState;
 use engine::model::StatusSnapshot;
 
-/// The three tray images (DESIGN §7): a call is waiting, an instruction is
-/// being worked on, or nobody is there.
+/// The three tray images: a call is waiting, an instruction is being worked
+/// on, or nobody is there.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TrayIcon {
     Listening,
@@ -37,6 +39,32 @@ fn pending_words(n: u64) -> String {
         0 => "nothing pending".into(),
         1 => "1 pending".into(),
         n => format!("{n} pending"),
+    }
+}
+
+/// The agents that started waiting on an empty queue since the previous
+/// snapshot (for "<agent> is waiting for you"). `listening` remembers who was
+/// listening; it forgets agents that left the report, so it cannot grow
+/// without bound. Snapshots are coalesced, so an agent that stopped and
+/// started again between two of them is not announced twice.
+pub fn newly_waiting(listening: &mut HashSet<String>, status: &StatusSnapshot) -> Vec<String> {
+    let now: HashSet<&str> = status
+        .agents
+        .iter()
+        .filter(|a| a.state == AgentState::Listening)
+        .map(|a| a.agent_id.as_str())
+        .collect();
+    let started: Vec<String> = status
+        .agents
+        .iter()
+        .filter(|a| now.contains(a.agent_id.as_str()) && !listening.contains(&a.agent_id))
+        .map(|a| a.agent_id.clone())
+        .collect();
+    *listening = now.into_iter().map(str::to_owned).collect();
+    if status.queue.pending_count == 0 {
+        started
+    } else {
+        Vec::new()
     }
 }
 
@@ -177,6 +205,45 @@ mod tests {
             },
             settings: Settings::default(),
         }
+    }
+
+    fn with_agents(pending: u64, agents: &[(&str, AgentState)]) -> StatusSnapshot {
+        let mut s = status(None, AgentState::Offline, pending);
+        s.agents = agents
+            .iter()
+            .map(|(id, state)| engine::model::AgentStatus {
+                agent_id: (*id).into(),
+                state: *state,
+                connected: *state != AgentState::Offline,
+                waiting: *state == AgentState::Listening,
+                last_seen_at: None,
+                last_fetch_at: None,
+                last_result_type: None,
+            })
+            .collect();
+        s
+    }
+
+    #[test]
+    fn an_agent_is_announced_once_each_time_it_starts_waiting_on_an_empty_queue() {
+        use AgentState::*;
+        let mut seen = HashSet::new();
+        let first = with_agents(0, &[("a", Listening), ("b", Working)]);
+        assert_eq!(newly_waiting(&mut seen, &first), ["a"]);
+        assert!(newly_waiting(&mut seen, &first).is_empty(), "still waiting: not again");
+        let next = with_agents(0, &[("a", Working), ("b", Listening)]);
+        assert_eq!(newly_waiting(&mut seen, &next), ["b"]);
+        let back = with_agents(0, &[("a", Listening), ("b", Listening)]);
+        assert_eq!(newly_waiting(&mut seen, &back), ["a"], "a waits again after working");
+        // With instructions pending nobody waits for the person; the state is still followed.
+        let busy = with_agents(2, &[("c", Listening)]);
+        assert!(newly_waiting(&mut seen, &busy).is_empty());
+        assert_eq!(
+            seen,
+            HashSet::from(["c".to_owned()]),
+            "agents gone from the report are forgotten"
+        );
+        assert!(newly_waiting(&mut seen, &with_agents(0, &[("c", Listening)])).is_empty());
     }
 
     #[test]

@@ -47,7 +47,13 @@ fn imports() -> BTreeMap<String, BTreeSet<String>> {
     let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     for file in files {
         let relative = file.strip_prefix(&src).unwrap();
-        let first = relative.components().next().unwrap().as_os_str().to_string_lossy().into_owned();
+        let first = relative
+            .components()
+            .next()
+            .unwrap()
+            .as_os_str()
+            .to_string_lossy()
+            .into_owned();
         if first == "bin" {
             continue; // the binaries are clients of the library, not part of it
         }
@@ -74,7 +80,11 @@ fn imports() -> BTreeMap<String, BTreeSet<String>> {
             for item in group.split(',') {
                 let name = item.trim().split("::").next().unwrap_or("").trim();
                 // The root re-exports the error type.
-                let name = if name == "Error" || name == "Result" { "error" } else { name };
+                let name = if name == "Error" || name == "Result" {
+                    "error"
+                } else {
+                    name
+                };
                 if !name.is_empty() && name != module && name.chars().next().is_some_and(char::is_lowercase) {
                     names.insert(name.to_owned());
                 }

@@ -5,8 +5,8 @@
 
 use clap::{CommandFactory, Parser};
 use tokio_util::sync::CancellationToken;
-use tracing_subscriber::EnvFilter;
 
+use engine::cli::{prelude, Prelude};
 use engine::config::ServeArgs;
 
 #[derive(Parser)]
@@ -24,24 +24,11 @@ struct Cli {
 }
 
 fn main() -> std::process::ExitCode {
-    let cli = Cli::parse();
-    if let Some(command) = cli.command {
-        engine::cli::init_logging(cli.serve.log_level.as_deref());
-        return engine::cli::run(command, &mut Cli::command(), cli.serve.connection_file());
-    }
-    let (config, log_level) = match cli.serve.resolve() {
-        Ok(c) => c,
-        Err(e) => {
-            eprintln!("local-mcp-server: {e}");
-            return std::process::ExitCode::from(2);
-        }
+    let mut cli = Cli::parse();
+    let config = match prelude("local-mcp-server", &cli.serve, cli.command.take(), &mut Cli::command()) {
+        Prelude::Serve(config) => config,
+        Prelude::Exit(code) => return code,
     };
-    // Logs go to stderr: stdout stays free for protocol use (the stdio bridge).
-    tracing_subscriber::fmt()
-        .with_env_filter(log_filter(&log_level))
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .with_writer(std::io::stderr)
-        .init();
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(r) => r,
         Err(e) => {
@@ -62,7 +49,7 @@ fn main() -> std::process::ExitCode {
         let engine = match engine::start(config, shutdown.clone()).await {
             Ok(e) => e,
             Err(e) => {
-                tracing::error!("{e}");
+                e.log();
                 eprintln!("local-mcp-server: {e}");
                 return std::process::ExitCode::FAILURE;
             }
@@ -75,13 +62,6 @@ fn main() -> std::process::ExitCode {
         engine.stopped().await;
         tracing::info!("stopped");
         std::process::ExitCode::SUCCESS
-    })
-}
-
-fn log_filter(level: &str) -> EnvFilter {
-    EnvFilter::try_new(engine::config::log_filter(level)).unwrap_or_else(|_| {
-        eprintln!("local-mcp-server: LOG_LEVEL {level:?} is not a valid filter; using info");
-        EnvFilter::new(engine::config::log_filter("info"))
     })
 }
 

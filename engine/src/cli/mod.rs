@@ -10,9 +10,11 @@ mod bridge;
 mod commands;
 pub mod target;
 
+use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use crate::config::{self, Config, ServeArgs};
 use crate::snippets::Client;
 use crate::Error;
 
@@ -90,15 +92,46 @@ impl From<Error> for Failure {
     }
 }
 
-/// Logging for the client commands: warnings only unless asked, to stderr
-/// (stdout is their output, or for `stdio` the protocol).
-pub fn init_logging(level: Option<&str>) {
-    let filter = crate::config::log_filter(level.unwrap_or("warn"));
-    let filter = tracing_subscriber::EnvFilter::try_new(&filter)
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(crate::config::log_filter("warn")));
+/// What a binary's command line asks for, once [`prelude`] has read it.
+pub enum Prelude {
+    /// Serve with this configuration (logging is set up).
+    Serve(Config),
+    /// A client command ran, or the configuration was refused: exit with this.
+    Exit(ExitCode),
+}
+
+/// The start both binaries share: with a client command, run it and exit
+/// (no engine, no display needed); otherwise resolve the configuration
+/// (exit 2 with the reason when it is wrong) and start logging.
+/// `program` names the binary in messages; `cli` is its whole command line.
+pub fn prelude(program: &str, serve: &ServeArgs, command: Option<Command>, cli: &mut clap::Command) -> Prelude {
+    if let Some(command) = command {
+        // Warnings only unless asked: stdout is the commands' output (or, for
+        // `stdio`, the protocol), so logs go to stderr and stay quiet.
+        init_logging(program, serve.log_level.as_deref().unwrap_or("warn"), false);
+        return Prelude::Exit(run(command, cli, serve.connection_file()));
+    }
+    match serve.resolve() {
+        Ok((config, log_level)) => {
+            init_logging(program, &log_level, std::io::stderr().is_terminal());
+            Prelude::Serve(config)
+        }
+        Err(e) => {
+            eprintln!("{program}: {e}");
+            Prelude::Exit(ExitCode::from(2))
+        }
+    }
+}
+
+/// Logs to stderr, filtered by a `LOG_LEVEL` (an invalid one says so and falls back to info).
+fn init_logging(program: &str, level: &str, ansi: bool) {
+    let filter = tracing_subscriber::EnvFilter::try_new(config::log_filter(level)).unwrap_or_else(|_| {
+        eprintln!("{program}: LOG_LEVEL {level:?} is not a valid filter; using info");
+        tracing_subscriber::EnvFilter::new(config::log_filter("info"))
+    });
     tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_ansi(false)
+        .with_ansi(ansi)
         .with_writer(std::io::stderr)
         .init();
 }
