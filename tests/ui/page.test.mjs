@@ -394,4 +394,64 @@ describe("resilience", () => {
     await context.close();
     await server.stop();
   });
+
+  test("a move answered after an agent took a ticket does not bring that ticket back", async () => {
+    const server = await startServer();
+    await server.add("first: taken while the move travels");
+    await server.add("second");
+    await server.add("third");
+    const context = await browser.newContext();
+    const page = await context.newPage();
+    let release;
+    const released = new Promise((r) => (release = r));
+    let moving = false;
+    // The move is done on the server at once; its answer (the whole rail, still
+    // listing the first ticket) reaches the page only after the consume event.
+    await page.route(/\/api\/instructions\/[^/]+\/move$/, async (route) => {
+      const response = await route.fetch();
+      moving = true; // the server has moved it: its answer lists the whole rail as it was then
+      await released;
+      await route.fulfill({ response });
+    });
+    await page.goto(server.url + "/");
+    await until(async () => (await railTexts(page)).length === 3, { what: "three tickets" });
+    await until(() => page.evaluate(() => document.getElementById("conn")?.dataset.conn === "live"), { what: "live" });
+    await page.locator("#rail li").nth(2).locator('[data-action="up"]').click();
+    await until(() => moving, { what: "the move in flight" });
+    await server.consume("racer");
+    await until(async () => (await texts(page, "#ledger .entry__text")).includes("first: taken while the move travels"), { what: "the event applied" });
+    release();
+    await until(async () => (await railTexts(page)).join("|") === "third|second", { what: "the moved order without the taken ticket" });
+    await new Promise((r) => setTimeout(r, 300));
+    assert.deepEqual(await railTexts(page), ["third", "second"], "the move's stale answer put the delivered ticket back on the rail");
+    await context.close();
+    await server.stop();
+  });
+
+  test("the settings form is built from the engine's definitions, limits included", async () => {
+    const server = await startServer();
+    const { page, context } = await openPage(browser, server);
+    const { fields } = await (await fetch(server.url + "/api/config/fields")).json();
+    await page.locator("#settings-details summary").click();
+    for (const f of fields) {
+      const control = page.locator(`#set-${f.short}`);
+      assert.equal(await control.getAttribute("name"), f.name);
+      assert.equal(await page.locator(`label[for="set-${f.short}"]`).textContent(), f.label);
+      if (f.kind === "seconds") {
+        assert.equal(await control.getAttribute("min"), String(f.min), f.name);
+        assert.equal(await control.getAttribute("max"), String(f.max), f.name);
+        await control.fill(String(f.max + 1));
+        await page.getByRole("button", { name: "Save settings" }).click();
+        await until(() => page.locator(`#set-${f.short}-error`).isVisible(), { what: `${f.name} refused inline` });
+        assert.match(await page.locator(`#set-${f.short}-error`).textContent(), new RegExp(`between ${f.min} and ${f.max}`));
+        await control.fill(String(f.min));
+      }
+    }
+    await page.getByRole("button", { name: "Save settings" }).click();
+    await until(async () => (await page.locator("#settings-status").textContent()) === "Saved.", { what: "saved" });
+    const saved = await (await fetch(server.url + "/api/config")).json();
+    for (const f of fields.filter((f) => f.kind === "seconds")) assert.equal(saved[f.name], f.min, f.name);
+    await context.close();
+    await server.stop();
+  });
 });

@@ -1,15 +1,14 @@
 // The agent panel and the header lamp: who is listening, working or gone.
 
-import { el } from "./dom.js";
+import { $, el } from "./dom.js";
 import { every20s, exact, relative } from "./time.js";
 import { on, state } from "./state.js";
 
 const WORDS = { listening: "Listening", working: "Working", idle: "Idle", offline: "Offline" };
 
-
 function renderHeader(status) {
-  const lamp = document.getElementById("lamp");
-  const word = document.getElementById("agent-word");
+  const lamp = $("lamp");
+  const word = $("agent-word");
   const agent = status?.agent;
   const st = agent?.agent_id ? agent.state : "offline";
   lamp.dataset.state = st;
@@ -17,9 +16,9 @@ function renderHeader(status) {
 }
 
 function renderList(status) {
-  const list = document.getElementById("agents");
+  const list = $("agents");
   const agents = status?.agents ?? [];
-  document.getElementById("agents-empty").hidden = agents.length > 0;
+  $("agents-empty").hidden = agents.length > 0;
   const now = Date.now();
   list.replaceChildren(
     ...agents.slice(0, 12).map((a) => {

@@ -49,6 +49,7 @@ export const api = {
   move: (id, where) => request("POST", `/api/instructions/${enc(id)}/move`, where),
   requeue: (id) => request("POST", `/api/instructions/${enc(id)}/requeue`, {}),
   config: () => request("GET", "/api/config"),
+  configFields: () => request("GET", "/api/config/fields"),
   saveConfig: (patch) => request("PATCH", "/api/config", patch),
   clients: () => request("GET", "/api/clients"),
   tokenState: () => request("GET", "/api/token"),

@@ -1,12 +1,17 @@
-// Entry module: wires the feature modules together and loads the queue.
-// It holds no feature logic of its own.
+// Entry module: wires the feature modules together, loads the queue (on
+// boot, after a reset, while polling) and shows the state of the connection
+// (the strip in the header and the banner). Features live in their modules.
 
 import { api } from "./api.js";
 import { initAgents } from "./agents.js";
+import { initComposer } from "./composer.js";
+import { initConnectHelp, initPortNote, loadClients } from "./connect.js";
 import { $ } from "./dom.js";
 import { connect } from "./events.js";
-import { initInstructions, toast } from "./instructions.js";
-import { initSettings } from "./settings.js";
+import { initGate, showGate } from "./gate.js";
+import { initLedger } from "./ledger.js";
+import { initRail } from "./rail.js";
+import { initSettings, loadSettingsForm } from "./settings.js";
 import { initToken, loadToken } from "./token.js";
 import { abandonSnapshot, beginSnapshot, load, on, setConn, state } from "./state.js";
 
@@ -54,95 +59,10 @@ function initConn() {
   });
 }
 
-// ---- port fallback: agents configured for the old port must be told ------
-function initPortNote() {
-  on("status", (s) => {
-    const note = $("port-note");
-    const wanted = s.server.requested_port;
-    note.hidden = !wanted;
-    if (wanted) note.textContent = `Port ${wanted} was taken, so local-mcp is serving on ${location.port}. Point your agents at ${s.server.url}/mcp.`;
-  });
-}
-
-// ---- MCP config snippets (the engine's, shared with the tray and the CLI) ----
-const CLIENT_KEY = "local-mcp.client";
-
-async function loadClients() {
-  let data;
-  try {
-    data = await api.clients();
-  } catch {
-    return; // the banner already says why; the URL above is still right
-  }
-  const pick = $("client-pick");
-  const byId = new Map(data.clients.map((c) => [c.id, c]));
-  pick.replaceChildren(...data.clients.map((c) => new Option(c.name, c.id)));
-  const show = () => {
-    const c = byId.get(pick.value) ?? data.clients[0];
-    $("client-how").textContent = c.how;
-    $("client-snippet").textContent = c.snippet;
-  };
-  const saved = localStorage.getItem(CLIENT_KEY);
-  if (saved && byId.has(saved)) pick.value = saved;
-  pick.onchange = () => {
-    localStorage.setItem(CLIENT_KEY, pick.value);
-    show();
-  };
-  show();
-}
-
-function initConnectHelp() {
-  const url = `${location.origin}/mcp`;
-  $("mcp-url").textContent = url;
-  $("mcp-url-2").textContent = url;
-  document.body.addEventListener("click", async (e) => {
-    const btn = e.target.closest("[data-copy]");
-    if (!btn) return;
-    try {
-      const source = $(btn.dataset.copy);
-      await navigator.clipboard.writeText(source instanceof HTMLInputElement ? source.value : source.textContent);
-      toast("Copied.");
-    } catch {
-      toast("Copy failed: select the text and copy it by hand.");
-    }
-  });
-}
-
-// ---- token gate -------------------------------------------------------------
-function showGate() {
-  const gate = $("gate");
-  if (!gate.open) gate.showModal();
-  $("gate-token").focus();
-}
-
-function initGate(start) {
-  document.addEventListener("auth:required", showGate);
-  $("gate-form").addEventListener("submit", async (e) => {
-    e.preventDefault();
-    const input = $("gate-token");
-    const error = $("gate-error");
-    if (!input.value.trim()) {
-      error.textContent = "Enter the token.";
-      error.hidden = false;
-      return;
-    }
-    try {
-      await api.login(input.value);
-      input.value = "";
-      error.hidden = true;
-      $("gate").close();
-      start();
-    } catch (err) {
-      error.textContent = err.status === 401 ? "That is not this server's token." : err.message;
-      error.hidden = false;
-      input.select();
-    }
-  });
-}
-
 async function start() {
   loadClients();
   loadToken();
+  loadSettingsForm();
   await reload();
   connect(reload);
   $("composer-text").focus();
@@ -174,7 +94,9 @@ initPortNote();
 initAgents();
 initSettings();
 initToken(loadClients);
-initInstructions();
+initComposer();
+initRail();
+initLedger();
 initGate(start);
 $("composer-text").focus();
 boot();

@@ -3,9 +3,8 @@
 // server replays what we missed. If the stream cannot be had (no EventSource,
 // or the server refuses it), the page falls back to polling.
 
-import { applyInstruction, setConn, setSettings, setStatus } from "./state.js";
+import { applyInstruction, KIND, setConn, setSettings, setStatus } from "./state.js";
 
-const INSTRUCTION_EVENTS = ["instruction.created", "instruction.updated", "instruction.deleted", "instruction.consumed"];
 const POLL_MS = 5000;
 const RETRY_STREAM_MS = 30_000;
 /** How long the stream may stay down before the page polls meanwhile. */
@@ -55,7 +54,7 @@ export function connect(reload) {
       }, POLL_AFTER_MS);
     }
   });
-  for (const type of INSTRUCTION_EVENTS) {
+  for (const type of Object.values(KIND)) {
     source.addEventListener(type, (e) => {
       const msg = parse(e);
       if (msg) applyInstruction(type, msg.data);

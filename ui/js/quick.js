@@ -3,9 +3,11 @@
 // the shell intercepts — so this page needs no Tauri IPC at all.
 
 import { api } from "./api.js";
+import { $ } from "./dom.js";
+import { BLANK_INSTRUCTION } from "./text.js";
 
-const box = document.getElementById("quick-text");
-const error = document.getElementById("quick-error");
+const box = $("quick-text");
+const error = $("quick-error");
 
 function fail(msg) {
   error.textContent = msg;
@@ -17,7 +19,7 @@ function fail(msg) {
 async function submit() {
   const text = box.value;
   if (!text.trim()) {
-    fail("Type an instruction first — blank space can't be queued.");
+    fail(BLANK_INSTRUCTION);
     return;
   }
   try {

@@ -1,7 +1,16 @@
 // The page's model of the queue, fed by the API and the event stream. Views
-// subscribe with on(); every mutation announces what changed.
+// subscribe with on(); every mutation announces what changed. This module is
+// the only writer of `state`: views read it and call the functions below.
 
 const bus = new EventTarget();
+
+/** The instruction events of /api/events, as the server names them. */
+export const KIND = {
+  created: "instruction.created",
+  updated: "instruction.updated",
+  deleted: "instruction.deleted",
+  consumed: "instruction.consumed",
+};
 
 export const state = {
   /** Pending instructions in delivery order. */
@@ -57,6 +66,18 @@ export function load({ pending, consumed, status }, missed = []) {
   emit("queue", { kind: "load" });
 }
 
+/**
+ * Replace the pending rail with a list the server sent (e.g. after a move),
+ * replaying the events that arrived while that request was in flight: an
+ * answer can be older than an event (an agent took a ticket meanwhile).
+ */
+export function replacePending(items, missed = []) {
+  inFlight.delete(missed);
+  state.pending = items;
+  for (const [kind, item] of missed) mutate(kind, item);
+  emit("queue", { kind: "load" });
+}
+
 /** A snapshot fetch failed: stop collecting for it. */
 export function abandonSnapshot(missed) {
   inFlight.delete(missed);
@@ -93,9 +114,9 @@ export function applyInstruction(kind, item) {
 
 function mutate(kind, item) {
   const i = state.pending.findIndex((p) => p.id === item.id);
-  if (kind === "instruction.deleted") {
+  if (kind === KIND.deleted) {
     if (i >= 0) state.pending.splice(i, 1);
-  } else if (kind === "instruction.consumed") {
+  } else if (kind === KIND.consumed) {
     if (i >= 0) state.pending.splice(i, 1);
     if (!state.consumed.some((c) => c.id === item.id)) {
       state.consumed.unshift(item);

@@ -116,7 +116,7 @@ settings! {
     /// Seconds of silence after which an agent shows as gone.
     agent_stale_after_seconds: u32 = 30u32, Kind::Seconds { min: 1, max: MAX_WAIT_SECONDS },
         short = "stale", label = "Agent counts as gone after (seconds)", env = "AGENT_STALE_AFTER_SECONDS";
-    /// What an empty queue answers with; empty text makes the result `empty`.
+    /// What an agent is told when nothing was queued; leave it empty to answer with an empty result.
     default_empty_response: String = DEFAULT_EMPTY_RESPONSE, Kind::Text { max_bytes: MAX_INSTRUCTION_BYTES },
         short = "empty", label = "Reply when nothing is queued", env = "DEFAULT_EMPTY_RESPONSE";
 }

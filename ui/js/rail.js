@@ -1,99 +1,21 @@
-// The composer, the pending rail and the ledger.
+// The pending rail: tickets in delivery order, edited in place, moved by
+// keyboard or pointer, deleted with Undo. A ticket an agent takes slides off;
+// one taken or deleted while being edited becomes a conflict panel that keeps
+// the person's text.
 //
 // The rail is rendered keyed by instruction id, so a live update never steals
 // focus or throws away a ticket being edited. Server text is only ever set
 // with textContent.
 
 import { api } from "./api.js";
-import { $, el } from "./dom.js";
-import { appendConsumed, applyInstruction, on, state } from "./state.js";
-import { exact, every20s, relative } from "./time.js";
+import { $, el, iconButton } from "./dom.js";
+import { abandonSnapshot, applyInstruction, beginSnapshot, KIND, on, replacePending, state } from "./state.js";
+import { toast } from "./toast.js";
 
-const LEDGER_PAGE = 20;
 const CLAMP_CHARS = 280;
-let ledgerShown = LEDGER_PAGE;
-/** Tickets being edited: id → { text, conflict } (kept across re-renders). */
+/** Tickets being edited: id → the text in the editor (kept across re-renders). */
 const editing = new Map();
 const ticketEls = new Map();
-let toastTimer = null;
-
-
-
-const ICONS = {
-  up: "M12 5l-7 7h4v7h6v-7h4z",
-  down: "M12 19l7-7h-4V5H9v7H5z",
-  edit: "M4 17.5V20h2.5L17 9.5 14.5 7 4 17.5zM19.7 6.8a1 1 0 0 0 0-1.4l-1.1-1.1a1 1 0 0 0-1.4 0L16 5.5 18.5 8l1.2-1.2z",
-  delete: "M7 6h10l-1 14H8L7 6zm3-3h4l1 2H9l1-2z",
-};
-
-function iconButton(action, label) {
-  const b = el("button", "icon-btn");
-  b.type = "button";
-  b.dataset.action = action;
-  b.setAttribute("aria-label", label);
-  b.title = label;
-  const svg = document.createElementNS("http://www.w3.org/2000/svg", "svg");
-  svg.setAttribute("viewBox", "0 0 24 24");
-  svg.setAttribute("aria-hidden", "true");
-  const path = document.createElementNS("http://www.w3.org/2000/svg", "path");
-  path.setAttribute("d", ICONS[action]);
-  path.setAttribute("fill", "currentColor");
-  svg.append(path);
-  b.append(svg);
-  return b;
-}
-
-export function toast(text, action, onAction) {
-  const t = $("toast");
-  $("toast-text").textContent = text;
-  const btn = $("toast-action");
-  btn.hidden = !action;
-  btn.textContent = action ?? "";
-  btn.onclick = action
-    ? () => {
-        t.hidden = true;
-        onAction();
-      }
-    : null;
-  t.hidden = false;
-  clearTimeout(toastTimer);
-  toastTimer = setTimeout(() => (t.hidden = true), 6000);
-}
-
-// ---- composer -------------------------------------------------------------
-
-function composerError(msg) {
-  const err = $("composer-error");
-  err.textContent = msg ?? "";
-  err.hidden = !msg;
-  $("composer-text").setAttribute("aria-invalid", msg ? "true" : "false");
-}
-
-async function queueFromComposer() {
-  const box = $("composer-text");
-  const text = box.value;
-  if (!text.trim()) {
-    composerError("Type an instruction first — blank space can't be queued.");
-    box.focus();
-    return;
-  }
-  const submit = $("composer-submit");
-  submit.disabled = true;
-  try {
-    const { item } = await api.add(text);
-    applyInstruction("instruction.created", item);
-    box.value = "";
-    composerError(null);
-  } catch (err) {
-    // The text stays in the box: nothing typed is lost.
-    composerError(`Not queued: ${err.message}`);
-  } finally {
-    submit.disabled = false;
-    box.focus();
-  }
-}
-
-// ---- the rail -------------------------------------------------------------
 
 function fillText(p, content) {
   const long = content.length > CLAMP_CHARS || content.split("\n").length > 3;
@@ -105,12 +27,12 @@ function fillText(p, content) {
 function ticketBody(item, index) {
   const body = el("div", "ticket__body");
   const edit = editing.get(item.id);
-  if (edit) {
+  if (edit !== undefined) {
     const label = el("label", "skip", `Edit instruction ${index + 1}`);
     label.htmlFor = `edit-${item.id}`;
     const box = el("textarea", "ticket__editor");
     box.id = `edit-${item.id}`;
-    box.value = edit.text;
+    box.value = edit;
     box.dataset.editor = item.id;
     const row = el("div", "ticket__edit-row");
     const save = el("button", "btn btn--small btn--primary", "Save");
@@ -212,7 +134,7 @@ function departTicket(id) {
 function startEdit(id) {
   const item = state.pending.find((i) => i.id === id);
   if (!item) return;
-  editing.set(id, { text: item.content, conflict: false });
+  editing.set(id, item.content);
   renderRail();
   const box = document.querySelector(`[data-editor="${CSS.escape(id)}"]`);
   box?.focus();
@@ -228,7 +150,7 @@ function cancelEdit(id) {
 async function saveEdit(id) {
   const box = document.querySelector(`[data-editor="${CSS.escape(id)}"]`);
   const text = box?.value ?? "";
-  editing.set(id, { text, conflict: false });
+  editing.set(id, text);
   if (!text.trim()) {
     showNotice(id, "An instruction can't be blank. Delete it instead, or type something.");
     return;
@@ -236,7 +158,7 @@ async function saveEdit(id) {
   try {
     const { item } = await api.edit(id, text);
     editing.delete(id);
-    applyInstruction("instruction.updated", item);
+    applyInstruction(KIND.updated, item);
     ticketEls.get(id)?.querySelector('[data-action="edit"]')?.focus();
   } catch (err) {
     if (err.status === 409 || err.status === 404) conflict(id, text, err.status === 409);
@@ -282,7 +204,7 @@ function conflict(id, text, consumed) {
   requeue.addEventListener("click", async () => {
     try {
       const { item } = await api.add(text);
-      applyInstruction("instruction.created", item);
+      applyInstruction(KIND.created, item);
       panel.remove();
     } catch (err) {
       msg.textContent = `Not queued: ${err.message}`;
@@ -298,6 +220,18 @@ function conflict(id, text, consumed) {
   requeue.focus();
 }
 
+/** Ask the server to move a ticket; the rail becomes the order it answers with. */
+async function moveTo(id, where) {
+  const missed = beginSnapshot();
+  try {
+    const { items } = await api.move(id, where);
+    replacePending(items, missed);
+  } catch (err) {
+    abandonSnapshot(missed);
+    throw err;
+  }
+}
+
 async function move(id, delta) {
   const order = state.pending.map((i) => i.id);
   const at = order.indexOf(id);
@@ -305,9 +239,7 @@ async function move(id, delta) {
   if (at < 0 || to < 0 || to >= order.length) return;
   const where = delta < 0 ? { before_id: order[to] } : { after_id: order[to] };
   try {
-    const { items } = await api.move(id, where);
-    state.pending = items;
-    renderRail();
+    await moveTo(id, where);
     ticketEls.get(id)?.querySelector(`[data-action="${delta < 0 ? "up" : "down"}"]:not([disabled])`)?.focus();
   } catch (err) {
     toast(`Not moved: ${err.message}`);
@@ -322,18 +254,16 @@ async function remove(id) {
   const nextId = order[at + 1];
   try {
     await api.remove(id);
-    applyInstruction("instruction.deleted", item);
+    applyInstruction(KIND.deleted, item);
     // Keep keyboard focus on the rail.
     const focusTarget = ticketEls.get(nextId) ?? ticketEls.get(order[at - 1]);
     (focusTarget?.querySelector('[data-action="delete"]') ?? $("composer-text")).focus();
     toast("Instruction deleted.", "Undo", async () => {
       try {
         const { item: again } = await api.add(item.content);
-        applyInstruction("instruction.created", again);
+        applyInstruction(KIND.created, again);
         if (nextId && state.pending.some((p) => p.id === nextId)) {
-          const { items } = await api.move(again.id, { before_id: nextId });
-          state.pending = items;
-          renderRail();
+          await moveTo(again.id, { before_id: nextId });
         }
       } catch (err) {
         toast(`Could not undo: ${err.message}`);
@@ -344,64 +274,9 @@ async function remove(id) {
   }
 }
 
-// ---- the ledger ------------------------------------------------------------
-
-function entryFor(item, now) {
-  const li = el("li", "entry");
-  li.dataset.id = item.id;
-  const text = el("p", "entry__text", item.content);
-  const meta = el("p", "entry__meta", `${item.consumed_by_agent_id ?? "unknown agent"} · ${relative(item.consumed_at, now)}`);
-  meta.title = `taken ${exact(item.consumed_at)}`;
-  const again = el("button", "btn btn--small", "Send again");
-  again.type = "button";
-  again.dataset.action = "requeue";
-  again.setAttribute("aria-label", `Send again: ${item.content.slice(0, 60)}`);
-  li.append(text, meta, again);
-  return li;
-}
-
-function renderLedger() {
-  const now = Date.now();
-  const shown = state.consumed.slice(0, ledgerShown);
-  $("ledger").replaceChildren(...shown.map((i) => entryFor(i, now)));
-  $("ledger-empty").hidden = state.consumed.length > 0;
-  const total = Math.max(state.consumedTotal, state.consumed.length);
-  $("ledger-aside").textContent = total ? `${total} delivered` : "";
-  $("ledger-more").hidden = shown.length >= total;
-}
-
-async function showMore() {
-  ledgerShown += LEDGER_PAGE * 5;
-  if (state.consumed.length < ledgerShown && state.consumed.length < state.consumedTotal) {
-    try {
-      const { items } = await api.consumed(ledgerShown - state.consumed.length, state.consumed.length);
-      appendConsumed(items);
-      return;
-    } catch (err) {
-      toast(`Could not load more: ${err.message}`);
-    }
-  }
-  renderLedger();
-}
-
 // ---- wiring ----------------------------------------------------------------
 
-export function initInstructions() {
-  const box = $("composer-text");
-  $("composer").addEventListener("submit", (e) => {
-    e.preventDefault();
-    queueFromComposer();
-  });
-  box.addEventListener("keydown", (e) => {
-    if (e.key === "Enter" && (e.ctrlKey || e.metaKey)) {
-      e.preventDefault();
-      queueFromComposer();
-    }
-  });
-  box.addEventListener("input", () => {
-    if (box.value.trim()) composerError(null);
-  });
-
+export function initRail() {
   const rail = $("rail");
   rail.addEventListener("click", (e) => {
     const btn = e.target.closest("[data-action]");
@@ -438,39 +313,17 @@ export function initInstructions() {
   });
   rail.addEventListener("input", (e) => {
     const editor = e.target.closest("[data-editor]");
-    if (editor) editing.set(editor.dataset.editor, { text: editor.value, conflict: false });
+    if (editor) editing.set(editor.dataset.editor, editor.value);
   });
-
-  $("ledger").addEventListener("click", async (e) => {
-    const btn = e.target.closest('[data-action="requeue"]');
-    if (!btn) return;
-    const id = btn.closest("li").dataset.id;
-    btn.disabled = true;
-    try {
-      const { item } = await api.requeue(id);
-      applyInstruction("instruction.created", item);
-      toast("Sent again: it is next on the rail.");
-    } catch (err) {
-      toast(`Not sent again: ${err.message}`);
-    } finally {
-      btn.disabled = false;
-    }
-  });
-  $("ledger-more").addEventListener("click", showMore);
 
   on("queue", ({ kind, item }) => {
-    if (kind === "instruction.consumed" || kind === "instruction.deleted") {
+    if (kind === KIND.consumed || kind === KIND.deleted) {
       if (editing.has(item.id)) {
-        const text = editing.get(item.id).text;
-        conflict(item.id, text, kind === "instruction.consumed");
+        conflict(item.id, editing.get(item.id), kind === KIND.consumed);
       } else {
         departTicket(item.id);
       }
     }
     renderRail();
-    if (kind === "load" || kind === "instruction.consumed") renderLedger();
   });
-  on("ledger", renderLedger);
-  on("status", renderLedger);
-  every20s(renderLedger);
 }

@@ -1,0 +1,63 @@
+// Connecting an agent: the MCP URL, the snippet each client expects (the
+// engine's, shared with the tray and the CLI), copy buttons, and the note
+// that agents must be re-pointed when the port fell back.
+
+import { api } from "./api.js";
+import { $ } from "./dom.js";
+import { on } from "./state.js";
+import { toast } from "./toast.js";
+
+// ---- port fallback: agents configured for the old port must be told ------
+export function initPortNote() {
+  on("status", (s) => {
+    const note = $("port-note");
+    const wanted = s.server.requested_port;
+    note.hidden = !wanted;
+    if (wanted) note.textContent = `Port ${wanted} was taken, so local-mcp is serving on ${location.port}. Point your agents at ${s.server.url}/mcp.`;
+  });
+}
+
+// ---- MCP config snippets (the engine's, shared with the tray and the CLI) ----
+const CLIENT_KEY = "local-mcp.client";
+
+export async function loadClients() {
+  let data;
+  try {
+    data = await api.clients();
+  } catch {
+    return; // the banner already says why; the URL above is still right
+  }
+  const pick = $("client-pick");
+  const byId = new Map(data.clients.map((c) => [c.id, c]));
+  pick.replaceChildren(...data.clients.map((c) => new Option(c.name, c.id)));
+  const show = () => {
+    const c = byId.get(pick.value) ?? data.clients[0];
+    $("client-how").textContent = c.how;
+    $("client-snippet").textContent = c.snippet;
+  };
+  const saved = localStorage.getItem(CLIENT_KEY);
+  if (saved && byId.has(saved)) pick.value = saved;
+  pick.onchange = () => {
+    localStorage.setItem(CLIENT_KEY, pick.value);
+    show();
+  };
+  show();
+}
+
+export function initConnectHelp() {
+  const url = `${location.origin}/mcp`;
+  $("mcp-url").textContent = url;
+  $("mcp-url-2").textContent = url;
+  document.body.addEventListener("click", async (e) => {
+    const btn = e.target.closest("[data-copy]");
+    if (!btn) return;
+    try {
+      const source = $(btn.dataset.copy);
+      await navigator.clipboard.writeText(source instanceof HTMLInputElement ? source.value : source.textContent);
+      toast("Copied.");
+    } catch {
+      toast("Copy failed: select the text and copy it by hand.");
+    }
+  });
+}
+
