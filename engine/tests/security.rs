@@ -1,4 +1,5 @@
-//! DESIGN §6: foreign Host/Origin, non-JSON writes, CORS, bearer token, bind rules.
+//! The security rules (`docs/ARCHITECTURE.md`, "Security"): foreign Host/Origin,
+//! non-JSON writes, CORS, bearer token, bind rules.
 
 mod common;
 

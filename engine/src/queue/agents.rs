@@ -1,7 +1,8 @@
 //! Live `get_user_request` calls per agent, and what an agent's state is.
 //!
 //! Each call takes a generation for its agent; a newer call from the same
-//! agent cancels the older call's supersede token (DESIGN §4 rule 5: the
+//! agent cancels the older call's supersede token (`docs/ARCHITECTURE.md`,
+//! "Delivery rules": the
 //! client already gave up on it, so it must return without consuming).
 
 use std::collections::HashMap;

@@ -1,7 +1,7 @@
 //! `get_user_request`: claim the head of the rail, or wait for one.
 //!
 //! The order of operations is what keeps delivery at-most-once with the
-//! smallest loss window (DESIGN §4 rules 2–5, 9): subscribe to "instruction
+//! smallest loss window (`docs/ARCHITECTURE.md`, "Delivery rules"): subscribe to "instruction
 //! added" before the first claim attempt (no missed wake-up), wait without
 //! polling, and claim only after the wait resolves *and* the caller is still
 //! there and still the agent's newest call.

@@ -10,7 +10,8 @@ use crate::{Error, Result};
 
 /// Migration `i` brings the schema from version `i` to `i + 1`.
 const MIGRATIONS: &[&str] = &[
-    // 1: the seed's data model (DESIGN §3) plus the event log.
+    // 1: instructions, settings, agent activity and the event log
+    // (`docs/ARCHITECTURE.md`, "Data model").
     r#"
     CREATE TABLE instructions (
         id TEXT PRIMARY KEY NOT NULL,

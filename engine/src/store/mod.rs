@@ -6,7 +6,8 @@
 //! The lock is held only for the statements themselves and never across an
 //! `.await`; callers run these blocking calls on `spawn_blocking` threads.
 //!
-//! Durability is chosen per write (DESIGN §3): a person's input commits with
+//! Durability is chosen per write (`docs/ARCHITECTURE.md`, "Data model"): a
+//! person's input commits with
 //! `synchronous=FULL` (survives power loss), a claim with `NORMAL` (survives any
 //! crash of the app; a power loss can at worst roll the claim back so the
 //! instruction is delivered again, never lost).
