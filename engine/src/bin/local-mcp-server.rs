@@ -38,6 +38,7 @@ fn main() -> std::process::ExitCode {
     };
     runtime.block_on(async move {
         let shutdown = CancellationToken::new();
+        let signalled = shutdown_signal();
         tracing::info!(
             host = %config.host,
             port = config.port,
@@ -56,7 +57,7 @@ fn main() -> std::process::ExitCode {
         };
         // One line on stdout-free stderr that scripts and tests can wait for.
         eprintln!("local-mcp-server ready: {} (MCP: {})", engine.url, engine.mcp_url());
-        wait_for_signal().await;
+        signalled.await;
         tracing::info!("shutting down");
         shutdown.cancel();
         engine.stopped().await;
@@ -65,21 +66,34 @@ fn main() -> std::process::ExitCode {
     })
 }
 
-async fn wait_for_signal() {
+/// SIGTERM or Ctrl+C. The handlers are registered when this is called, not
+/// when it is first awaited: a signal sent right after the ready line must
+/// stop the server cleanly rather than kill it.
+fn shutdown_signal() -> impl std::future::Future<Output = ()> {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{signal, SignalKind};
-        let mut term = match signal(SignalKind::terminate()) {
-            Ok(s) => s,
-            Err(_) => return std::future::pending().await,
-        };
-        tokio::select! {
-            _ = tokio::signal::ctrl_c() => {}
-            _ = term.recv() => {}
+        let term = signal(SignalKind::terminate()).ok();
+        let interrupt = signal(SignalKind::interrupt()).ok();
+        async move {
+            let recv = |s: Option<tokio::signal::unix::Signal>| async move {
+                match s {
+                    Some(mut s) => {
+                        s.recv().await;
+                    }
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                _ = recv(term) => {}
+                _ = recv(interrupt) => {}
+            }
         }
     }
     #[cfg(not(unix))]
     {
-        let _ = tokio::signal::ctrl_c().await;
+        async {
+            let _ = tokio::signal::ctrl_c().await;
+        }
     }
 }

@@ -249,10 +249,14 @@ fn object_schema(patch: bool) -> RefOr<Schema> {
     for f in FIELDS {
         let mut schema = f.kind.schema(f, defaults.get(f.name).unwrap_or(&Value::Null));
         if patch {
-            if let Kind::Text { .. } = f.kind {
-                schema["type"] = json!(["string", "null"]);
-                schema["description"] = json!(format!("{} `null` clears it.", f.help));
-            }
+            // `null` is accepted everywhere in a patch: it clears a text and
+            // leaves anything else unchanged.
+            let (kind, what) = match f.kind {
+                Kind::Seconds { .. } => ("integer", "leaves it unchanged"),
+                Kind::Text { .. } => ("string", "clears it"),
+            };
+            schema["type"] = json!([kind, "null"]);
+            schema["description"] = json!(format!("{} `null` {what}.", f.help));
         }
         properties.insert(f.name.to_owned(), schema);
     }
