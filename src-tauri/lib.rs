@@ -109,6 +109,7 @@ pub fn run() -> ExitCode {
                 engine: Mutex::new(None),
             };
             let fallback = engine.port_fallback_from;
+            let holder = engine.queue.facts().requested_port_holder.clone();
             let events = engine.subscribe();
             let mcp_url = engine.mcp_url();
             *shell.engine.lock().unwrap_or_else(|p| p.into_inner()) = Some(engine);
@@ -117,7 +118,8 @@ pub fn run() -> ExitCode {
             let items = tray::create(&handle)?;
             tauri::async_runtime::spawn(follow_engine(handle.clone(), items, events));
             if let Some(port) = fallback {
-                notify::send(&handle, &format!("Port {port} was taken"), &format!("local-mcp is serving on {mcp_url} — update your agents' MCP URL."));
+                let (title, body) = view::port_fallback_notification(port, holder.as_deref(), &mcp_url);
+                notify::send(&handle, &title, &body);
             }
             if let Err(e) = handle.global_shortcut().register(QUICK_ADD_SHORTCUT) {
                 tracing::warn!(error = %e, "could not register the quick-add shortcut {QUICK_ADD_SHORTCUT}; use the tray menu");

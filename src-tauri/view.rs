@@ -68,6 +68,25 @@ pub fn newly_waiting(listening: &mut HashSet<String>, status: &StatusSnapshot) -
     }
 }
 
+/// What the person is told when the configured port was taken. Another
+/// account holding it is a warning: agents configured for that port would
+/// talk to a stranger's server.
+pub fn port_fallback_notification(port: u16, holder: Option<&str>, mcp_url: &str) -> (String, String) {
+    match holder {
+        Some(who) => (
+            format!("Port {port} is held by another account"),
+            format!(
+                "{who} runs a server on port {port}: agents configured for port {port} would reach another \
+                 account's server. local-mcp is serving on {mcp_url} — point your agents there."
+            ),
+        ),
+        None => (
+            format!("Port {port} was taken"),
+            format!("local-mcp is serving on {mcp_url} — update your agents' MCP URL."),
+        ),
+    }
+}
+
 /// The tray for a status snapshot.
 pub fn tray_view(status: &StatusSnapshot) -> TrayView {
     let agent = &status.agent;
@@ -189,6 +208,7 @@ mod tests {
                 url: "http://127.0.0.1:8000".into(),
                 version: "0".into(),
                 requested_port: None,
+                requested_port_holder: None,
             },
             agent: AgentSummary {
                 connected: state != AgentState::Offline,
@@ -244,6 +264,19 @@ mod tests {
             "agents gone from the report are forgotten"
         );
         assert!(newly_waiting(&mut seen, &with_agents(0, &[("c", Listening)])).is_empty());
+    }
+
+    #[test]
+    fn a_port_held_by_another_account_is_a_warning_that_names_it() {
+        let (title, body) = port_fallback_notification(8000, Some("mallory (uid 1001)"), "http://127.0.0.1:8001/mcp");
+        assert_eq!(title, "Port 8000 is held by another account");
+        assert!(
+            body.contains("mallory (uid 1001)") && body.contains("another account's server"),
+            "{body}"
+        );
+        assert!(body.contains("http://127.0.0.1:8001/mcp"));
+        let (title, _) = port_fallback_notification(8000, None, "http://127.0.0.1:8001/mcp");
+        assert_eq!(title, "Port 8000 was taken");
     }
 
     #[test]

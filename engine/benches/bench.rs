@@ -186,6 +186,32 @@ async fn main() {
     ));
     rows.push(("MCP round trip, p99".into(), ms(pct(&rtt, 0.99)), String::new()));
 
+    // The same-user check reads the kernel's socket table once per connection
+    // (keep-alive requests skip it): a fresh connection per request, check on and off.
+    let fresh = reqwest::Client::builder().pool_max_idle_per_host(0).build().unwrap();
+    for on in [true, false] {
+        s.config(json!({ "same_user_only": on })).await;
+        let mut took = Vec::new();
+        for i in 0..550 {
+            let t = Instant::now();
+            let r = fresh.get(format!("{}/healthz", s.url)).send().await.unwrap();
+            assert!(r.status().is_success());
+            if i >= 50 {
+                took.push(t.elapsed());
+            }
+        }
+        took.sort();
+        rows.push((
+            format!(
+                "new connection + GET /healthz, same-user check {}, p50",
+                if on { "on" } else { "off" }
+            ),
+            ms(pct(&took, 0.5)),
+            String::new(),
+        ));
+    }
+    s.config(json!({ "same_user_only": true })).await;
+
     // Wake latency: POST acknowledged → the waiting caller has its result.
     s.config(json!({"default_wait_seconds": 60})).await;
     let s = Arc::new(s);

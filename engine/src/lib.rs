@@ -27,6 +27,7 @@ mod http;
 mod mcp;
 pub mod model;
 mod paths;
+mod peer;
 mod queue;
 mod server;
 pub mod snippets;
@@ -131,6 +132,7 @@ pub async fn start(config: Config, shutdown: CancellationToken) -> Result<Engine
         version: VERSION.into(),
         started_at: time::now(),
         requested_port: port_fallback_from,
+        requested_port_holder: port_fallback_from.and_then(|port| other_account_on(SocketAddr::new(config.host, port))),
     };
     let queue = Queue::new(store, &config.settings, facts, shutdown.clone())?;
     let credentials = Arc::new(Credentials::new(token));
@@ -163,7 +165,12 @@ pub async fn start(config: Config, shutdown: CancellationToken) -> Result<Engine
         }
         tokens.publish_to(path.clone(), info);
     }
-    let guard = Arc::new(http::Guard::new(config.host, addr.port(), credentials.clone()));
+    let me = same_user_account();
+    let settings = queue.clone();
+    let guard = Arc::new(
+        http::Guard::new(config.host, addr.port(), credentials.clone())
+            .same_user_only(me, Arc::new(move || settings.settings().same_user_only)),
+    );
     let router = http::router(http::AppState {
         queue: queue.clone(),
         guard,
@@ -189,4 +196,42 @@ pub async fn start(config: Config, shutdown: CancellationToken) -> Result<Engine
 /// The MCP endpoint under a base URL (`{url}/mcp`).
 pub fn mcp_url(base: &str) -> String {
     format!("{base}{}", http::MCP_PATH)
+}
+
+/// The account this engine runs as, for refusing other accounts' loopback
+/// connections; `None` (with a warning) where the platform cannot tell.
+fn same_user_account() -> Option<peer::Account> {
+    if !peer::supported() {
+        tracing::warn!(
+            "this platform cannot tell which account a local connection comes from: other accounts \
+             on this machine can reach local-mcp unless you require a token (Settings → Access token)"
+        );
+        return None;
+    }
+    match peer::me() {
+        Ok(me) => Some(me),
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot tell which account this is; other accounts are refused unless they send the token");
+            // Fail closed: an account no socket can have.
+            Some(peer::Account::MAX)
+        }
+    }
+}
+
+/// Who holds a port we wanted, when it is another account: agents configured
+/// for that port would talk to a stranger's server, which the person must hear.
+fn other_account_on(addr: SocketAddr) -> Option<String> {
+    let owner = peer::listener_owner(addr).ok()?;
+    if peer::me().ok() == Some(owner) {
+        return None;
+    }
+    let who = peer::describe(owner);
+    tracing::warn!(
+        port = addr.port(),
+        "port {} is held by another account's server ({who}): agents configured for port {} would reach \
+         another account's server — point them at this one's URL",
+        addr.port(),
+        addr.port()
+    );
+    Some(who)
 }

@@ -50,7 +50,7 @@ pub fn default_desktop_prefs() -> Option<PathBuf> {
 /// half-written file, and a secret is never readable by another account.
 pub fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir)?;
+        private_dir(dir)?;
     }
     let mut tmp_name = path.file_name().unwrap_or_default().to_os_string();
     tmp_name.push(format!(".{}.tmp", std::process::id()));
@@ -73,6 +73,46 @@ pub fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     Ok(())
 }
 
+/// Create `dir` (and its missing parents) readable by the owner only. A folder
+/// that already exists keeps its permissions — unless it is one of our own
+/// default folders, which is tightened: it holds the queue, the token and
+/// the connection info, and nothing of anyone else's.
+pub fn private_dir(dir: &Path) -> std::io::Result<()> {
+    let mut builder = std::fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+        builder.mode(0o700);
+        builder.create(dir)?;
+        let ours = project_dirs().is_some_and(|d| dir == d.data_dir() || dir == d.config_dir());
+        let mode = std::fs::metadata(dir)?.permissions().mode() & 0o777;
+        if ours && mode & 0o077 != 0 {
+            std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
+        }
+        Ok(())
+    }
+    #[cfg(not(unix))]
+    {
+        // Windows: a folder under the user's profile is private by its ACL.
+        builder.create(dir)
+    }
+}
+
+/// Make an existing file readable and writable by its owner only.
+pub fn make_private(path: &Path) -> std::io::Result<()> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = path;
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -91,5 +131,11 @@ mod tests {
         }
         let leftovers = std::fs::read_dir(path.parent().unwrap()).unwrap().count();
         assert_eq!(leftovers, 1, "no temp file is left behind");
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = std::fs::metadata(path.parent().unwrap()).unwrap().permissions().mode();
+            assert_eq!(mode & 0o777, 0o700, "a folder we create is owner-only");
+        }
     }
 }

@@ -4,10 +4,13 @@
 use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 
+use axum::extract::connect_info::Connected;
+use axum::serve::{IncomingStream, Listener};
 use axum::Router;
-use tokio::net::TcpListener;
+use tokio::net::{TcpListener, TcpStream};
 use tokio_util::sync::CancellationToken;
 
+use crate::http::Peer;
 use crate::{Error, Result};
 
 /// How many ports after the configured one to try when it is taken.
@@ -65,17 +68,42 @@ pub fn url_host(host: IpAddr) -> String {
     }
 }
 
-/// Serve until `shutdown` is cancelled, then give open requests a short grace.
-pub async fn serve(listener: TcpListener, router: Router, shutdown: CancellationToken) {
-    use axum::serve::ListenerExt;
-    // MCP answers are SSE: several small writes per call. Without TCP_NODELAY,
-    // Nagle's algorithm meets the client's delayed ACK and every call stalls ~40 ms.
-    let listener = listener.tap_io(|tcp| {
+/// The listener: accepted connections get `TCP_NODELAY`, and each carries
+/// its [`Peer`] (address, our end) into the requests made on it.
+struct Accepting(TcpListener);
+
+impl Listener for Accepting {
+    type Io = TcpStream;
+    type Addr = SocketAddr;
+
+    async fn accept(&mut self) -> (TcpStream, SocketAddr) {
+        let (tcp, addr) = Listener::accept(&mut self.0).await;
+        // MCP answers are SSE: several small writes per call. Without TCP_NODELAY,
+        // Nagle's algorithm meets the client's delayed ACK and every call stalls ~40 ms.
         if let Err(e) = tcp.set_nodelay(true) {
             tracing::debug!(error = %e, "could not set TCP_NODELAY");
         }
-    });
-    let graceful = axum::serve(listener, router).with_graceful_shutdown(shutdown.clone().cancelled_owned());
+        (tcp, addr)
+    }
+
+    fn local_addr(&self) -> std::io::Result<SocketAddr> {
+        self.0.local_addr()
+    }
+}
+
+impl Connected<IncomingStream<'_, Accepting>> for Peer {
+    fn connect_info(stream: IncomingStream<'_, Accepting>) -> Peer {
+        Peer::new(*stream.remote_addr(), stream.io().local_addr().ok())
+    }
+}
+
+/// Serve until `shutdown` is cancelled, then give open requests a short grace.
+pub async fn serve(listener: TcpListener, router: Router, shutdown: CancellationToken) {
+    let listener = Accepting(listener);
+    // Each connection carries its peer's address, so the guard can tell which
+    // account it comes from (once per connection, on its first request).
+    let service = router.into_make_service_with_connect_info::<Peer>();
+    let graceful = axum::serve(listener, service).with_graceful_shutdown(shutdown.clone().cancelled_owned());
     let serving = tokio::spawn(async move { graceful.await });
     tokio::pin!(serving);
     tokio::select! {

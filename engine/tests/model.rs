@@ -59,6 +59,7 @@ async fn run(ops: Vec<Op>) {
         version: "0".into(),
         started_at: "t".into(),
         requested_port: None,
+        requested_port_holder: None,
     };
     let settings = Settings {
         default_wait_seconds: 0,

@@ -13,7 +13,11 @@ export function initPortNote() {
     const note = $("port-note");
     const wanted = s.server.requested_port;
     note.hidden = !wanted;
-    if (wanted) note.textContent = `Port ${wanted} was taken, so local-mcp is serving on ${location.port}. Point your agents at ${s.server.url}/mcp.`;
+    if (!wanted) return;
+    const holder = s.server.requested_port_holder;
+    note.textContent = holder
+      ? `Port ${wanted} is held by another account's server (${holder}): agents configured for port ${wanted} would reach another account's server. local-mcp is serving on ${location.port}; point your agents at ${s.server.url}/mcp.`
+      : `Port ${wanted} was taken, so local-mcp is serving on ${location.port}. Point your agents at ${s.server.url}/mcp.`;
   });
 }
 

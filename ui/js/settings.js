@@ -18,7 +18,9 @@ function fill(settings, force = false) {
   // Do not overwrite what the person is typing.
   if (!settings || !fields.length || (!force && f.contains(document.activeElement))) return;
   for (const field of fields) {
-    if (field.name in settings) inputOf(field).value = settings[field.name];
+    if (!(field.name in settings)) continue;
+    if (field.kind === "switch") inputOf(field).checked = settings[field.name];
+    else inputOf(field).value = settings[field.name];
   }
 }
 
@@ -32,6 +34,10 @@ function fieldFor(field) {
   if (field.kind === "seconds") {
     control = el("input");
     Object.assign(control, { type: "number", inputMode: "numeric", min: field.min, max: field.max, step: 1, required: true });
+  } else if (field.kind === "switch") {
+    control = el("input");
+    control.type = "checkbox";
+    box.classList.add("field--switch");
   } else {
     control = el("textarea");
     control.rows = 3;
@@ -54,7 +60,9 @@ function check(field) {
   const error = $(`${input.id}-error`);
   let msg = "";
   let value = input.value;
-  if (field.kind === "seconds") {
+  if (field.kind === "switch") {
+    value = input.checked;
+  } else if (field.kind === "seconds") {
     const raw = input.value.trim();
     value = Number(raw);
     if (raw === "" || !Number.isInteger(value)) msg = `${field.label} must be a whole number.`;

@@ -257,7 +257,11 @@ impl Bridge {
 
     /// One POST of `message`, its answer relayed to `sink`.
     async fn attempt(&self, message: &Value, sink: Sink) -> Result<Outcome, Failed> {
-        let target = self.target().map_err(|e| Failed::Away(e.to_string()))?;
+        let target = self.target().map_err(|e| match e {
+            // Another account's server on the port: waiting will not make it ours.
+            crate::Error::Forbidden(text) => Failed::Fatal(text),
+            e => Failed::Away(e.to_string()),
+        })?;
         let (session, version) = {
             let state = lock(&self.state);
             (state.session_id.clone(), state.protocol_version.clone())

@@ -5,7 +5,9 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::connection;
+use std::net::{IpAddr, SocketAddr};
+
+use crate::{connection, peer};
 use crate::{Error, Result};
 
 /// How the CLI finds the server.
@@ -47,21 +49,59 @@ impl Source {
         }
     }
 
+    /// The server to talk to — refused when another account of this machine
+    /// runs it (it could be squatting on the port: it would read what we
+    /// send and feed our agents).
     pub fn resolve(&self) -> Result<Target> {
-        match self {
-            Source::Fixed { url, token } => Ok(Target {
+        let target = match self {
+            Source::Fixed { url, token } => Target {
                 base: base_url(url)?,
                 token: token.clone().filter(|t| !t.is_empty()),
-            }),
+            },
             Source::File(path) => {
                 let info = connection::read(path)?;
-                Ok(Target {
+                Target {
                     base: base_url(&info.url)?,
                     token: info.token,
-                })
+                }
             }
-        }
+        };
+        same_account(&target.base)?;
+        Ok(target)
     }
+}
+
+/// Refuse a loopback server that another account runs. A server that is not
+/// there (yet) passes: connecting will say so, and a restart may bring ours.
+fn same_account(base: &str) -> Result<()> {
+    let Some(addr) = loopback_addr(base) else {
+        return Ok(()); // a remote server: the token is what protects it
+    };
+    let (Ok(me), Ok(owner)) = (peer::me(), peer::listener_owner(addr)) else {
+        return Ok(());
+    };
+    if owner == me {
+        return Ok(());
+    }
+    Err(Error::Forbidden(format!(
+        "the server at {base} is run by another account ({}), not by you: refusing to send it your \
+         instructions or to relay its answers to your agent. Stop that server, or run yours on another \
+         port (HTTP_PORT) and point your agents at it",
+        peer::describe(owner)
+    )))
+}
+
+/// `http://127.0.0.1:8000` → the socket address, when the host is this machine's loopback.
+fn loopback_addr(base: &str) -> Option<SocketAddr> {
+    let url = reqwest::Url::parse(base).ok()?;
+    let port = url.port_or_known_default()?;
+    let ip = match url.host()? {
+        url::Host::Domain(d) if d.eq_ignore_ascii_case("localhost") => IpAddr::from([127, 0, 0, 1]),
+        url::Host::Domain(_) => return None,
+        url::Host::Ipv4(a) => IpAddr::V4(a),
+        url::Host::Ipv6(a) => IpAddr::V6(a),
+    };
+    ip.is_loopback().then_some(SocketAddr::new(ip, port))
 }
 
 /// `http://h:p`, `http://h:p/` and `http://h:p/mcp` all name the same server.

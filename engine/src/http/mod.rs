@@ -24,7 +24,7 @@ mod status;
 use std::sync::Arc;
 
 use axum::routing::get;
-use axum::{Json, Router};
+use axum::Router;
 use tokio_util::sync::CancellationToken;
 use utoipa::OpenApi;
 use utoipa_axum::router::OpenApiRouter;
@@ -34,7 +34,7 @@ use crate::mcp;
 use crate::queue::Queue;
 
 pub use extract::{ApiJson, ApiPath, ApiQuery};
-pub use security::Guard;
+pub use security::{Guard, Peer};
 
 /// The largest request body accepted anywhere: far above any instruction
 /// (64 KiB), far below what could hurt.
@@ -82,11 +82,12 @@ pub fn router(state: AppState) -> Router {
             state.shutdown.clone(),
         ));
     let (api, doc) = api();
-    let doc = Arc::new(doc);
+    // Served as written once: the document never changes while serving.
+    let doc = bytes::Bytes::from(serde_json::to_vec(&doc).unwrap_or_default());
     let guard = state.guard.clone();
     api.route(
         "/api/openapi.json",
-        get(move || async move { Json(doc.as_ref().clone()) }),
+        get(move || async move { ([(axum::http::header::CONTENT_TYPE, "application/json")], doc) }),
     )
     .route("/api/docs", get(page::api_docs))
     .route("/", get(page::index))

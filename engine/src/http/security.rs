@@ -2,19 +2,70 @@
 //! boundary, because every web page the person visits can reach it (see
 //! `docs/ARCHITECTURE.md`, "Security").
 //!
-//! In order: a foreign `Host` (DNS rebinding) or `Origin` (a web page) is 403;
+//! In order: a loopback peer owned by another account of this machine is 403
+//! unless it carries the token (loopback is no boundary between accounts);
+//! a foreign `Host` (DNS rebinding) or `Origin` (a web page) is 403;
 //! a body over the limit is 413; a state-changing request that is not JSON is
 //! 415 (no CSRF through simple forms); `/api/*` and `/mcp` need the bearer
 //! token when one is set (compared in constant time by `auth`, read only from
 //! the `Authorization` header or the page's session cookie). No CORS headers are ever granted. Every response
 //! carries a strict Content-Security-Policy and no-sniff/no-frame headers.
 
-use std::net::IpAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
+
+use axum::extract::connect_info::ConnectInfo;
+use tokio::sync::OnceCell;
 
 use super::error::error_response;
 use super::MAX_BODY_BYTES;
 use crate::auth::{Credentials, SESSION_COOKIE};
+use crate::peer::{self, Account};
+
+/// The other end of a connection, and (looked up once, on its first
+/// request) the account that owns it. Cloned into every request of the connection.
+#[derive(Debug, Clone)]
+pub struct Peer {
+    pub addr: SocketAddr,
+    /// Our end (the address the connection came in on).
+    pub local: Option<SocketAddr>,
+    owner: Arc<OnceCell<Result<Account, String>>>,
+}
+
+impl Peer {
+    pub fn new(addr: SocketAddr, local: Option<SocketAddr>) -> Peer {
+        Peer {
+            addr,
+            local,
+            owner: Arc::default(),
+        }
+    }
+
+    /// Whether it comes from this machine's loopback (where accounts must be told apart).
+    pub fn is_loopback(&self) -> bool {
+        self.addr.ip().to_canonical().is_loopback()
+    }
+
+    /// The account owning the peer's socket; an error says why it is unknown.
+    async fn owner(&self) -> Result<Account, String> {
+        self.owner
+            .get_or_init(|| async {
+                let (addr, local) = (self.addr, self.local);
+                let Some(local) = local else {
+                    return Err("our end of the connection is unknown".to_owned());
+                };
+                // A read of the kernel's socket table: blocking file I/O.
+                tokio::task::spawn_blocking(move || peer::owner(addr, local).map_err(|e| e.to_string()))
+                    .await
+                    .unwrap_or_else(|e| Err(e.to_string()))
+            })
+            .await
+            .clone()
+    }
+}
+
+/// Whether to refuse other accounts now (the runtime setting), read per request.
+pub type SameUserOnly = Arc<dyn Fn() -> bool + Send + Sync>;
 use axum::extract::{Request, State};
 use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
 use axum::middleware::Next;
@@ -26,7 +77,6 @@ img-src 'self' data:; font-src 'self'; connect-src 'self'; object-src 'none'; ba
 form-action 'self'; frame-ancestors 'none'";
 
 /// Who may talk to us: the request policy, asking [`Credentials`] about tokens.
-#[derive(Debug)]
 pub struct Guard {
     /// Host names accepted in `Host` and `Origin` (loopback names, plus the bind address).
     hosts: Vec<String>,
@@ -36,9 +86,13 @@ pub struct Guard {
     /// The port we actually serve on (after any fallback).
     port: u16,
     credentials: Arc<Credentials>,
+    /// The account we run as (`None` where the platform cannot tell owners).
+    me: Option<Account>,
+    same_user_only: SameUserOnly,
 }
 
 impl Guard {
+    /// A guard that lets in any local account (see [`Guard::same_user_only`]).
     pub fn new(bind: IpAddr, port: u16, credentials: Arc<Credentials>) -> Guard {
         let mut hosts: Vec<String> = vec!["localhost".into(), "127.0.0.1".into(), "[::1]".into()];
         if !bind.is_loopback() && !bind.is_unspecified() {
@@ -52,7 +106,37 @@ impl Guard {
             any_host: bind.is_unspecified(),
             port,
             credentials,
+            me: None,
+            same_user_only: Arc::new(|| false),
         }
+    }
+
+    /// Refuse loopback peers of other accounts (that carry no token) while `on()` says so.
+    pub fn same_user_only(mut self, me: Option<Account>, on: SameUserOnly) -> Guard {
+        self.me = me;
+        self.same_user_only = on;
+        self
+    }
+
+    /// `None` when the peer may go on; otherwise why it may not.
+    async fn foreign_account(&self, peer: Option<&Peer>, headers: &HeaderMap) -> Option<String> {
+        let (Some(me), Some(peer)) = (self.me, peer) else {
+            return None; // no peer facts (a test router) or a platform that cannot tell
+        };
+        // Remote peers are the token's business: beyond loopback one is mandatory.
+        if !peer.is_loopback() || !(self.same_user_only)() {
+            return None;
+        }
+        let why = match peer.owner().await {
+            Ok(owner) if owner == me => return None,
+            Ok(owner) => format!("it belongs to another account ({})", peer::describe(owner)),
+            // Never fail open: an owner we cannot tell is not ours.
+            Err(e) => format!("its owner cannot be told ({e})"),
+        };
+        if self.credentials.token_required() && self.token_ok(headers) {
+            return None; // a deliberate second account, with the token
+        }
+        Some(why)
     }
 
     /// `host[:port]` names us: a known host name and, if given, our port.
@@ -128,6 +212,15 @@ fn needs_token(path: &str) -> bool {
 /// The middleware.
 pub async fn guard(State(sec): State<Arc<Guard>>, req: Request, next: Next) -> Response {
     let headers = req.headers();
+    let peer = req.extensions().get::<ConnectInfo<Peer>>().map(|c| &c.0);
+    if let Some(why) = sec.foreign_account(peer, headers).await {
+        tracing::warn!(peer = ?peer.map(|p| p.addr), path = req.uri().path(), "refused a local connection: {why}");
+        return error_response(
+            StatusCode::FORBIDDEN,
+            "forbidden",
+            "this local-mcp belongs to another account on this machine; send its API token to use it",
+        );
+    }
     let host = headers.get(header::HOST).and_then(|v| v.to_str().ok()).unwrap_or("");
     if !sec.host_ok(host) {
         tracing::warn!(host, path = req.uri().path(), "refused a request for a foreign Host");

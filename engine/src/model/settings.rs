@@ -25,6 +25,8 @@ pub enum Kind {
     /// Text of at most `max_bytes` bytes of UTF-8, without NUL; `null` in a
     /// patch clears it.
     Text { max_bytes: usize },
+    /// On or off.
+    Switch,
 }
 
 /// One setting's definition, as the page and the API describe it.
@@ -119,6 +121,9 @@ settings! {
     /// What an agent is told when nothing was queued; leave it empty to answer with an empty result.
     default_empty_response: String = DEFAULT_EMPTY_RESPONSE, Kind::Text { max_bytes: MAX_INSTRUCTION_BYTES },
         short = "empty", label = "Reply when nothing is queued", env = "DEFAULT_EMPTY_RESPONSE";
+    /// Refuse other accounts of this machine unless they send the token. Turning it off lets any local account read and queue instructions that your agents carry out with your rights.
+    same_user_only: bool = true, Kind::Switch,
+        short = "same-user", label = "Only my account may use local-mcp", env = "SAME_USER_ONLY";
 }
 
 /// The definition of the setting called `name`.
@@ -135,7 +140,7 @@ fn take<T: serde::de::DeserializeOwned>(
     let kind = field(name).map(|f| f.kind);
     let value = match (kind, value) {
         // `null` leaves a number unchanged and clears a text.
-        (Some(Kind::Seconds { .. }), Value::Null) => return Ok(None),
+        (Some(Kind::Seconds { .. } | Kind::Switch), Value::Null) => return Ok(None),
         (Some(Kind::Text { .. }), Value::Null) => Value::String(String::new()),
         (Some(Kind::Seconds { .. }), Value::Number(n)) => Value::from(whole_seconds(&n)?),
         (_, v) => v,
@@ -165,6 +170,10 @@ impl Kind {
                 Some(n) if (u64::from(min)..=u64::from(max)).contains(&n) => Ok(()),
                 _ => Err(Error::Invalid(format!("{name} must be between {min} and {max}"))),
             },
+            Kind::Switch => match value {
+                Value::Bool(_) => Ok(()),
+                _ => Err(Error::Invalid(format!("{name} must be true or false"))),
+            },
             Kind::Text { max_bytes } => {
                 let text = value.as_str().unwrap_or_default();
                 if text.len() > max_bytes {
@@ -183,6 +192,7 @@ impl Kind {
         let mut schema = match self {
             Kind::Seconds { min, max } => json!({ "type": "integer", "minimum": min, "maximum": max }),
             Kind::Text { .. } => json!({ "type": "string" }),
+            Kind::Switch => json!({ "type": "boolean" }),
         };
         schema["title"] = json!(field.label);
         schema["description"] = json!(field.help);
@@ -234,6 +244,10 @@ impl Settings {
                     Err(_) => continue,
                 },
                 Some(Kind::Text { .. }) => Value::String(text),
+                Some(Kind::Switch) => match text.parse::<bool>() {
+                    Ok(b) => Value::Bool(b),
+                    Err(_) => continue,
+                },
                 None => continue,
             };
             values.insert(name, value);
@@ -254,6 +268,7 @@ fn object_schema(patch: bool) -> RefOr<Schema> {
             let (kind, what) = match f.kind {
                 Kind::Seconds { .. } => ("integer", "leaves it unchanged"),
                 Kind::Text { .. } => ("string", "clears it"),
+                Kind::Switch => ("boolean", "leaves it unchanged"),
             };
             schema["type"] = json!([kind, "null"]);
             schema["description"] = json!(format!("{} `null` {what}.", f.help));

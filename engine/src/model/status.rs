@@ -24,6 +24,10 @@ pub struct ServerSummary {
     /// Set when the configured port was taken: agents configured for it must be updated.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub requested_port: Option<u16>,
+    /// Set when another account's server holds the configured port: who. Agents
+    /// configured for that port would reach a stranger's server.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requested_port_holder: Option<String>,
 }
 
 /// The single-agent summary older clients read: the most relevant agent, or nothing known.

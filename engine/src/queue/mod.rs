@@ -32,6 +32,8 @@ pub struct ServerFacts {
     pub started_at: String,
     /// The configured port, when it was taken and another one is in use.
     pub requested_port: Option<u16>,
+    /// The other account holding that port, if it is not ours.
+    pub requested_port_holder: Option<String>,
 }
 
 /// The queue service. Cheap to clone; all clones share one queue.

@@ -91,6 +91,7 @@ impl Queue {
                 url: facts.url.clone(),
                 version: facts.version.clone(),
                 requested_port: facts.requested_port,
+                requested_port_holder: facts.requested_port_holder.clone(),
             },
             agent,
             agents,

@@ -13,6 +13,7 @@ fn queue(wait: u32) -> (Queue, CancellationToken) {
         version: "0".into(),
         started_at: time::now(),
         requested_port: None,
+        requested_port_holder: None,
     };
     let settings = Settings {
         default_wait_seconds: wait,

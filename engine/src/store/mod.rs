@@ -21,7 +21,7 @@ use std::time::Duration;
 
 use rusqlite::{Connection, TransactionBehavior};
 
-use crate::{Error, Result};
+use crate::{paths, Error, Result};
 
 pub use queries::{Db, StoredEvent};
 
@@ -44,8 +44,19 @@ impl Store {
     /// Refuses a database written by a newer version of the program.
     pub fn open(path: &Path) -> Result<Store> {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir)
+            paths::private_dir(dir)
                 .map_err(|e| Error::Startup(format!("cannot create the database folder {}: {e}", dir.display())))?;
+        }
+        // Owner-only before SQLite writes anything: it gives the WAL and
+        // shared-memory files the database file's permissions.
+        std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .map_err(|e| Error::Startup(format!("cannot create the database {}: {e}", path.display())))?;
+        if let Err(e) = paths::make_private(path) {
+            // Some file systems (a FAT stick, a network share) have no modes to set.
+            tracing::warn!(path = %path.display(), error = %e, "could not make the database owner-only");
         }
         let conn = Connection::open(path)
             .map_err(|e| Error::Startup(format!("cannot open the database {}: {e}", path.display())))?;

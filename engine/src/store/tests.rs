@@ -181,3 +181,27 @@ fn the_event_log_is_pruned_but_ids_keep_growing() {
         [newest - 2, newest - 1, newest]
     );
 }
+
+#[cfg(unix)]
+#[test]
+fn the_database_and_its_folder_are_owner_only() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("new-folder").join("queue.sqlite3");
+    let store = Store::open(&path).unwrap();
+    store
+        .write(
+            Durability::Full,
+            |db| db.seed_settings(&crate::model::Settings::default()),
+            |_| {},
+        )
+        .unwrap();
+    let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&path), 0o600);
+    assert_eq!(
+        mode(&path.with_extension("sqlite3-wal")),
+        0o600,
+        "the WAL follows the database"
+    );
+    assert_eq!(mode(path.parent().unwrap()), 0o700);
+}
