@@ -7,13 +7,15 @@
 //! Each module owns one concern, and imports only from the layers below it
 //! (`tests/layers.rs` checks this; `docs/ARCHITECTURE.md` has the map):
 //!
-//! 1. `error`, `time`, `paths`, [`model`] — plain data, the file places, the error type.
-//! 2. `store` — SQLite: the schema and every SQL statement.
-//! 3. `events` (the domain events and their bus), `auth` (the token and the
-//!    page session), `connection` (the connection-info file), `snippets`.
-//! 4. `queue` — the rules: what a person or an agent can do to the queue.
-//! 5. `mcp` (the tool), `http` (the API, the page, SSE, the guard), [`cli`].
-//! 6. `server` (bind and serve) and this file, which wires them together.
+//! 1. `error`, [`time`], `paths` (the file places), `peer` (who owns a local socket).
+//! 2. [`model`] — the nouns, plain data; the settings are declared there once.
+//! 3. [`config`] (flags, environment, file) and `store` (SQLite: every SQL statement).
+//! 4. `events` (the domain events and their bus), `auth` (the token and the
+//!    page session), `connection` (the connection-info file), [`snippets`].
+//! 5. `queue` — the rules: what a person or an agent can do to the queue.
+//! 6. `mcp` (the tools, resources, prompt) and [`cli`] (commands, the stdio bridge).
+//! 7. `http` — the guard, the API, SSE, the page, and `/mcp` nested.
+//! 8. `server` (bind and serve) and this file, which wires them together.
 //!
 //! Only what the binaries, the desktop shell and the tests use is public.
 
@@ -46,7 +48,7 @@ pub use auth::Credentials;
 pub use config::{Config, ServeArgs};
 pub use error::{Error, Result};
 pub use events::{Event, EventData, EventKind};
-pub use http::MAX_BODY_BYTES;
+pub use http::{mcp_url, MAX_BODY_BYTES};
 pub use paths::default_desktop_prefs;
 pub use queue::{Queue, ServerFacts};
 pub use store::{Db, Durability, Store};
@@ -191,11 +193,6 @@ pub async fn start(config: Config, shutdown: CancellationToken) -> Result<Engine
         shutdown,
         task,
     })
-}
-
-/// The MCP endpoint under a base URL (`{url}/mcp`).
-pub fn mcp_url(base: &str) -> String {
-    format!("{base}{}", http::MCP_PATH)
 }
 
 /// The account this engine runs as, for refusing other accounts' loopback

@@ -8,19 +8,29 @@
 //! a body over the limit is 413; a state-changing request that is not JSON is
 //! 415 (no CSRF through simple forms); `/api/*` and `/mcp` need the bearer
 //! token when one is set (compared in constant time by `auth`, read only from
-//! the `Authorization` header or the page's session cookie). No CORS headers are ever granted. Every response
-//! carries a strict Content-Security-Policy and no-sniff/no-frame headers.
+//! the `Authorization` header or the page's session cookie). No CORS headers
+//! are ever granted. Every response carries a strict Content-Security-Policy
+//! and no-sniff/no-frame headers.
 
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 
 use axum::extract::connect_info::ConnectInfo;
+use axum::extract::{Request, State};
+use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
+use axum::middleware::Next;
+use axum::response::Response;
 use tokio::sync::OnceCell;
 
 use super::error::error_response;
 use super::MAX_BODY_BYTES;
 use crate::auth::{Credentials, SESSION_COOKIE};
 use crate::peer::{self, Account};
+
+/// The page needs nothing from anywhere but its own origin, and no inline code.
+pub const CONTENT_SECURITY_POLICY: &str = "default-src 'self'; script-src 'self'; style-src 'self'; \
+img-src 'self' data:; font-src 'self'; connect-src 'self'; object-src 'none'; base-uri 'none'; \
+form-action 'self'; frame-ancestors 'none'";
 
 /// The other end of a connection, and (looked up once, on its first
 /// request) the account that owns it. Cloned into every request of the connection.
@@ -54,7 +64,7 @@ impl Peer {
                 let Some(local) = local else {
                     return Err("our end of the connection is unknown".to_owned());
                 };
-                // A read of the kernel's socket table: blocking file I/O.
+                // A netlink round trip to the kernel: blocking I/O, off the async threads.
                 tokio::task::spawn_blocking(move || peer::owner(addr, local).map_err(|e| e.to_string()))
                     .await
                     .unwrap_or_else(|e| Err(e.to_string()))
@@ -66,15 +76,6 @@ impl Peer {
 
 /// Whether to refuse other accounts now (the runtime setting), read per request.
 pub type SameUserOnly = Arc<dyn Fn() -> bool + Send + Sync>;
-use axum::extract::{Request, State};
-use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
-use axum::middleware::Next;
-use axum::response::Response;
-
-/// The page needs nothing from anywhere but its own origin, and no inline code.
-pub const CONTENT_SECURITY_POLICY: &str = "default-src 'self'; script-src 'self'; style-src 'self'; \
-img-src 'self' data:; font-src 'self'; connect-src 'self'; object-src 'none'; base-uri 'none'; \
-form-action 'self'; frame-ancestors 'none'";
 
 /// Who may talk to us: the request policy, asking [`Credentials`] about tokens.
 pub struct Guard {

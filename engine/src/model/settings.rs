@@ -67,7 +67,7 @@ macro_rules! settings {
 
         /// Every setting, in the order the page shows them.
         pub const FIELDS: &[Field] = &[
-            $( Field { name: stringify!($name), short: $short, label: $label, help: $help, env: $env, kind: $kind }, )*
+            $( Field { name: stringify!($name), short: $short, label: $label, help: $help.trim_ascii_start(), env: $env, kind: $kind }, )*
         ];
 
         /// Some settings: a `PATCH /api/config` body, or first-run values from
@@ -77,7 +77,7 @@ macro_rules! settings {
         #[serde(try_from = "Map<String, Value>")]
         pub struct SettingsPatch {
             $(
-                #[arg(long, env = $env, help = concat!("First-run value: ", $help))]
+                #[arg(long, env = $env, help = flag_help(stringify!($name)))]
                 pub $name: Option<$ty>,
             )*
         }
@@ -124,6 +124,23 @@ settings! {
     /// Refuse other accounts of this machine unless they send the token. Turning it off lets any local account read and queue instructions that your agents carry out with your rights.
     same_user_only: bool = true, Kind::Switch,
         short = "same-user", label = "Only my account may use local-mcp", env = "SAME_USER_ONLY";
+}
+
+/// A setting's `--help` line: what it does, its limits and its default.
+fn flag_help(name: &str) -> String {
+    let Some(f) = field(name) else { return String::new() };
+    let default = Settings::default().to_map().remove(name).unwrap_or(Value::Null);
+    let limits = match f.kind {
+        Kind::Seconds { min, max } => format!(" ({min}..={max})"),
+        Kind::Text { max_bytes } => format!(" (at most {max_bytes} bytes)"),
+        Kind::Switch => " (true or false)".to_owned(),
+    };
+    let default = match default {
+        Value::String(text) if text.chars().count() > 40 => format!("{:?}…", text.chars().take(40).collect::<String>()),
+        Value::String(text) => format!("{text:?}"),
+        other => other.to_string(),
+    };
+    format!("First-run value: {}{limits} [default: {default}]", f.help)
 }
 
 /// The definition of the setting called `name`.
