@@ -171,7 +171,7 @@ pub async fn start(config: Config, shutdown: CancellationToken) -> Result<Engine
     let settings = queue.clone();
     let guard = Arc::new(
         http::Guard::new(config.host, addr.port(), credentials.clone())
-            .same_user_only(me, Arc::new(move || settings.settings().same_user_only)),
+            .same_user_only(me, Arc::new(move || settings.setting(|s| s.same_user_only))),
     );
     let router = http::router(http::AppState {
         queue: queue.clone(),

@@ -156,9 +156,8 @@ fn take<T: serde::de::DeserializeOwned>(
     let Some(value) = map.remove(name) else { return Ok(None) };
     let kind = field(name).map(|f| f.kind);
     let value = match (kind, value) {
-        // `null` leaves a number unchanged and clears a text.
-        (Some(Kind::Seconds { .. } | Kind::Switch), Value::Null) => return Ok(None),
-        (Some(Kind::Text { .. }), Value::Null) => Value::String(String::new()),
+        (Some(kind), Value::Null) if kind.null_clears() => Value::String(String::new()),
+        (Some(_), Value::Null) => return Ok(None),
         (Some(Kind::Seconds { .. }), Value::Number(n)) => Value::from(whole_seconds(&n)?),
         (_, v) => v,
     };
@@ -180,6 +179,11 @@ fn whole_seconds(n: &serde_json::Number) -> std::result::Result<u32, String> {
 }
 
 impl Kind {
+    /// What `null` means in a patch: it clears a text; anything else stays as it is.
+    fn null_clears(self) -> bool {
+        matches!(self, Kind::Text { .. })
+    }
+
     /// Check one value; the message names the field and what it allows.
     fn check(self, name: &str, value: &Value) -> Result<()> {
         match self {
@@ -280,14 +284,13 @@ fn object_schema(patch: bool) -> RefOr<Schema> {
     for f in FIELDS {
         let mut schema = f.kind.schema(f, defaults.get(f.name).unwrap_or(&Value::Null));
         if patch {
-            // `null` is accepted everywhere in a patch: it clears a text and
-            // leaves anything else unchanged.
-            let (kind, what) = match f.kind {
-                Kind::Seconds { .. } => ("integer", "leaves it unchanged"),
-                Kind::Text { .. } => ("string", "clears it"),
-                Kind::Switch => ("boolean", "leaves it unchanged"),
+            // `null` is accepted everywhere in a patch (see `take`).
+            let what = if f.kind.null_clears() {
+                "clears it"
+            } else {
+                "leaves it unchanged"
             };
-            schema["type"] = json!([kind, "null"]);
+            schema["type"] = json!([schema["type"].take(), "null"]);
             schema["description"] = json!(format!("{} `null` {what}.", f.help));
         }
         properties.insert(f.name.to_owned(), schema);

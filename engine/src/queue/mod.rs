@@ -128,7 +128,13 @@ impl Queue {
     }
 
     pub fn settings(&self) -> Settings {
-        self.inner.settings.read().unwrap_or_else(|p| p.into_inner()).clone()
+        self.setting(Settings::clone)
+    }
+
+    /// One value of the settings, read without copying the rest (the guard
+    /// asks on every request).
+    pub fn setting<T>(&self, read: impl FnOnce(&Settings) -> T) -> T {
+        read(&self.inner.settings.read().unwrap_or_else(|p| p.into_inner()))
     }
 
     // ---- a person's changes (durable: synchronous=FULL) ---------------------
