@@ -122,6 +122,8 @@ fn prefill(db: &Path, n: usize) {
                         id: format!("bench-{i}"),
                         ..engine::model::Instruction::new_pending(
                             format!("benchmark instruction {i}"),
+                            "default".into(),
+                            None,
                             i as i64 + 1,
                             engine::time::now(),
                         )

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use serde::Serialize;
 use tokio::sync::broadcast;
 
-use crate::model::{Instruction, Settings, StatusSnapshot};
+use crate::model::{Instruction, QueueRecord, Settings, StatusSnapshot};
 
 /// What changed. (`stream.reset`, for a page that fell too far behind to
 /// replay, is not a domain event: the SSE stream writes it itself.)
@@ -31,6 +31,9 @@ pub enum EventKind {
     StatusChanged,
     #[serde(rename = "config.updated")]
     ConfigUpdated,
+    /// A queue was created, renamed, archived or restored, held or released.
+    #[serde(rename = "queue.updated")]
+    QueueUpdated,
 }
 
 impl EventKind {
@@ -42,6 +45,7 @@ impl EventKind {
             EventKind::InstructionConsumed => "instruction.consumed",
             EventKind::StatusChanged => "status.changed",
             EventKind::ConfigUpdated => "config.updated",
+            EventKind::QueueUpdated => "queue.updated",
         }
     }
 }
@@ -54,6 +58,16 @@ pub enum EventData {
     Instruction(Instruction),
     Status(Box<StatusSnapshot>),
     Config(Settings),
+    Queue(QueueChange),
+}
+
+/// A queue as it is after a change; `renamed_from` when the change was a rename.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct QueueChange {
+    #[serde(flatten)]
+    pub queue: QueueRecord,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub renamed_from: Option<String>,
 }
 
 /// One event, with its JSON payload rendered once for every listener.

@@ -16,6 +16,8 @@ use serde_json::json;
 pub enum Client {
     Vscode,
     ClaudeCode,
+    /// Claude Code's project file, `.mcp.json`: one queue per repository.
+    ClaudeCodeProject,
     Cursor,
     Codex,
     Windsurf,
@@ -39,8 +41,10 @@ pub struct Target {
 /// What the snippets are built from.
 #[derive(Debug, Clone)]
 pub struct Endpoint<'a> {
-    /// The MCP endpoint URL (`…/mcp`).
+    /// The MCP endpoint URL (`…/mcp`, or `…/mcp/q/<queue>`).
     pub mcp_url: &'a str,
+    /// The queue the URL names, when it is not `default` (the stdio bridge takes it as `--queue`).
+    pub queue: Option<&'a str>,
     pub token: Option<&'a str>,
     /// The program that runs the stdio bridge (`<program> stdio`), ideally an
     /// absolute path: desktop clients do not inherit a shell's PATH.
@@ -53,6 +57,7 @@ impl Client {
         match self {
             Client::Vscode => "vscode",
             Client::ClaudeCode => "claude-code",
+            Client::ClaudeCodeProject => "claude-code-project",
             Client::Cursor => "cursor",
             Client::Codex => "codex",
             Client::Windsurf => "windsurf",
@@ -65,9 +70,10 @@ impl Client {
         Client::ALL.into_iter().find(|c| c.id() == id)
     }
 
-    pub const ALL: [Client; 6] = [
+    pub const ALL: [Client; 7] = [
         Client::Vscode,
         Client::ClaudeCode,
+        Client::ClaudeCodeProject,
         Client::Cursor,
         Client::Codex,
         Client::Windsurf,
@@ -78,6 +84,7 @@ impl Client {
         match self {
             Client::Vscode => "VS Code",
             Client::ClaudeCode => "Claude Code",
+            Client::ClaudeCodeProject => "Claude Code (project)",
             Client::Cursor => "Cursor",
             Client::Codex => "Codex",
             Client::Windsurf => "Windsurf",
@@ -89,6 +96,9 @@ impl Client {
         match self {
             Client::Vscode => "Save as .vscode/mcp.json in your project (or add to your user MCP configuration).",
             Client::ClaudeCode => "Run this in a terminal.",
+            Client::ClaudeCodeProject => {
+                "Save as .mcp.json at the root of your project; Claude Code asks once to approve it."
+            }
             Client::Cursor => "Save as .cursor/mcp.json in your project, or ~/.cursor/mcp.json for all projects.",
             Client::Codex => "Add to ~/.codex/config.toml.",
             Client::Windsurf => "Add to ~/.codeium/windsurf/mcp_config.json.",
@@ -129,9 +139,18 @@ pub fn snippet(client: Client, endpoint: &Endpoint<'_>) -> String {
         }
         Client::Cursor => pretty(json!({ "mcpServers": { "local-mcp": with_headers(json!({ "url": url })) } })),
         Client::Windsurf => pretty(json!({ "mcpServers": { "local-mcp": with_headers(json!({ "serverUrl": url })) } })),
-        Client::ClaudeDesktop => pretty(json!({
-            "mcpServers": { "local-mcp": { "command": endpoint.bridge_program, "args": ["stdio"] } }
+        Client::ClaudeCodeProject => pretty(json!({
+            "mcpServers": { "local-mcp": with_headers(json!({ "type": "http", "url": url })) }
         })),
+        Client::ClaudeDesktop => {
+            let mut args = vec!["stdio"];
+            if let Some(q) = endpoint.queue {
+                args.extend(["--queue", q]);
+            }
+            pretty(json!({
+                "mcpServers": { "local-mcp": { "command": endpoint.bridge_program, "args": args } }
+            }))
+        }
         Client::ClaudeCode => match &auth {
             Some(a) => format!("claude mcp add --transport http local-mcp {url} --header \"Authorization: {a}\""),
             None => format!("claude mcp add --transport http local-mcp {url}"),
@@ -174,6 +193,7 @@ mod tests {
     fn endpoint(token: Option<&str>) -> Endpoint<'_> {
         Endpoint {
             mcp_url: URL,
+            queue: None,
             token,
             bridge_program: "/usr/bin/local-mcp-server",
         }
@@ -234,5 +254,19 @@ mod tests {
         assert_eq!(v["mcpServers"]["local-mcp"]["command"], "/usr/bin/local-mcp-server");
         assert_eq!(v["mcpServers"]["local-mcp"]["args"], json!(["stdio"]));
         assert_eq!(all(&endpoint(None)).len(), Client::ALL.len());
+        let queued = Endpoint {
+            queue: Some("repo-a"),
+            ..endpoint(None)
+        };
+        let v: serde_json::Value = serde_json::from_str(&snippet(Client::ClaudeDesktop, &queued)).unwrap();
+        assert_eq!(v["mcpServers"]["local-mcp"]["args"], json!(["stdio", "--queue", "repo-a"]));
+    }
+
+    #[test]
+    fn claude_code_projects_get_an_mcp_json() {
+        let v = json_of(Client::ClaudeCodeProject, Some("t0k"));
+        assert_eq!(v["mcpServers"]["local-mcp"]["type"], "http");
+        assert_eq!(v["mcpServers"]["local-mcp"]["url"], URL);
+        assert_eq!(v["mcpServers"]["local-mcp"]["headers"]["Authorization"], "Bearer t0k");
     }
 }

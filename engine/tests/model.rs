@@ -1,18 +1,28 @@
-//! Model-based test of the queue: random sequences of add / edit / delete /
-//! move / send-again / claim against the real queue (real SQLite) and a plain
-//! in-memory model. After every step the pending rail and the ledger must match
-//! the model, and edits or deletes of consumed instructions must be refused.
+//! Model-based test of the queue: random sequences of add / edit / readdress
+//! / move between queues / delete / reorder / send-again / hold / release /
+//! stop / claim, over three queues and three agents, against the real queue
+//! (real SQLite) and a plain in-memory model. After every step each queue's
+//! pending rail and the ledger must match the model; a targeted instruction
+//! must never reach another agent; edits or deletes of consumed instructions
+//! must be refused.
 
-use engine::model::{InstructionStatus, MoveTo, RequeuePlace, Settings, StatusFilter};
+use std::collections::HashSet;
+
+use engine::model::{InstructionPatch, Listing, MoveTo, NewInstruction, RequeuePlace, ResultType, Settings};
 use engine::Error;
 use engine::{Queue, ServerFacts, Store};
 use proptest::prelude::*;
 use tokio_util::sync::CancellationToken;
 
+const QUEUES: [&str; 3] = ["default", "b", "c"];
+const AGENTS: [&str; 3] = ["x", "y", "z"];
+
 #[derive(Debug, Clone)]
 enum Op {
-    Add(String),
+    Add(String, usize, Option<usize>),
     Edit(usize, String),
+    Readdress(usize, Option<usize>),
+    MoveQueue(usize, usize),
     Delete(usize),
     EditConsumed(usize),
     DeleteConsumed(usize),
@@ -20,17 +30,29 @@ enum Op {
     MoveAfter(usize, usize),
     MoveTo(usize, bool),
     Requeue(usize, bool),
-    Claim,
+    Hold(Option<usize>, bool),
+    Stop(usize, usize),
+    Claim(usize, usize),
 }
 
 fn text() -> impl Strategy<Value = String> {
     "[a-z ]{0,6}[a-z]{1,3}"
 }
 
+fn queue() -> impl Strategy<Value = usize> {
+    0..QUEUES.len()
+}
+
+fn target() -> impl Strategy<Value = Option<usize>> {
+    prop_oneof![2 => Just(None), 1 => (0..AGENTS.len()).prop_map(Some)]
+}
+
 fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
-        3 => text().prop_map(Op::Add),
+        4 => (text(), queue(), target()).prop_map(|(t, q, a)| Op::Add(t, q, a)),
         1 => (any::<usize>(), text()).prop_map(|(i, t)| Op::Edit(i, t)),
+        1 => (any::<usize>(), target()).prop_map(|(i, a)| Op::Readdress(i, a)),
+        1 => (any::<usize>(), queue()).prop_map(|(i, q)| Op::MoveQueue(i, q)),
         1 => any::<usize>().prop_map(Op::Delete),
         1 => any::<usize>().prop_map(Op::EditConsumed),
         1 => any::<usize>().prop_map(Op::DeleteConsumed),
@@ -38,15 +60,47 @@ fn op() -> impl Strategy<Value = Op> {
         1 => (any::<usize>(), any::<usize>()).prop_map(|(a, b)| Op::MoveAfter(a, b)),
         1 => (any::<usize>(), any::<bool>()).prop_map(|(a, f)| Op::MoveTo(a, f)),
         1 => (any::<usize>(), any::<bool>()).prop_map(|(a, f)| Op::Requeue(a, f)),
-        2 => Just(Op::Claim),
+        1 => (proptest::option::of(queue()), any::<bool>()).prop_map(|(q, h)| Op::Hold(q, h)),
+        1 => (queue(), 0..AGENTS.len()).prop_map(|(q, a)| Op::Stop(q, a)),
+        5 => (queue(), 0..AGENTS.len()).prop_map(|(q, a)| Op::Claim(q, a)),
     ]
 }
 
-/// The model: pending (id, content) in delivery order; consumed ids and contents.
+#[derive(Debug, Clone, PartialEq)]
+struct Item {
+    id: String,
+    content: String,
+    queue: String,
+    target: Option<String>,
+}
+
+/// The model: pending items per queue in delivery order (one list, filtered
+/// per queue), consumed items, held queues, seen agents and stop requests.
 #[derive(Default)]
 struct Model {
-    pending: Vec<(String, String)>,
-    consumed: Vec<(String, String)>,
+    pending: Vec<Item>,
+    consumed: Vec<Item>,
+    held: HashSet<String>,
+    seen: HashSet<(String, String)>,
+    stops: HashSet<(String, String)>,
+}
+
+impl Model {
+    fn rail(&self, queue: &str) -> Vec<Item> {
+        self.pending.iter().filter(|i| i.queue == queue).cloned().collect()
+    }
+
+    fn takes(&self, queue: &str, agent: &str) -> Vec<Item> {
+        self.rail(queue)
+            .into_iter()
+            .filter(|i| i.target.as_deref().is_none_or(|t| t == agent))
+            .collect()
+    }
+
+    fn remove(&mut self, id: &str) -> Item {
+        let at = self.pending.iter().position(|i| i.id == id).unwrap();
+        self.pending.remove(at)
+    }
 }
 
 fn pick<T>(v: &[T], i: usize) -> Option<&T> {
@@ -74,125 +128,224 @@ async fn run(ops: Vec<Op>) {
     .unwrap();
     let mut m = Model::default();
     for op in ops {
-        match op {
-            Op::Add(t) => {
-                let item = q.add(t.clone()).await.unwrap();
-                m.pending.push((item.id, t));
+        match op.clone() {
+            Op::Add(t, qi, a) => {
+                let new = NewInstruction {
+                    content: t.clone(),
+                    queue: Some(QUEUES[qi].to_owned()),
+                    target: a.map(|a| AGENTS[a].to_owned()),
+                };
+                let item = q.add(new).await.unwrap();
+                m.pending.push(Item {
+                    id: item.id,
+                    content: t,
+                    queue: QUEUES[qi].to_owned(),
+                    target: a.map(|a| AGENTS[a].to_owned()),
+                });
             }
             Op::Edit(i, t) => {
-                if let Some((id, _)) = pick(&m.pending, i).cloned() {
-                    q.edit(id.clone(), t.clone()).await.unwrap();
-                    m.pending.iter_mut().find(|p| p.0 == id).unwrap().1 = t;
+                if let Some(it) = pick(&m.pending, i).cloned() {
+                    q.edit(it.id.clone(), InstructionPatch::content(t.clone())).await.unwrap();
+                    m.pending.iter_mut().find(|p| p.id == it.id).unwrap().content = t;
+                }
+            }
+            Op::Readdress(i, a) => {
+                if let Some(it) = pick(&m.pending, i).cloned() {
+                    let target = a.map(|a| AGENTS[a].to_owned());
+                    let patch = InstructionPatch {
+                        target: Some(target.clone()),
+                        ..InstructionPatch::default()
+                    };
+                    let got = q.edit(it.id.clone(), patch).await.unwrap();
+                    assert_eq!(got.target, target);
+                    m.pending.iter_mut().find(|p| p.id == it.id).unwrap().target = target;
+                }
+            }
+            Op::MoveQueue(i, qi) => {
+                if let Some(it) = pick(&m.pending, i).cloned() {
+                    let patch = InstructionPatch {
+                        queue: Some(QUEUES[qi].to_owned()),
+                        ..InstructionPatch::default()
+                    };
+                    q.edit(it.id.clone(), patch).await.unwrap();
+                    let mut moved = m.remove(&it.id);
+                    moved.queue = QUEUES[qi].to_owned();
+                    m.pending.push(moved); // the back of its new queue
                 }
             }
             Op::Delete(i) => {
-                if let Some((id, _)) = pick(&m.pending, i).cloned() {
-                    q.delete(id.clone()).await.unwrap();
-                    m.pending.retain(|p| p.0 != id);
+                if let Some(it) = pick(&m.pending, i).cloned() {
+                    q.delete(it.id.clone()).await.unwrap();
+                    m.remove(&it.id);
                 }
             }
             Op::EditConsumed(i) => {
-                if let Some((id, _)) = pick(&m.consumed, i).cloned() {
-                    assert!(matches!(q.edit(id, "x".into()).await, Err(Error::Conflict(_))));
+                if let Some(it) = pick(&m.consumed, i).cloned() {
+                    let r = q.edit(it.id.clone(), InstructionPatch::content("x")).await;
+                    assert!(matches!(r, Err(Error::Conflict(_))));
+                    let readdress = InstructionPatch {
+                        queue: Some("b".into()),
+                        ..InstructionPatch::default()
+                    };
+                    assert!(matches!(q.edit(it.id, readdress).await, Err(Error::Conflict(_))));
                 }
             }
             Op::DeleteConsumed(i) => {
-                if let Some((id, _)) = pick(&m.consumed, i).cloned() {
-                    assert!(matches!(q.delete(id).await, Err(Error::Conflict(_))));
+                if let Some(it) = pick(&m.consumed, i).cloned() {
+                    assert!(matches!(q.delete(it.id).await, Err(Error::Conflict(_))));
                 }
             }
             Op::MoveBefore(a, b) | Op::MoveAfter(a, b) => {
                 let before = matches!(op, Op::MoveBefore(..));
-                let (Some((id, _)), Some((anchor, _))) = (pick(&m.pending, a).cloned(), pick(&m.pending, b).cloned())
-                else {
+                let (Some(it), Some(anchor)) = (pick(&m.pending, a).cloned(), pick(&m.pending, b).cloned()) else {
                     continue;
                 };
                 let to = MoveTo {
-                    before_id: before.then(|| anchor.clone()),
-                    after_id: (!before).then(|| anchor.clone()),
+                    before_id: before.then(|| anchor.id.clone()),
+                    after_id: (!before).then(|| anchor.id.clone()),
                     to: None,
                 };
-                let r = q.move_to(id.clone(), to).await;
-                if id == anchor {
+                let r = q.move_to(it.id.clone(), to).await;
+                if it.id == anchor.id {
                     assert!(matches!(r, Err(Error::Invalid(_))), "moving relative to itself");
                     continue;
                 }
-                r.unwrap();
-                let from = m.pending.iter().position(|p| p.0 == id).unwrap();
-                let item = m.pending.remove(from);
-                let at = m.pending.iter().position(|p| p.0 == anchor).unwrap();
-                m.pending.insert(if before { at } else { at + 1 }, item);
+                if it.queue != anchor.queue {
+                    assert!(matches!(r, Err(Error::Conflict(_))), "an anchor in another queue");
+                    continue;
+                }
+                let rail = r.unwrap();
+                assert!(rail.iter().all(|i| i.queue == it.queue), "the answer is the queue's rail");
+                let moving = m.remove(&it.id);
+                let at = m.pending.iter().position(|p| p.id == anchor.id).unwrap();
+                m.pending.insert(if before { at } else { at + 1 }, moving);
             }
             Op::MoveTo(a, front) => {
-                if let Some((id, _)) = pick(&m.pending, a).cloned() {
+                if let Some(it) = pick(&m.pending, a).cloned() {
                     let place = if front { RequeuePlace::Front } else { RequeuePlace::Back };
-                    q.move_to(
-                        id.clone(),
-                        MoveTo {
-                            before_id: None,
-                            after_id: None,
-                            to: Some(place),
-                        },
-                    )
-                    .await
-                    .unwrap();
-                    let from = m.pending.iter().position(|p| p.0 == id).unwrap();
-                    let item = m.pending.remove(from);
+                    let to = MoveTo {
+                        before_id: None,
+                        after_id: None,
+                        to: Some(place),
+                    };
+                    q.move_to(it.id.clone(), to).await.unwrap();
+                    let moving = m.remove(&it.id);
                     if front {
-                        m.pending.insert(0, item)
+                        m.pending.insert(0, moving)
                     } else {
-                        m.pending.push(item)
+                        m.pending.push(moving)
                     }
                 }
             }
             Op::Requeue(i, front) => {
-                if let Some((id, content)) = pick(&m.consumed, i).cloned() {
+                if let Some(it) = pick(&m.consumed, i).cloned() {
                     let place = if front { RequeuePlace::Front } else { RequeuePlace::Back };
-                    let item = q.requeue(id, place).await.unwrap();
-                    assert_eq!(item.content, content);
+                    let item = q.requeue(it.id.clone(), place).await.unwrap();
+                    assert_eq!((&item.content, &item.queue, &item.target), (&it.content, &it.queue, &it.target));
+                    let copy = Item { id: item.id, ..it };
                     if front {
-                        m.pending.insert(0, (item.id, content))
+                        m.pending.insert(0, copy)
                     } else {
-                        m.pending.push((item.id, content))
+                        m.pending.push(copy)
                     }
                 }
             }
-            Op::Claim => {
+            Op::Hold(qi, held) => {
+                let name = qi.map(|i| QUEUES[i]);
+                match q.set_held(name, held).await {
+                    Ok(_) => {
+                        let names: Vec<String> = match name {
+                            Some(n) => vec![n.to_owned()],
+                            None => q.queues(true).await.unwrap().into_iter().map(|i| i.name).collect(),
+                        };
+                        for n in names {
+                            if held {
+                                m.held.insert(n);
+                            } else {
+                                m.held.remove(&n);
+                            }
+                        }
+                    }
+                    // A queue nobody has used yet does not exist.
+                    Err(Error::NotFound(_)) => assert!(q.queues(true).await.unwrap().iter().all(|i| Some(i.name.as_str()) != name)),
+                    Err(e) => panic!("{e}"),
+                }
+            }
+            Op::Stop(qi, ai) => {
+                let key = (QUEUES[qi].to_owned(), AGENTS[ai].to_owned());
+                match q.stop_agent(&key.0, &key.1).await {
+                    Ok(()) => {
+                        assert!(m.seen.contains(&key), "only a seen agent can be stopped");
+                        m.stops.insert(key);
+                    }
+                    Err(Error::NotFound(_)) => assert!(!m.seen.contains(&key)),
+                    Err(e) => panic!("{e}"),
+                }
+            }
+            Op::Claim(qi, ai) => {
+                let (queue, agent) = (QUEUES[qi], AGENTS[ai]);
                 let (r, _) = q
-                    .get_user_request(Some("model"), CancellationToken::new(), None)
+                    .get_user_request(Some(queue), Some(agent), CancellationToken::new(), None)
                     .await
                     .unwrap();
-                match m.pending.first().cloned() {
-                    Some((id, content)) => {
-                        let got = r.instruction.expect("an instruction while the model has one");
-                        assert_eq!((got.id.as_str(), got.content.as_str()), (id.as_str(), content.as_str()));
-                        m.pending.remove(0);
-                        m.consumed.push((id, content));
-                        assert_eq!(r.remaining_pending, m.pending.len() as u64);
+                assert_eq!(r.queue, queue);
+                let key = (queue.to_owned(), agent.to_owned());
+                m.seen.insert(key.clone());
+                if m.stops.remove(&key) {
+                    assert_eq!(r.result_type, ResultType::Stop, "a stop comes first, once");
+                    assert!(r.instruction.is_none());
+                } else if m.held.contains(queue) {
+                    assert!(r.instruction.is_none(), "a held queue delivers nothing");
+                } else {
+                    match m.takes(queue, agent).first().cloned() {
+                        Some(want) => {
+                            let got = r.instruction.expect("an instruction while the model has one");
+                            assert_eq!((&got.id, &got.content, &got.target), (&want.id, &want.content, &want.target));
+                            let item = m.remove(&want.id);
+                            m.consumed.push(item);
+                        }
+                        None => assert!(r.instruction.is_none(), "nothing this agent may take"),
                     }
-                    None => assert!(r.instruction.is_none()),
                 }
+                assert_eq!(r.remaining_pending, m.takes(queue, agent).len() as u64);
             }
         }
-        // After every step: same rail, same ledger.
-        let pending = q.list(StatusFilter::Pending, None, 0).await.unwrap();
-        let got: Vec<(String, String)> = pending.iter().map(|i| (i.id.clone(), i.content.clone())).collect();
-        assert_eq!(got, m.pending, "pending rail differs from the model");
-        let consumed = q.list(StatusFilter::Consumed, None, 0).await.unwrap();
-        assert!(consumed.iter().all(|i| i.status == InstructionStatus::Consumed));
-        let mut got: Vec<&str> = consumed.iter().map(|i| i.id.as_str()).collect();
-        let mut want: Vec<&str> = m.consumed.iter().map(|c| c.0.as_str()).collect();
+        // After every step: same rail in every queue, same ledger.
+        for queue in QUEUES {
+            let rail = q.list(Listing::pending().in_queue(queue)).await.unwrap();
+            let got: Vec<Item> = rail
+                .into_iter()
+                .map(|i| Item {
+                    id: i.id,
+                    content: i.content,
+                    queue: i.queue,
+                    target: i.target,
+                })
+                .collect();
+            assert_eq!(got, m.rail(queue), "queue {queue} differs from the model after {op:?}");
+        }
+        let consumed = q.list(Listing::consumed()).await.unwrap();
+        let mut got: Vec<(&str, Option<&str>)> = consumed
+            .iter()
+            .map(|i| (i.id.as_str(), i.consumed_by_agent_id.as_deref()))
+            .collect();
         got.sort_unstable();
+        let mut want: Vec<&str> = m.consumed.iter().map(|c| c.id.as_str()).collect();
         want.sort_unstable();
-        assert_eq!(got, want, "ledger differs from the model");
+        assert_eq!(got.iter().map(|g| g.0).collect::<Vec<_>>(), want, "ledger differs from the model");
+        for c in &consumed {
+            if let Some(t) = &c.target {
+                assert_eq!(c.consumed_by_agent_id.as_ref(), Some(t), "a targeted instruction reached another agent");
+            }
+        }
     }
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
 
     #[test]
-    fn the_queue_behaves_like_its_model(ops in proptest::collection::vec(op(), 1..40)) {
+    fn the_queue_behaves_like_its_model(ops in proptest::collection::vec(op(), 1..60)) {
         let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
         rt.block_on(run(ops));
     }

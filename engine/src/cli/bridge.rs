@@ -41,8 +41,9 @@ const VERSION_HEADER: &str = "mcp-protocol-version";
 /// The id of a replayed `initialize` (its answer is not the client's).
 const REPLAY_ID: &str = "local-mcp-bridge:reinitialize";
 
-/// Run the bridge until stdin closes.
-pub async fn run(source: Source) -> Result<()> {
+/// Run the bridge until stdin closes, as an agent of `queue` (default `default`).
+pub async fn run(source: Source, queue: Option<String>) -> Result<()> {
+    let queue = crate::model::queue_or_default(queue.as_deref())?;
     let (out, mut lines_out) = mpsc::unbounded_channel::<String>();
     // One writer: whole lines, never interleaved.
     let writer = tokio::spawn(async move {
@@ -56,13 +57,14 @@ pub async fn run(source: Source) -> Result<()> {
     });
     let bridge = Arc::new(Bridge {
         source,
+        queue,
         http: http_client()?,
         out,
         state: Mutex::default(),
         inflight: Mutex::default(),
     });
     match bridge.source.resolve() {
-        Ok(t) => tracing::info!("bridging stdio to {}", t.mcp_url()),
+        Ok(t) => tracing::info!("bridging stdio to {}", t.queue_url(&bridge.queue)),
         Err(e) => tracing::warn!("{e}; requests will wait up to {RECONNECT_FOR:?} for it"),
     }
 
@@ -88,6 +90,8 @@ pub async fn run(source: Source) -> Result<()> {
 
 struct Bridge {
     source: Source,
+    /// The queue this bridge's agent takes from: it picks the endpoint URL.
+    queue: String,
     http: reqwest::Client,
     out: mpsc::UnboundedSender<String>,
     state: Mutex<State>,
@@ -268,7 +272,7 @@ impl Bridge {
         };
         let mut request = self
             .http
-            .post(target.mcp_url())
+            .post(target.queue_url(&self.queue))
             .header(CONTENT_TYPE, "application/json")
             .header(ACCEPT, "application/json, text/event-stream")
             .body(message.to_string());
@@ -386,7 +390,7 @@ impl Bridge {
         };
         let mut request = self
             .http
-            .delete(target.mcp_url())
+            .delete(target.queue_url(&self.queue))
             .header(SESSION_HEADER, session)
             .timeout(Duration::from_secs(2));
         if let Some(token) = &target.token {

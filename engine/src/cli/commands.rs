@@ -1,4 +1,5 @@
-//! `status`, `add`, `list` and `config`: small JSON API calls, printed for people.
+//! `status`, `add`, `list`, `hold`, `release`, `stop` and `config`: small
+//! JSON API calls, printed for people.
 
 use std::io::Read;
 
@@ -50,8 +51,19 @@ fn print_json(value: &Value) {
     println!("{}", serde_json::to_string_pretty(value).unwrap_or_default());
 }
 
-pub async fn status(target: &Target, raw: bool) -> Result<(), Failure> {
-    let s = call(target, reqwest::Method::GET, "/api/status", None).await?;
+pub async fn status(target: &Target, only: Option<&str>, raw: bool) -> Result<(), Failure> {
+    let only = only.map(crate::model::queue_name).transpose()?;
+    let mut s = call(target, reqwest::Method::GET, "/api/status", None).await?;
+    if let Some(q) = &only {
+        for list in ["queues", "agents"] {
+            if let Some(items) = s[list].as_array_mut() {
+                items.retain(|i| i.get("queue").or(i.get("name")).and_then(Value::as_str) == Some(q));
+            }
+        }
+        if s["queues"].as_array().is_some_and(Vec::is_empty) {
+            return Err(Failure(format!("no queue named {q}"), 1));
+        }
+    }
     if raw {
         print_json(&s);
         return Ok(());
@@ -63,18 +75,26 @@ pub async fn status(target: &Target, raw: bool) -> Result<(), Failure> {
         server["url"].as_str().unwrap_or(&target.base),
         server["url"].as_str().unwrap_or(&target.base),
     );
-    println!(
-        "queue: {} pending, {} delivered",
-        s["queue"]["pending_count"], s["queue"]["consumed_count"]
-    );
+    for q in s["queues"].as_array().cloned().unwrap_or_default() {
+        let name = q["name"].as_str().unwrap_or("?");
+        println!(
+            "queue {name}: {} pending, {} delivered{} (MCP: {}{})",
+            q["pending_count"],
+            q["consumed_count"],
+            if q["held"] == true { ", HELD" } else { "" },
+            server["url"].as_str().unwrap_or(&target.base),
+            crate::model::mcp_path(name),
+        );
+    }
     let agents = s["agents"].as_array().cloned().unwrap_or_default();
     if agents.is_empty() {
         println!("agents: none has called yet");
     }
     for a in agents {
         println!(
-            "agent {}: {}{}",
+            "agent {} in {}: {}{}",
             a["agent_id"].as_str().unwrap_or("?"),
+            a["queue"].as_str().unwrap_or("?"),
             a["state"].as_str().unwrap_or("?"),
             a["last_seen_at"]
                 .as_str()
@@ -85,7 +105,7 @@ pub async fn status(target: &Target, raw: bool) -> Result<(), Failure> {
     Ok(())
 }
 
-pub async fn add(target: &Target, words: &[String]) -> Result<(), Failure> {
+pub async fn add(target: &Target, queue: Option<String>, to: Option<String>, words: &[String]) -> Result<(), Failure> {
     let content = if words == ["-"] {
         let mut text = String::new();
         std::io::stdin()
@@ -103,20 +123,29 @@ pub async fn add(target: &Target, words: &[String]) -> Result<(), Failure> {
         target,
         reqwest::Method::POST,
         "/api/instructions",
-        Some(json!({ "content": content })),
+        Some(json!({ "content": content, "queue": queue, "target": to })),
     )
     .await?;
-    println!("queued {}", created["item"]["id"].as_str().unwrap_or("?"));
+    let item = &created["item"];
+    let target_note = item["target"].as_str().map(|t| format!(" for {t}")).unwrap_or_default();
+    println!(
+        "queued {} in {}{target_note}",
+        item["id"].as_str().unwrap_or("?"),
+        item["queue"].as_str().unwrap_or("?")
+    );
     Ok(())
 }
 
-pub async fn list(target: &Target, all: bool, raw: bool) -> Result<(), Failure> {
-    let path = if all {
-        "/api/instructions?status=all&limit=20"
+pub async fn list(target: &Target, queue: Option<&str>, all: bool, raw: bool) -> Result<(), Failure> {
+    let mut path = if all {
+        "/api/instructions?status=all&limit=20".to_owned()
     } else {
-        "/api/instructions?status=pending"
+        "/api/instructions?status=pending".to_owned()
     };
-    let listed = call(target, reqwest::Method::GET, path, None).await?;
+    if let Some(q) = queue {
+        path.push_str(&format!("&queue={}", crate::model::queue_name(q)?));
+    }
+    let listed = call(target, reqwest::Method::GET, &path, None).await?;
     if raw {
         print_json(&listed);
         return Ok(());
@@ -141,8 +170,14 @@ pub async fn list(target: &Target, all: bool, raw: bool) -> Result<(), Failure> 
             ),
             _ => String::new(),
         };
+        let place = match (queue, item["queue"].as_str(), item["target"].as_str()) {
+            (None, Some(q), Some(t)) => format!("[{q} → {t}] "),
+            (None, Some(q), None) if q != crate::model::DEFAULT_QUEUE => format!("[{q}] "),
+            (Some(_), _, Some(t)) => format!("[→ {t}] "),
+            _ => String::new(),
+        };
         println!(
-            "{:>3}. {shown}{more}{state}  ({})",
+            "{:>3}. {place}{shown}{more}{state}  ({})",
             n + 1,
             item["id"].as_str().unwrap_or("?")
         );
@@ -150,9 +185,40 @@ pub async fn list(target: &Target, all: bool, raw: bool) -> Result<(), Failure> 
     Ok(())
 }
 
+/// `hold` / `release`: one queue, or all of them.
+pub async fn hold(target: &Target, queue: Option<String>, held: bool) -> Result<(), Failure> {
+    let path = if held { "/api/hold" } else { "/api/release" };
+    let answer = call(target, reqwest::Method::POST, path, Some(json!({ "queue": queue }))).await?;
+    let verb = if held { "held" } else { "released" };
+    let changed: Vec<&str> = answer["changed"]
+        .as_array()
+        .map(|a| a.iter().filter_map(|q| q["name"].as_str()).collect())
+        .unwrap_or_default();
+    match (changed.is_empty(), queue) {
+        (true, Some(q)) => println!("queue {q} was already {verb}"),
+        (true, None) => println!("every queue was already {verb}"),
+        (false, _) => println!("{verb}: {}", changed.join(", ")),
+    }
+    Ok(())
+}
+
+/// `stop <agent>`: end that agent's loop (once).
+pub async fn stop(target: &Target, agent: String, queue: Option<String>) -> Result<(), Failure> {
+    call(
+        target,
+        reqwest::Method::POST,
+        "/api/agents/stop",
+        Some(json!({ "agent_id": agent, "queue": queue })),
+    )
+    .await?;
+    println!("asked {agent} to stop: its waiting call, or its next one, tells it to stop calling");
+    Ok(())
+}
+
 /// Print `client`'s snippet for the running instance; if none is running,
 /// for the default address, with a note on stderr.
-pub fn config(source: &Source, client: Client) -> Result<(), Failure> {
+pub fn config(source: &Source, queue: Option<&str>, client: Client) -> Result<(), Failure> {
+    let queue = crate::model::queue_or_default(queue)?;
     let target = match source.resolve() {
         Ok(t) => t,
         Err(Error::NotFound(message)) => {
@@ -162,16 +228,17 @@ pub fn config(source: &Source, client: Client) -> Result<(), Failure> {
             };
             eprintln!(
                 "note: {message}.\nnote: showing the default address {}",
-                default.mcp_url()
+                default.queue_url(&queue)
             );
             default
         }
         Err(e) => return Err(e.into()),
     };
     let program = snippets::bridge_program();
-    let mcp_url = target.mcp_url();
+    let mcp_url = target.queue_url(&queue);
     let endpoint = Endpoint {
         mcp_url: &mcp_url,
+        queue: (queue != crate::model::DEFAULT_QUEUE).then_some(queue.as_str()),
         token: target.token.as_deref(),
         bridge_program: &program,
     };

@@ -1,6 +1,6 @@
 //! The command line shared by `local-mcp-server` and the desktop `local-mcp`:
-//! `status`, `add`, `list`, `config <client>`, `stdio` (the bridge) and
-//! `completions`. Every command talks to the *running* instance, found
+//! `status`, `add`, `list`, `hold`, `release`, `stop`, `config <client>`,
+//! `stdio` (the bridge) and `completions`. Every command talks to the *running* instance, found
 //! through the connection-info file or `--url`; none opens the database.
 //!
 //! Results go to stdout, messages to stderr; exit 1 on failure, 3 when
@@ -35,10 +35,13 @@ pub struct Connect {
 /// The client subcommands.
 #[derive(Debug, Clone, clap::Subcommand)]
 pub enum Command {
-    /// Show whether local-mcp is running, where, its queue and its agents
+    /// Show whether local-mcp is running, where, its queues and its agents
     Status {
         #[command(flatten)]
         connect: Connect,
+        /// Only this queue
+        #[arg(long, short)]
+        queue: Option<String>,
         /// Print the raw status JSON
         #[arg(long)]
         json: bool,
@@ -47,6 +50,12 @@ pub enum Command {
     Add {
         #[command(flatten)]
         connect: Connect,
+        /// The queue to add to (default: default; created if new)
+        #[arg(long, short)]
+        queue: Option<String>,
+        /// Only this agent may take it (default: anyone in the queue)
+        #[arg(long, value_name = "AGENT")]
+        to: Option<String>,
         /// The instruction; several words are joined with spaces
         #[arg(required = true, num_args = 1.., value_name = "TEXT|-")]
         text: Vec<String>,
@@ -55,6 +64,9 @@ pub enum Command {
     List {
         #[command(flatten)]
         connect: Connect,
+        /// Only this queue
+        #[arg(long, short)]
+        queue: Option<String>,
         /// Also list the most recently delivered ones
         #[arg(long)]
         all: bool,
@@ -66,6 +78,9 @@ pub enum Command {
     Config {
         #[command(flatten)]
         connect: Connect,
+        /// Point the client at this queue (its URL is /mcp/q/<QUEUE>)
+        #[arg(long, short)]
+        queue: Option<String>,
         #[arg(value_enum)]
         client: Client,
     },
@@ -74,6 +89,33 @@ pub enum Command {
     Stdio {
         #[command(flatten)]
         connect: Connect,
+        /// Take instructions from this queue (default: default)
+        #[arg(long, short)]
+        queue: Option<String>,
+    },
+    /// Hold a queue (or every queue): agents keep waiting, nothing is delivered until release
+    Hold {
+        #[command(flatten)]
+        connect: Connect,
+        /// The queue; without it, every queue
+        queue: Option<String>,
+    },
+    /// Release a held queue (or every queue)
+    Release {
+        #[command(flatten)]
+        connect: Connect,
+        /// The queue; without it, every queue
+        queue: Option<String>,
+    },
+    /// End an agent's loop: its waiting (or next) call tells it to stop calling
+    Stop {
+        #[command(flatten)]
+        connect: Connect,
+        /// The agent's id
+        agent: String,
+        /// Its queue (default: default)
+        #[arg(long, short)]
+        queue: Option<String>,
     },
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell)
     Completions {
@@ -158,11 +200,26 @@ pub fn run(command: Command, cli: &mut clap::Command, connection_file: Option<Pa
     let result = runtime.block_on(async move {
         let source = |c: Connect| Source::new(c.url, c.token, connection_file.clone());
         match command {
-            Command::Status { connect, json } => commands::status(&source(connect)?.resolve()?, json).await,
-            Command::Add { connect, text } => commands::add(&source(connect)?.resolve()?, &text).await,
-            Command::List { connect, all, json } => commands::list(&source(connect)?.resolve()?, all, json).await,
-            Command::Config { connect, client } => commands::config(&source(connect)?, client),
-            Command::Stdio { connect } => bridge::run(source(connect)?).await.map_err(Failure::from),
+            Command::Status { connect, queue, json } => {
+                commands::status(&source(connect)?.resolve()?, queue.as_deref(), json).await
+            }
+            Command::Add {
+                connect,
+                queue,
+                to,
+                text,
+            } => commands::add(&source(connect)?.resolve()?, queue, to, &text).await,
+            Command::List {
+                connect,
+                queue,
+                all,
+                json,
+            } => commands::list(&source(connect)?.resolve()?, queue.as_deref(), all, json).await,
+            Command::Hold { connect, queue } => commands::hold(&source(connect)?.resolve()?, queue, true).await,
+            Command::Release { connect, queue } => commands::hold(&source(connect)?.resolve()?, queue, false).await,
+            Command::Stop { connect, agent, queue } => commands::stop(&source(connect)?.resolve()?, agent, queue).await,
+            Command::Config { connect, queue, client } => commands::config(&source(connect)?, queue.as_deref(), client),
+            Command::Stdio { connect, queue } => bridge::run(source(connect)?, queue).await.map_err(Failure::from),
             Command::Completions { .. } => unreachable!("handled above"),
         }
     });

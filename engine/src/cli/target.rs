@@ -30,7 +30,12 @@ pub struct Target {
 
 impl Target {
     pub fn mcp_url(&self) -> String {
-        format!("{}/mcp", self.base)
+        self.queue_url(crate::model::DEFAULT_QUEUE)
+    }
+
+    /// The MCP endpoint for agents of `queue`.
+    pub fn queue_url(&self, queue: &str) -> String {
+        format!("{}{}", self.base, crate::model::mcp_path(queue))
     }
 
     pub fn api(&self, path: &str) -> String {

@@ -13,7 +13,7 @@ use utoipa_axum::routes;
 
 use super::error::ErrorBody;
 use super::{ApiJson, ApiPath, ApiQuery, AppState};
-use crate::model::{Instruction, MoveTo, RequeuePlace, StatusFilter};
+use crate::model::{Instruction, InstructionPatch, Listing, MoveTo, NewInstruction, RequeuePlace, StatusFilter};
 use crate::Result;
 
 pub fn routes() -> OpenApiRouter<AppState> {
@@ -51,34 +51,38 @@ pub struct ListQuery {
     #[serde(default)]
     #[param(value_type = Option<i64>, minimum = 0, maximum = 4294967295_i64)]
     offset: u32,
+    /// Only this queue's instructions.
+    queue: Option<String>,
+    /// Only instructions addressed to this agent id.
+    target: Option<String>,
 }
 
 /// List instructions.
 #[utoipa::path(get, path = "/api/instructions", tag = "instructions", params(ListQuery),
     responses((status = 200, description = "Pending instructions (all of them, next first), then consumed ones (newest first)", body = ItemsBody), (status = 400, description = "Malformed request", body = ErrorBody)))]
 async fn list(State(s): State<AppState>, ApiQuery(q): ApiQuery<ListQuery>) -> Result<Json<ItemsBody>> {
-    let items = s.queue.list(q.status, q.limit, q.offset).await?;
+    let queue = q.queue.as_deref().map(crate::model::queue_name).transpose()?;
+    let listing = Listing {
+        status: q.status,
+        limit: q.limit,
+        offset: q.offset,
+        queue,
+        target: q.target,
+    };
+    let items = s.queue.list(listing).await?;
     Ok(Json(ItemsBody { items }))
 }
 
-#[derive(Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct ContentBody {
-    /// The instruction text: not blank, no NUL, at most 64 KiB (65,536 bytes) of UTF-8
-    #[schema(min_length = 1, pattern = "^[^\\u0000]*[^\\s\\u0000][^\\u0000]*$")]
-    content: String,
-}
-
 /// Queue an instruction.
-#[utoipa::path(post, path = "/api/instructions", tag = "instructions", request_body = ContentBody,
-    responses((status = 201, description = "Queued at the back", body = ItemBody),
+#[utoipa::path(post, path = "/api/instructions", tag = "instructions", request_body = NewInstruction,
+    responses((status = 201, description = "Queued at the back of its queue (created if new)", body = ItemBody),
         (status = 400, description = "Malformed request, or blank content or a NUL character", body = ErrorBody),
         (status = 413, description = "Too large", body = ErrorBody)))]
 async fn create(
     State(s): State<AppState>,
-    ApiJson(body): ApiJson<ContentBody>,
+    ApiJson(body): ApiJson<NewInstruction>,
 ) -> Result<(StatusCode, Json<ItemBody>)> {
-    let item = s.queue.add(body.content).await?;
+    let item = s.queue.add(body).await?;
     Ok((StatusCode::CREATED, Json(ItemBody { item })))
 }
 
@@ -90,17 +94,17 @@ async fn get_one(State(s): State<AppState>, ApiPath(id): ApiPath<String>) -> Res
     Ok(Json(ItemBody { item }))
 }
 
-/// Edit a pending instruction.
+/// Edit a pending instruction: its text, queue or target.
 #[utoipa::path(patch, path = "/api/instructions/{id}", tag = "instructions", params(("id" = String, Path, description = "Instruction id")),
-    request_body = ContentBody,
+    request_body = InstructionPatch,
     responses((status = 200, description = "Edited", body = ItemBody), (status = 404, description = "No such instruction", body = ErrorBody),
         (status = 409, description = "Already delivered to an agent: it can no longer change", body = ErrorBody)))]
 async fn edit(
     State(s): State<AppState>,
     ApiPath(id): ApiPath<String>,
-    ApiJson(body): ApiJson<ContentBody>,
+    ApiJson(body): ApiJson<InstructionPatch>,
 ) -> Result<Json<ItemBody>> {
-    let item = s.queue.edit(id, body.content).await?;
+    let item = s.queue.edit(id, body).await?;
     Ok(Json(ItemBody { item }))
 }
 
@@ -137,7 +141,7 @@ async fn requeue(
 /// Reorder a pending instruction.
 #[utoipa::path(post, path = "/api/instructions/{id}/move", tag = "instructions", params(("id" = String, Path, description = "A pending instruction's id")),
     request_body = MoveTo,
-    responses((status = 200, description = "All pending instructions in their new order", body = ItemsBody),
+    responses((status = 200, description = "Its queue's pending instructions in their new order", body = ItemsBody),
         (status = 404, description = "No such instruction", body = ErrorBody), (status = 409, description = "Not pending", body = ErrorBody)))]
 async fn move_to(
     State(s): State<AppState>,

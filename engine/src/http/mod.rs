@@ -2,7 +2,7 @@
 //! `/mcp` — all behind one guard (Host, Origin, JSON-only writes, body
 //! limit, bearer token).
 //!
-//! Each route module (`instructions`, `settings`, `status`, `session`, `sse`)
+//! Each route module (`instructions`, `queues`, `settings`, `status`, `session`, `sse`)
 //! owns its handlers, their typed bodies and their OpenAPI entries, and
 //! registers them in its `routes()`; [`router`] merges those, so the router
 //! and the OpenAPI document come from one list. Handlers are thin: they
@@ -15,6 +15,7 @@ mod instructions;
 mod mcp_errors;
 mod openapi;
 mod page;
+mod queues;
 mod security;
 mod session;
 mod settings;
@@ -40,8 +41,7 @@ pub use security::{Guard, Peer};
 /// (64 KiB), far below what could hurt.
 pub const MAX_BODY_BYTES: usize = 1024 * 1024;
 
-/// Where agents reach the MCP endpoint.
-pub const MCP_PATH: &str = "/mcp";
+pub use crate::model::MCP_PATH;
 
 /// The MCP endpoint under a base URL such as `http://127.0.0.1:8000`.
 pub fn mcp_url(base: &str) -> String {
@@ -64,6 +64,7 @@ fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
     let (router, doc) = OpenApiRouter::with_openapi(openapi::ApiDoc::openapi())
         .merge(status::routes())
         .merge(instructions::routes())
+        .merge(queues::routes())
         .merge(settings::routes())
         .merge(sse::routes())
         .merge(session::routes())
@@ -92,7 +93,11 @@ pub fn router(state: AppState) -> Router {
     .route("/api/docs", get(page::api_docs))
     .route("/", get(page::index))
     .route("/{*path}", get(page::asset))
-    .nest_service(MCP_PATH, mcp)
+    // `/mcp` is the default queue's endpoint, `/mcp/q/<name>` another queue's;
+    // the tool reads which from the request's path.
+    .route_service(MCP_PATH, mcp.clone())
+    .route_service(&format!("{MCP_PATH}/"), mcp.clone())
+    .route_service(&format!("{MCP_PATH}/q/{{queue}}"), mcp)
     .fallback(error::not_found)
     .method_not_allowed_fallback(error::method_not_allowed)
     .with_state(state)

@@ -8,7 +8,7 @@ use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::AppState;
+use super::{ApiQuery, AppState};
 use crate::model::StatusSnapshot;
 use crate::snippets::{self, Target};
 use crate::{time, Result};
@@ -44,8 +44,18 @@ async fn status(State(s): State<AppState>) -> Result<Json<StatusSnapshot>> {
     Ok(Json(s.queue.status().await?))
 }
 
+#[derive(serde::Deserialize, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct ClientsQuery {
+    /// Configure agents of this queue (default `default`).
+    queue: Option<String>,
+}
+
 #[derive(Serialize, ToSchema)]
 pub struct ClientsBody {
+    /// The queue the snippets point at.
+    pub queue: String,
     pub mcp_url: String,
     #[schema(value_type = Vec<Object>)]
     pub clients: Vec<Target>,
@@ -54,18 +64,21 @@ pub struct ClientsBody {
 /// What the page shows a person connecting an agent. With a token required,
 /// the snippets carry a placeholder: the page never reveals the token (the
 /// tray and the CLI, which hold it, fill it in).
-#[utoipa::path(get, path = "/api/clients", tag = "server",
-    responses((status = 200, description = "The MCP configuration each client expects", body = ClientsBody)))]
-async fn clients(State(s): State<AppState>) -> Json<ClientsBody> {
-    let mcp_url = super::mcp_url(&s.queue.facts().url);
+#[utoipa::path(get, path = "/api/clients", tag = "server", params(ClientsQuery),
+    responses((status = 200, description = "The MCP configuration each client expects", body = ClientsBody),
+        (status = 400, description = "Not a valid queue name", body = super::error::ErrorBody)))]
+async fn clients(State(s): State<AppState>, ApiQuery(q): ApiQuery<ClientsQuery>) -> Result<Json<ClientsBody>> {
+    let queue = crate::model::queue_or_default(q.queue.as_deref())?;
+    let mcp_url = format!("{}{}", s.queue.facts().url, crate::model::mcp_path(&queue));
     let program = snippets::bridge_program();
     let endpoint = snippets::Endpoint {
         mcp_url: &mcp_url,
+        queue: (queue != crate::model::DEFAULT_QUEUE).then_some(queue.as_str()),
         token: s.credentials.token_required().then_some(TOKEN_PLACEHOLDER),
         bridge_program: &program,
     };
     let clients = snippets::all(&endpoint);
-    Json(ClientsBody { mcp_url, clients })
+    Ok(Json(ClientsBody { queue, mcp_url, clients }))
 }
 
 const TOKEN_PLACEHOLDER: &str = "<your API token>";

@@ -9,7 +9,7 @@ use rmcp::ErrorData as McpError;
 use serde_json::json;
 
 use super::tools::get_user_request::NAME as TOOL_NAME;
-use crate::model::StatusFilter;
+use crate::model::Listing;
 use crate::queue::Queue;
 use crate::Error;
 
@@ -28,18 +28,24 @@ pub fn resources() -> Vec<Resource> {
         Resource::new(QUEUE_URI, "queue")
             .with_title("Pending instructions")
             .with_description(
-                "The instructions waiting to be picked up, next first (read-only: taking one is get_user_request)",
+                "Your queue's instructions waiting to be picked up, next first (read-only: taking one is get_user_request)",
             )
             .with_mime_type(JSON),
     ]
 }
 
-pub async fn read(queue: &Queue, uri: &str) -> Result<ReadResourceResult, McpError> {
+/// Read a resource for a caller connected to `caller_queue`.
+pub async fn read(queue: &Queue, caller_queue: &str, uri: &str) -> Result<ReadResourceResult, McpError> {
     let value = match uri {
         STATUS_URI => serde_json::to_value(queue.status().await.map_err(internal)?),
         QUEUE_URI => {
-            let items = queue.list(StatusFilter::Pending, None, 0).await.map_err(internal)?;
-            Ok(json!({ "pending_count": items.len(), "items": items }))
+            queue.ensure_queue(caller_queue).await.map_err(internal)?;
+            let items = queue
+                .list(Listing::pending().in_queue(caller_queue))
+                .await
+                .map_err(internal)?;
+            let info = queue.queue_info(caller_queue).await.map_err(internal)?;
+            Ok(json!({ "queue": caller_queue, "held": info.held, "pending_count": items.len(), "items": items }))
         }
         _ => {
             return Err(McpError::resource_not_found(

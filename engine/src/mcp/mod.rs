@@ -25,7 +25,7 @@ use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, Stream
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use tokio_util::sync::CancellationToken;
 
-use crate::model::MAX_WAIT_SECONDS;
+use crate::model::{DEFAULT_QUEUE, MAX_WAIT_SECONDS};
 use crate::queue::Queue;
 
 pub use disconnect::DisconnectGuardLayer;
@@ -95,9 +95,12 @@ impl ServerHandler for LocalMcp {
     async fn read_resource(
         &self,
         request: ReadResourceRequestParams,
-        _ctx: RequestContext<RoleServer>,
+        ctx: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, McpError> {
-        catalog::read(&self.queue, &request.uri).await.map(Into::into)
+        let queue = url_queue(&ctx)
+            .map_err(|e| McpError::invalid_params(e.to_string(), None))?
+            .unwrap_or_else(|| DEFAULT_QUEUE.to_owned());
+        catalog::read(&self.queue, &queue, &request.uri).await.map(Into::into)
     }
 
     async fn list_prompts(
@@ -140,6 +143,16 @@ impl ServerHandler for LocalMcp {
     ) -> Result<CallToolResponse, McpError> {
         tools::call(&self.queue, request, ctx).await.map(Into::into)
     }
+}
+
+/// The queue named by the URL the caller was configured with:
+/// `/mcp/q/<name>`, or `None` for plain `/mcp`. Identity comes from the
+/// configuration, not from the model (`docs/ARCHITECTURE.md`, "Queues and targets").
+pub fn url_queue(ctx: &RequestContext<RoleServer>) -> crate::Result<Option<String>> {
+    let Some(parts) = ctx.extensions.get::<http::request::Parts>() else {
+        return Ok(None);
+    };
+    crate::model::queue_from_path(parts.uri.path())
 }
 
 /// Session idle limit: above the longest possible wait, because rmcp's idle

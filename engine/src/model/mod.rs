@@ -4,9 +4,14 @@
 //! transport types here. Everything else in the engine may use it; it uses
 //! nothing but `error`.
 
+mod queues;
 mod settings;
 mod status;
 
+pub use queues::{
+    mcp_path, queue_from_path, queue_name, queue_or_default, InstructionPatch, NewInstruction, QueueInfo, QueuePatch, QueueRecord, DEFAULT_QUEUE,
+    MAX_QUEUE_NAME_CHARS, MCP_PATH,
+};
 pub use settings::{field, Field, Kind, Settings, SettingsPatch, FIELDS};
 pub use status::{AgentSummary, ServerState, ServerSummary, StatusSnapshot};
 
@@ -54,11 +59,15 @@ pub struct Instruction {
     pub consumed_at: Option<String>,
     pub consumed_by_agent_id: Option<String>,
     pub position: i64,
+    /// The queue it lives in.
+    pub queue: String,
+    /// The one agent it is for; `null`: anyone in its queue.
+    pub target: Option<String>,
 }
 
 impl Instruction {
     /// A new pending instruction with a fresh id, created and updated `now`.
-    pub fn new_pending(content: String, position: i64, now: String) -> Instruction {
+    pub fn new_pending(content: String, queue: String, target: Option<String>, position: i64, now: String) -> Instruction {
         Instruction {
             id: uuid::Uuid::new_v4().to_string(),
             content,
@@ -68,8 +77,27 @@ impl Instruction {
             consumed_at: None,
             consumed_by_agent_id: None,
             position,
+            queue,
+            target,
         }
     }
+}
+
+/// Trim an agent id and refuse one too long or with control characters;
+/// blank is `None`. Agent ids and targets follow the same rule.
+pub fn agent_id(raw: Option<&str>) -> crate::Result<Option<String>> {
+    let Some(id) = raw.map(str::trim).filter(|s| !s.is_empty()) else {
+        return Ok(None);
+    };
+    if id.chars().count() > MAX_AGENT_ID_CHARS {
+        return Err(crate::Error::Invalid(format!(
+            "agent ids must be at most {MAX_AGENT_ID_CHARS} characters"
+        )));
+    }
+    if id.chars().any(char::is_control) {
+        return Err(crate::Error::Invalid("agent ids must not contain control characters".into()));
+    }
+    Ok(Some(id.to_owned()))
 }
 
 /// What a `get_user_request` call ended with.
@@ -79,6 +107,8 @@ pub enum ResultType {
     Instruction,
     Empty,
     DefaultResponse,
+    /// The person ended this agent's loop: it should stop calling.
+    Stop,
 }
 
 impl ResultType {
@@ -87,6 +117,7 @@ impl ResultType {
             ResultType::Instruction => "instruction",
             ResultType::Empty => "empty",
             ResultType::DefaultResponse => "default_response",
+            ResultType::Stop => "stop",
         }
     }
 
@@ -95,6 +126,7 @@ impl ResultType {
             "instruction" => Some(ResultType::Instruction),
             "empty" => Some(ResultType::Empty),
             "default_response" => Some(ResultType::DefaultResponse),
+            "stop" => Some(ResultType::Stop),
             _ => None,
         }
     }
@@ -106,6 +138,8 @@ pub struct DeliveredInstruction {
     pub id: String,
     pub content: String,
     pub consumed_at: String,
+    /// The agent id it was addressed to; `null`: anyone in the queue.
+    pub target: Option<String>,
 }
 
 /// The result of one `get_user_request` call, exactly the JSON an agent gets.
@@ -114,12 +148,15 @@ pub struct UserRequestResult {
     /// Always `"ok"`: failures are reported as tool errors, not here.
     pub status: String,
     pub result_type: ResultType,
+    /// The queue this call took from.
+    pub queue: String,
     /// The instruction to act on, when `result_type` is `instruction`.
     pub instruction: Option<DeliveredInstruction>,
     /// Text to follow when no instruction came (`empty`: "", `default_response`: the configured text).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub response: Option<String>,
-    /// Instructions still waiting after this call.
+    /// Instructions still waiting after this call that this caller could take
+    /// (its queue's, for anyone or for it).
     pub remaining_pending: u64,
     /// Whole seconds this call waited for an instruction.
     pub waited_seconds: u64,
@@ -139,25 +176,32 @@ pub enum AgentState {
     Offline,
 }
 
-/// One agent's recorded activity (the `agent_activity` table).
+/// One agent's recorded activity in one queue (the `agent_activity` table).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AgentActivity {
+    pub queue: String,
     pub agent_id: String,
     pub last_seen_at: String,
     pub last_fetch_at: Option<String>,
     pub last_result_type: Option<ResultType>,
+    /// The person asked this agent to stop and its next result will say so.
+    pub stop_requested: bool,
 }
 
 /// An agent as the status API reports it: activity plus inferred state.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct AgentStatus {
     pub agent_id: String,
+    /// The queue it takes from: one agent id in two queues is two agents.
+    pub queue: String,
     pub state: AgentState,
     pub connected: bool,
     pub waiting: bool,
     pub last_seen_at: Option<String>,
     pub last_fetch_at: Option<String>,
     pub last_result_type: Option<ResultType>,
+    #[serde(default)]
+    pub stop_requested: bool,
 }
 
 /// Queue counts.
@@ -175,6 +219,42 @@ pub enum StatusFilter {
     Consumed,
     #[default]
     All,
+}
+
+/// Which instructions a listing wants: by status (consumed ones paged,
+/// newest first), optionally only one queue's and only those for one agent.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Listing {
+    pub status: StatusFilter,
+    pub limit: Option<u32>,
+    pub offset: u32,
+    pub queue: Option<String>,
+    pub target: Option<String>,
+}
+
+impl Listing {
+    /// Every pending instruction, of every queue, in delivery order.
+    pub fn pending() -> Self {
+        Listing {
+            status: StatusFilter::Pending,
+            ..Listing::default()
+        }
+    }
+
+    /// Every consumed instruction, newest first.
+    pub fn consumed() -> Self {
+        Listing {
+            status: StatusFilter::Consumed,
+            ..Listing::default()
+        }
+    }
+
+    pub fn in_queue(self, queue: impl Into<String>) -> Self {
+        Listing {
+            queue: Some(queue.into()),
+            ..self
+        }
+    }
 }
 
 /// Where "send again" puts the copy of a consumed instruction.

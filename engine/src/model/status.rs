@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use super::{AgentState, AgentStatus, QueueCounts, Settings};
+use super::{AgentState, AgentStatus, QueueCounts, QueueInfo, Settings};
 
 /// Whether the server is serving or on its way out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
@@ -46,6 +46,9 @@ pub struct StatusSnapshot {
     pub server: ServerSummary,
     pub agent: AgentSummary,
     pub agents: Vec<AgentStatus>,
+    /// Counts over every queue.
     pub queue: QueueCounts,
+    /// Every queue that is not archived, `default` first.
+    pub queues: Vec<QueueInfo>,
     pub settings: Settings,
 }

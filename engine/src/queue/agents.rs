@@ -1,7 +1,7 @@
-//! Live `get_user_request` calls per agent, and what an agent's state is.
+//! Live `get_user_request` calls per agent of a queue, and what an agent's state is.
 //!
-//! Each call takes a generation for its agent; a newer call from the same
-//! agent cancels the older call's supersede token (`docs/ARCHITECTURE.md`,
+//! Each call takes a generation for its (queue, agent); a newer call from the
+//! same agent in the same queue cancels the older call's supersede token (`docs/ARCHITECTURE.md`,
 //! "Delivery rules": the
 //! client already gave up on it, so it must return without consuming).
 
@@ -17,15 +17,20 @@ use crate::model::{AgentActivity, AgentState, ResultType};
 /// hour has most likely gone away.
 pub const WORKING_FOR_SECONDS: f64 = 3600.0;
 
+/// An agent is its id within a queue.
+type Key = (String, String);
+
 #[derive(Default)]
 pub struct Calls {
-    by_agent: Mutex<HashMap<String, AgentCalls>>,
+    by_agent: Mutex<HashMap<Key, AgentCalls>>,
 }
 
 #[derive(Default)]
 struct AgentCalls {
     generation: u64,
     newest: CancellationToken,
+    /// Cancelled when the person stops this agent.
+    stop: CancellationToken,
     in_flight: usize,
     waiting: usize,
 }
@@ -33,40 +38,55 @@ struct AgentCalls {
 /// A call's registration; dropping it ends the call (even if its future is dropped).
 pub struct CallGuard<'a> {
     calls: &'a Calls,
-    agent_id: String,
+    key: Key,
     waiting: bool,
     /// Cancelled when a newer call from the same agent arrives.
     pub superseded: CancellationToken,
+    /// Cancelled when the person stops the agent.
+    pub stopped: CancellationToken,
 }
 
 impl Calls {
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, AgentCalls>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<Key, AgentCalls>> {
         self.by_agent.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Register a call, superseding the agent's previous one.
-    pub fn begin(&self, agent_id: &str) -> CallGuard<'_> {
+    /// Register a call, superseding the agent's previous one in this queue.
+    pub fn begin(&self, queue: &str, agent_id: &str) -> CallGuard<'_> {
+        let key = (queue.to_owned(), agent_id.to_owned());
         let mut map = self.lock();
-        let entry = map.entry(agent_id.to_owned()).or_default();
+        let entry = map.entry(key.clone()).or_default();
         entry.generation += 1;
         entry.newest.cancel();
         entry.newest = CancellationToken::new();
         entry.in_flight += 1;
         CallGuard {
             calls: self,
-            agent_id: agent_id.to_owned(),
+            key,
             waiting: false,
             superseded: entry.newest.clone(),
+            stopped: entry.stop.clone(),
         }
     }
 
-    /// How many calls from this agent are waiting on an empty queue now.
-    pub fn waiting(&self, agent_id: &str) -> usize {
-        self.lock().get(agent_id).map_or(0, |c| c.waiting)
+    /// Tell this agent's live calls that the person stopped it (the stored
+    /// request covers a call that has not started yet).
+    pub fn stop(&self, queue: &str, agent_id: &str) {
+        if let Some(c) = self.lock().get_mut(&(queue.to_owned(), agent_id.to_owned())) {
+            c.stop.cancel();
+            c.stop = CancellationToken::new();
+        }
     }
 
-    /// Agents with at least one waiting call.
-    pub fn waiting_agents(&self) -> Vec<String> {
+    /// How many calls from this agent are waiting on its queue now.
+    pub fn waiting(&self, queue: &str, agent_id: &str) -> usize {
+        self.lock()
+            .get(&(queue.to_owned(), agent_id.to_owned()))
+            .map_or(0, |c| c.waiting)
+    }
+
+    /// (queue, agent) of every agent with at least one waiting call.
+    pub fn waiting_agents(&self) -> Vec<(String, String)> {
         self.lock()
             .iter()
             .filter(|(_, c)| c.waiting > 0)
@@ -82,7 +102,7 @@ impl CallGuard<'_> {
             return;
         }
         self.waiting = waiting;
-        if let Some(c) = self.calls.lock().get_mut(&self.agent_id) {
+        if let Some(c) = self.calls.lock().get_mut(&self.key) {
             if waiting {
                 c.waiting += 1;
             } else {
@@ -96,11 +116,11 @@ impl Drop for CallGuard<'_> {
     fn drop(&mut self) {
         self.set_waiting(false);
         let mut map = self.calls.lock();
-        if let Some(c) = map.get_mut(&self.agent_id) {
+        if let Some(c) = map.get_mut(&self.key) {
             c.in_flight -= 1;
             // Forget idle agents so arbitrary agent ids cannot grow this map forever.
             if c.in_flight == 0 {
-                map.remove(&self.agent_id);
+                map.remove(&self.key);
             }
         }
     }
@@ -110,6 +130,10 @@ impl Drop for CallGuard<'_> {
 pub fn agent_state(activity: &AgentActivity, waiting: bool, stale_after_seconds: u32) -> AgentState {
     if waiting {
         return AgentState::Listening;
+    }
+    // Told to stop and it did: gone until it calls again.
+    if activity.last_result_type == Some(ResultType::Stop) {
+        return AgentState::Offline;
     }
     let since = |t: Option<&str>| t.and_then(crate::time::seconds_since).unwrap_or(f64::INFINITY);
     if activity.last_result_type == Some(ResultType::Instruction)
@@ -135,6 +159,8 @@ mod tests {
 
     fn activity(seen: i64, fetch: Option<(i64, &str)>) -> AgentActivity {
         AgentActivity {
+            queue: "default".into(),
+            stop_requested: false,
             agent_id: "a".into(),
             last_seen_at: ago(seen),
             last_fetch_at: fetch.map(|(s, _)| ago(s)),
@@ -161,22 +187,29 @@ mod tests {
             agent_state(&activity(4000, Some((4000, "instruction"))), false, 30),
             AgentState::Offline
         );
+        assert_eq!(agent_state(&activity(1, Some((1, "stop"))), false, 30), AgentState::Offline);
     }
 
     #[test]
     fn a_newer_call_supersedes_the_older_one() {
         let calls = Calls::default();
-        let mut first = calls.begin("a");
+        let mut first = calls.begin("q", "a");
         first.set_waiting(true);
-        assert_eq!(calls.waiting("a"), 1);
-        let other = calls.begin("b");
+        assert_eq!(calls.waiting("q", "a"), 1);
+        let other = calls.begin("q", "b");
+        let elsewhere = calls.begin("r", "a");
         assert!(!first.superseded.is_cancelled(), "another agent must not supersede");
-        let second = calls.begin("a");
+        assert!(!first.superseded.is_cancelled(), "the same id in another queue is another agent");
+        let second = calls.begin("q", "a");
         assert!(first.superseded.is_cancelled());
         assert!(!second.superseded.is_cancelled());
+        calls.stop("q", "a");
+        assert!(second.stopped.is_cancelled());
+        assert!(!elsewhere.stopped.is_cancelled());
+        assert!(!calls.begin("q", "a").stopped.is_cancelled(), "a stop is one-shot");
         drop(first);
-        assert_eq!(calls.waiting("a"), 0);
-        drop((second, other));
+        assert_eq!(calls.waiting("q", "a"), 0);
+        drop((second, other, elsewhere));
         assert!(calls.lock().is_empty(), "finished agents are forgotten");
     }
 }

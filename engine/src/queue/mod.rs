@@ -1,25 +1,28 @@
 //! The domain service: everything a person or an agent can do to the queue.
 //!
-//! It owns the rules (validation, pending-only edits, FIFO delivery, waiting,
-//! supersede) and turns each change into one store transaction plus the
-//! events that describe it. It knows nothing of HTTP or MCP: both front ends
-//! call the same methods.
+//! It owns the rules (validation, pending-only edits, named queues and
+//! targets, fair delivery, waiting, supersede, hold and stop) and turns each
+//! change into one store transaction plus the events that describe it. It
+//! knows nothing of HTTP or MCP: both front ends call the same methods.
 
 mod agents;
+mod dispatch;
+mod queues;
 mod status;
 mod wait;
 
+use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
 
-use tokio::sync::{watch, Notify};
+use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 use crate::events::{Bus, Event, EventData, EventKind};
 use crate::model::{
-    Instruction, InstructionStatus, MoveTo, QueueCounts, RequeuePlace, Settings, SettingsPatch, StatusFilter,
-    MAX_INSTRUCTION_BYTES,
+    agent_id, queue_or_default, Instruction, InstructionPatch, InstructionStatus, Listing, MoveTo, NewInstruction,
+    QueueCounts, QueueRecord, RequeuePlace, Settings, SettingsPatch, MAX_INSTRUCTION_BYTES,
 };
-use crate::store::{Db, Durability, Store};
+use crate::store::{Db, Durability, PendingChange, Store};
 use crate::{time, Error, Result};
 
 pub use agents::agent_state;
@@ -48,9 +51,11 @@ struct Inner {
     facts: ServerFacts,
     /// The runtime settings, cached: every agent call reads them.
     settings: RwLock<Settings>,
-    /// Bumped whenever an instruction becomes pending; waiting calls watch it.
-    added: watch::Sender<u64>,
-    /// Live `get_user_request` calls per agent (supersede + "waiting").
+    /// Every queue by name, cached: every call checks its queue exists and is not held.
+    queues: RwLock<HashMap<String, QueueRecord>>,
+    /// Waiting calls per queue, and who is offered what.
+    dispatch: dispatch::Dispatch,
+    /// Live `get_user_request` calls per agent (supersede, "waiting", stop).
     calls: agents::Calls,
     /// Set when the status snapshot is out of date; a task publishes a fresh one.
     status_dirty: Notify,
@@ -63,11 +68,11 @@ impl Queue {
     /// Spawns the status publisher, which stops with `shutdown`.
     pub fn new(store: Store, seed: &Settings, facts: ServerFacts, shutdown: CancellationToken) -> Result<Queue> {
         seed.validate()?;
-        let settings = store.write(
+        let (settings, queues) = store.write(
             Durability::Full,
             |db| {
                 db.seed_settings(seed)?;
-                db.settings()
+                Ok((db.settings()?, db.queues()?))
             },
             |_| (),
         )?;
@@ -77,7 +82,8 @@ impl Queue {
                 bus: Bus::default(),
                 facts,
                 settings: RwLock::new(settings),
-                added: watch::Sender::new(0),
+                queues: RwLock::new(queues.into_iter().map(|q| (q.name.clone(), q)).collect()),
+                dispatch: dispatch::Dispatch::default(),
                 calls: agents::Calls::default(),
                 status_dirty: Notify::new(),
                 shutdown,
@@ -105,14 +111,8 @@ impl Queue {
 
     // ---- reads --------------------------------------------------------------
 
-    pub async fn list(
-        &self,
-        filter: StatusFilter,
-        consumed_limit: Option<u32>,
-        consumed_offset: u32,
-    ) -> Result<Vec<Instruction>> {
-        self.blocking(move |i| i.store.read(|db| db.list(filter, consumed_limit, consumed_offset)))
-            .await
+    pub async fn list(&self, listing: Listing) -> Result<Vec<Instruction>> {
+        self.blocking(move |i| i.store.read(|db| db.list(&listing))).await
     }
 
     pub async fn get(&self, id: String) -> Result<Instruction> {
@@ -139,31 +139,62 @@ impl Queue {
 
     // ---- a person's changes (durable: synchronous=FULL) ---------------------
 
-    /// Queue a new instruction at the back of the rail.
-    pub async fn add(&self, content: String) -> Result<Instruction> {
-        let content = validate_content(content)?;
+    /// Queue a new instruction at the back of its queue (created if new),
+    /// for anyone there or for one agent.
+    pub async fn add(&self, new: impl Into<NewInstruction>) -> Result<Instruction> {
+        let new = new.into();
+        let content = validate_content(new.content)?;
+        let queue = queue_or_default(new.queue.as_deref())?;
+        let target = agent_id(new.target.as_deref())?;
+        self.ensure_queue(&queue).await?;
         let item = self
             .blocking(move |i| {
-                i.write_instruction_event(EventKind::InstructionCreated, |db| {
-                    let item = Instruction::new_pending(content, db.next_position()?, time::now());
+                let items = i.write_instruction_event(EventKind::InstructionCreated, |db| {
+                    let item = Instruction::new_pending(content, queue, target, db.next_position()?, time::now());
                     db.insert_instruction(&item)?;
                     Ok(vec![item])
-                })
+                })?;
+                // On this thread, straight after the commit: the wake-up path.
+                if let Some(item) = items.first() {
+                    i.kick_blocking(&item.queue);
+                }
+                Ok(items)
             })
             .await?;
-        self.instruction_added();
+        self.mark_status_dirty();
         let item = first(item)?;
-        tracing::info!(id = %item.id, bytes = item.content.len(), "instruction created");
+        tracing::info!(id = %item.id, queue = %item.queue, target = ?item.target, bytes = item.content.len(), "instruction created");
         Ok(item)
     }
 
-    /// Replace the text of a pending instruction.
-    pub async fn edit(&self, id: String, content: String) -> Result<Instruction> {
-        let content = validate_content(content)?;
+    /// Change a pending instruction's text, queue (it goes to the back of
+    /// the new one) or target.
+    pub async fn edit(&self, id: String, patch: InstructionPatch) -> Result<Instruction> {
+        if patch.is_empty() {
+            return Err(Error::Invalid(
+                "give at least one of content, queue and target to change".into(),
+            ));
+        }
+        let content = patch.content.map(validate_content).transpose()?;
+        let queue = patch.queue.as_deref().map(crate::model::queue_name).transpose()?;
+        let target = patch.target.map(|t| agent_id(t.as_deref())).transpose()?;
+        let readdressed = queue.is_some() || target.is_some();
+        if let Some(q) = &queue {
+            self.ensure_queue(q).await?;
+        }
         let items = self
             .blocking(move |i| {
                 i.write_instruction_event(EventKind::InstructionUpdated, |db| {
-                    match db.update_pending_content(&id, &content, &time::now())? {
+                    let position = match &queue {
+                        Some(q) => Some((q.as_str(), db.next_position()?)),
+                        None => None,
+                    };
+                    let change = PendingChange {
+                        content: content.as_deref(),
+                        queue: position,
+                        target: target.as_ref().map(|t| t.as_deref()),
+                    };
+                    match db.update_pending(&id, &change, &time::now())? {
                         Some(item) => Ok(vec![item]),
                         None => Err(pending_only(db, &id, "edited")?),
                     }
@@ -171,7 +202,11 @@ impl Queue {
             })
             .await?;
         let item = first(items)?;
-        tracing::info!(id = %item.id, bytes = item.content.len(), "instruction updated");
+        if readdressed {
+            self.kick(&item.queue);
+            self.mark_status_dirty();
+        }
+        tracing::info!(id = %item.id, queue = %item.queue, target = ?item.target, bytes = item.content.len(), "instruction updated");
         Ok(item)
     }
 
@@ -190,8 +225,9 @@ impl Queue {
         Ok(item)
     }
 
-    /// Move a pending instruction before/after another pending one, or to the
-    /// front/back of the rail. Returns the pending rail in its new order.
+    /// Move a pending instruction before/after another pending one of its
+    /// queue, or to the front/back of its queue. Returns that queue's pending
+    /// rail in its new order.
     pub async fn move_to(&self, id: String, to: MoveTo) -> Result<Vec<Instruction>> {
         let given = [to.before_id.is_some(), to.after_id.is_some(), to.to.is_some()];
         if given.iter().filter(|g| **g).count() != 1 {
@@ -199,9 +235,17 @@ impl Queue {
                 "give exactly one of before_id, after_id or to (\"front\" | \"back\")".into(),
             ));
         }
-        self.blocking(move |i| {
-            i.write_instruction_event(EventKind::InstructionUpdated, |db| {
-                let mut order = db.pending_ids()?;
+        let queue = self
+            .blocking(move |i| {
+                i.write_instruction_event(EventKind::InstructionUpdated, |db| {
+                let Some(queue) = db
+                    .get_instruction(&id)?
+                    .filter(|i| i.status == InstructionStatus::Pending)
+                    .map(|i| i.queue)
+                else {
+                    return Err(pending_only(db, &id, "moved")?);
+                };
+                let mut order = db.pending_ids(&queue)?;
                 let Some(from) = order.iter().position(|x| *x == id) else {
                     return Err(pending_only(db, &id, "moved")?);
                 };
@@ -215,7 +259,7 @@ impl Queue {
                         }
                         let a = order.iter().position(|x| x == anchor).ok_or_else(|| {
                             Error::Conflict(format!(
-                                "instruction {anchor} is not pending; reload the queue and try again"
+                                "instruction {anchor} is not pending in queue {queue}; reload the queue and try again"
                             ))
                         })?;
                         if to.before_id.is_some() {
@@ -228,12 +272,22 @@ impl Queue {
                     _ => order.len(),
                 };
                 order.insert(at, moving);
-                let base = db.min_pending_position()?.unwrap_or(1);
-                db.set_pending_order(&order, base, &time::now())
+                let base = db.min_pending_position(&queue)?.unwrap_or(1);
+                let mut changed = db.set_pending_order(&order, base, &time::now())?;
+                // The moved one is logged even when its number did not change
+                // (front of a one-item rail): the caller learns its queue here.
+                if changed.is_empty() {
+                    changed.extend(db.get_instruction(&order[at])?);
+                }
+                Ok(changed)
             })
-        })
-        .await?;
-        self.list(StatusFilter::Pending, None, 0).await
+            })
+            .await?
+            .into_iter()
+            .next()
+            .map(|i| i.queue)
+            .unwrap_or_default();
+        self.list(Listing::pending().in_queue(queue)).await
     }
 
     /// "Send again": queue a copy of a consumed instruction as a new pending one.
@@ -248,17 +302,21 @@ impl Queue {
                         )));
                     }
                     let position = match place {
-                        RequeuePlace::Front => db.front_position()?,
+                        RequeuePlace::Front => db.front_position(&source.queue)?,
                         RequeuePlace::Back => db.next_position()?,
                     };
-                    let item = Instruction::new_pending(source.content, position, time::now());
+                    let item =
+                        Instruction::new_pending(source.content, source.queue, source.target, position, time::now());
                     db.insert_instruction(&item)?;
                     Ok(vec![item])
                 })
             })
             .await?;
-        self.instruction_added();
         let item = first(items)?;
+        // Its queue may have been archived since: a pending instruction brings it back.
+        self.ensure_queue(&item.queue).await?;
+        self.kick(&item.queue);
+        self.mark_status_dirty();
         tracing::info!(id = %item.id, "instruction queued again");
         Ok(item)
     }
@@ -315,17 +373,30 @@ impl Queue {
         self.blocking(|i| i.store.integrity_check()).await
     }
 
-    fn instruction_added(&self) {
-        self.inner.added.send_modify(|n| *n = n.wrapping_add(1));
-        self.mark_status_dirty();
-    }
-
     pub(crate) fn mark_status_dirty(&self) {
         self.inner.status_dirty.notify_one();
     }
 }
 
 impl Inner {
+    /// Whether `queue` is held (a queue not known yet is not).
+    fn is_held(&self, queue: &str) -> bool {
+        self.queues
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(queue)
+            .is_some_and(|q| q.held)
+    }
+
+    /// Keep the cache in step with a queue change once it is committed.
+    fn remember(&self, change: &crate::events::QueueChange) {
+        let mut cache = self.queues.write().unwrap_or_else(|p| p.into_inner());
+        if let Some(old) = &change.renamed_from {
+            cache.remove(old);
+        }
+        cache.insert(change.queue.name.clone(), change.queue.clone());
+    }
+
     /// One durable write that changes instructions, logs one event per changed
     /// row (with the pending count after the change) and publishes them in
     /// commit order.

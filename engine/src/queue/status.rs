@@ -32,12 +32,14 @@ impl Queue {
         let mut agents: Vec<AgentStatus> = activity
             .into_iter()
             .map(|a| {
-                let waiting = self.inner.calls.waiting(&a.agent_id) > 0;
+                let waiting = self.inner.calls.waiting(&a.queue, &a.agent_id) > 0;
                 let state = agent_state(&a, waiting, settings.agent_stale_after_seconds);
                 AgentStatus {
                     state,
                     connected: state != AgentState::Offline,
                     waiting,
+                    stop_requested: a.stop_requested,
+                    queue: a.queue,
                     agent_id: a.agent_id,
                     last_seen_at: Some(a.last_seen_at),
                     last_fetch_at: a.last_fetch_at,
@@ -46,10 +48,12 @@ impl Queue {
             })
             .collect();
         // A waiting call whose first write has not landed yet is still a listening agent.
-        for id in self.inner.calls.waiting_agents() {
-            if !agents.iter().any(|a| a.agent_id == id) {
+        for (queue, id) in self.inner.calls.waiting_agents() {
+            if !agents.iter().any(|a| a.agent_id == id && a.queue == queue) {
                 agents.push(AgentStatus {
                     agent_id: id,
+                    queue,
+                    stop_requested: false,
                     state: AgentState::Listening,
                     connected: true,
                     waiting: true,
@@ -79,6 +83,7 @@ impl Queue {
                 waiting: false,
             },
         };
+        let queues = self.queues(false).await?;
         let facts = self.facts();
         Ok(StatusSnapshot {
             server: ServerSummary {
@@ -96,6 +101,7 @@ impl Queue {
             agent,
             agents,
             queue,
+            queues,
             settings,
         })
     }

@@ -29,9 +29,9 @@ fn queue(wait: u32) -> (Queue, CancellationToken) {
 async fn waiting_call(q: &Queue, gone: CancellationToken) -> tokio::task::JoinHandle<(UserRequestResult, WaitOutcome)> {
     let call = {
         let q = q.clone();
-        tokio::spawn(async move { q.get_user_request(Some("a"), gone, None).await.unwrap() })
+        tokio::spawn(async move { q.get_user_request(None, Some("a"), gone, None).await.unwrap() })
     };
-    while q.inner.calls.waiting("a") == 0 {
+    while q.inner.calls.waiting("default", "a") == 0 {
         tokio::task::yield_now().await;
     }
     call
@@ -51,21 +51,21 @@ fn content_rules() {
 }
 
 #[test]
-fn agent_ids_are_trimmed_defaulted_and_bounded() {
-    use super::wait::normalize_agent_id;
-    assert_eq!(normalize_agent_id(None).unwrap(), "default");
-    assert_eq!(normalize_agent_id(Some("   ")).unwrap(), "default");
-    assert_eq!(normalize_agent_id(Some(" copilot ")).unwrap(), "copilot");
-    assert_eq!(normalize_agent_id(Some(&"é".repeat(128))).unwrap().chars().count(), 128);
-    assert!(normalize_agent_id(Some(&"a".repeat(129))).is_err());
-    assert!(normalize_agent_id(Some("a\nb")).is_err());
+fn agent_ids_are_trimmed_and_bounded() {
+    use crate::model::agent_id;
+    assert_eq!(agent_id(None).unwrap(), None);
+    assert_eq!(agent_id(Some("   ")).unwrap(), None);
+    assert_eq!(agent_id(Some(" copilot ")).unwrap().as_deref(), Some("copilot"));
+    assert_eq!(agent_id(Some(&"é".repeat(128))).unwrap().unwrap().chars().count(), 128);
+    assert!(agent_id(Some(&"a".repeat(129))).is_err());
+    assert!(agent_id(Some("a\nb")).is_err());
 }
 
 #[tokio::test(start_paused = true)]
 async fn an_empty_queue_waits_the_full_configured_time() {
     let (q, _s) = queue(86_400);
     let (r, outcome) = q
-        .get_user_request(Some("a"), CancellationToken::new(), None)
+        .get_user_request(None, Some("a"), CancellationToken::new(), None)
         .await
         .unwrap();
     assert_eq!(outcome, WaitOutcome::TimedOut);
@@ -78,7 +78,7 @@ async fn a_new_instruction_ends_the_wait_without_polling() {
     let (q, _s) = queue(3600);
     let waiter = waiting_call(&q, CancellationToken::new()).await;
     tokio::time::sleep(Duration::from_secs(600)).await;
-    let item = q.add("go".into()).await.unwrap();
+    let item = q.add("go").await.unwrap();
     let (r, outcome) = waiter.await.unwrap();
     assert_eq!(outcome, WaitOutcome::Delivered);
     assert_eq!(r.instruction.unwrap().id, item.id);
@@ -91,7 +91,7 @@ async fn a_cancelled_caller_consumes_nothing() {
     let gone = CancellationToken::new();
     let waiter = waiting_call(&q, gone.clone()).await;
     gone.cancel();
-    q.add("stays".into()).await.unwrap();
+    q.add("stays").await.unwrap();
     let (_, outcome) = waiter.await.unwrap();
     assert_eq!(outcome, WaitOutcome::CallerGone);
     assert_eq!(q.counts().await.unwrap().pending_count, 1);

@@ -1,32 +1,39 @@
-//! `get_user_request`: claim the head of the rail, or wait for one.
+//! `get_user_request`: claim the first instruction this caller may take, or
+//! wait for one.
 //!
 //! The order of operations is what keeps delivery at-most-once with the
-//! smallest loss window (`docs/ARCHITECTURE.md`, "Delivery rules"): subscribe to "instruction
-//! added" before the first claim attempt (no missed wake-up), wait without
-//! polling, and claim only after the wait resolves *and* the caller is still
-//! there and still the agent's newest call.
+//! smallest loss window (`docs/ARCHITECTURE.md`, "Delivery rules"): join the
+//! queue's line before the first claim attempt (no missed offer), wait
+//! without polling, and claim only after an offer arrives *and* the caller is
+//! still there and still the agent's newest call. Who is offered what is
+//! [`super::dispatch`]'s job.
 
 use std::time::Duration;
 
 use tokio::time::Instant;
-
 use tokio_util::sync::CancellationToken;
 
-use super::{log_event, Queue};
+use super::dispatch::Place;
+use super::{log_event, Inner, Queue};
 use crate::events::{Event, EventData, EventKind};
 use crate::model::{
-    DeliveredInstruction, Instruction, ResultType, UserRequestResult, DEFAULT_AGENT_ID, MAX_AGENT_ID_CHARS,
+    agent_id, queue_or_default, DeliveredInstruction, Instruction, ResultType, UserRequestResult, DEFAULT_AGENT_ID,
     MAX_WAIT_SECONDS,
 };
 use crate::store::Durability;
-use crate::{time, Error, Result};
+use crate::{time, Result};
+
+/// What a stopped agent is told. It names the person's action so a model
+/// does not take it for an error to work around.
+pub const STOP_RESPONSE: &str = "The user ended this session from local-mcp. Stop calling `get_user_request`: \
+finish your current turn now without calling it again.";
 
 /// How a call ended, for logs and tests; the agent sees only the result.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum WaitOutcome {
     /// An instruction was claimed for this caller.
     Delivered,
-    /// The wait ran out with the queue still empty.
+    /// The wait ran out with nothing for this caller.
     TimedOut,
     /// A newer call from the same agent took over; nothing was consumed.
     Superseded,
@@ -34,211 +41,313 @@ pub enum WaitOutcome {
     CallerGone,
     /// The server is stopping; nothing was consumed.
     ShuttingDown,
+    /// The person stopped this agent; nothing was consumed.
+    Stopped,
 }
 
-/// Trim the agent id, default it, and refuse ones too long or with control characters.
-pub fn normalize_agent_id(agent_id: Option<&str>) -> Result<String> {
-    let id = agent_id
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-        .unwrap_or(DEFAULT_AGENT_ID);
-    if id.chars().count() > MAX_AGENT_ID_CHARS {
-        return Err(Error::Invalid(format!(
-            "agent_id must be at most {MAX_AGENT_ID_CHARS} characters"
-        )));
+/// What one claim transaction found.
+enum Claim {
+    Got(Instruction, u64),
+    Stopped(u64),
+    Nothing,
+}
+
+/// A call's place in its queue's line; leaving it gives back an unused offer.
+struct InLine<'a> {
+    queue: &'a Queue,
+    place: Place,
+}
+
+impl Drop for InLine<'_> {
+    fn drop(&mut self) {
+        if self.queue.inner.dispatch.leave(&self.place) {
+            self.queue.kick(&self.place.queue);
+        }
     }
-    if id.chars().any(char::is_control) {
-        return Err(Error::Invalid("agent_id must not contain control characters".into()));
-    }
-    Ok(id.to_owned())
 }
 
 impl Queue {
-    /// Hand the next pending instruction to `agent_id`, waiting up to the
-    /// configured `default_wait_seconds` for one. `caller_gone` is cancelled
-    /// when the caller disconnects or cancels; the call then consumes nothing.
+    /// Hand the first instruction of `queue` (default `default`) that
+    /// `agent_id` may take to it, waiting up to the configured
+    /// `default_wait_seconds` for one. `caller_gone` is cancelled when the
+    /// caller disconnects or cancels; the call then consumes nothing.
     /// `waiting` (if given) is told when the call starts to wait, so a front
     /// end can open its stream then and not for calls answered at once.
     pub async fn get_user_request(
         &self,
+        queue: Option<&str>,
         agent_id: Option<&str>,
         caller_gone: CancellationToken,
         waiting: Option<tokio::sync::oneshot::Sender<u32>>,
     ) -> Result<(UserRequestResult, WaitOutcome)> {
-        let agent = normalize_agent_id(agent_id)?;
+        let queue = queue_or_default(queue)?;
+        let agent = self::agent_id(agent_id)?.unwrap_or_else(|| DEFAULT_AGENT_ID.to_owned());
         let started = Instant::now();
-        let mut call = self.inner.calls.begin(&agent);
-        let mut added = self.inner.added.subscribe();
-
-        if let Some((item, remaining)) = self.claim(&agent, true).await? {
-            return Ok(self.finish_delivered(&agent, started, item, remaining));
-        }
-        let settings = self.settings();
-        let wait = Duration::from_secs(u64::from(settings.default_wait_seconds.min(MAX_WAIT_SECONDS)));
-        let deadline = started + wait;
-
-        // A zero wait answers at once: even an already-due tokio timer waits
-        // for the next 1 ms tick of the timer wheel.
-        let outcome = if wait.is_zero() {
-            Err(WaitOutcome::TimedOut)
-        } else {
-            call.set_waiting(true);
-            self.mark_status_dirty();
-            if let Some(tx) = waiting {
-                let _ = tx.send(settings.default_wait_seconds);
-            }
-            self.wait_and_claim(&agent, &mut added, &call.superseded, &caller_gone, deadline)
-                .await?
+        self.ensure_queue(&queue).await?;
+        let mut call = self.inner.calls.begin(&queue, &agent);
+        let line = InLine {
+            queue: self,
+            place: self.inner.dispatch.enter(&queue, &agent),
         };
-        call.set_waiting(false);
-        drop(call);
 
-        match outcome {
-            Ok((item, remaining)) => Ok(self.finish_delivered(&agent, started, item, remaining)),
-            Err(outcome) => {
-                let result_type = if settings.default_empty_response.is_empty() {
-                    ResultType::Empty
+        let settings = self.settings();
+        let ended = match self.claim(&queue, &agent, None, true).await? {
+            Claim::Got(item, remaining) => Ok((item, remaining)),
+            Claim::Stopped(remaining) => Err((WaitOutcome::Stopped, remaining)),
+            Claim::Nothing => {
+                let wait = Duration::from_secs(u64::from(settings.default_wait_seconds.min(MAX_WAIT_SECONDS)));
+                // A zero wait answers at once: even an already-due tokio timer
+                // waits for the next 1 ms tick of the timer wheel.
+                if wait.is_zero() {
+                    Err((WaitOutcome::TimedOut, 0))
                 } else {
-                    ResultType::DefaultResponse
-                };
-                // A caller that is gone never reads a result; record only that it was seen.
-                let recorded =
-                    matches!(outcome, WaitOutcome::TimedOut | WaitOutcome::Superseded).then_some(result_type);
-                let remaining = self.record_call(&agent, recorded).await?;
-                let waited = started.elapsed().as_secs();
-                self.mark_status_dirty();
-                tracing::info!(agent_id = %agent, waited_seconds = waited, result_type = result_type.as_str(), outcome = ?outcome, "get_user_request");
-                Ok((
-                    UserRequestResult {
-                        status: "ok".into(),
-                        result_type,
-                        instruction: None,
-                        // `empty` is exactly the case where the configured text is "".
-                        response: Some(settings.default_empty_response),
-                        remaining_pending: remaining,
-                        waited_seconds: waited,
-                    },
-                    outcome,
-                ))
-            }
-        }
-    }
-
-    /// Wait for an instruction until `deadline`; claim one only while the
-    /// caller is still there and still the agent's newest call.
-    async fn wait_and_claim(
-        &self,
-        agent: &str,
-        added: &mut tokio::sync::watch::Receiver<u64>,
-        superseded: &CancellationToken,
-        caller_gone: &CancellationToken,
-        deadline: Instant,
-    ) -> Result<Result<(Instruction, u64), WaitOutcome>> {
-        let outcome = loop {
-            tokio::select! {
-                biased;
-                _ = caller_gone.cancelled() => break Err(WaitOutcome::CallerGone),
-                _ = superseded.cancelled() => break Err(WaitOutcome::Superseded),
-                _ = self.inner.shutdown.cancelled() => break Err(WaitOutcome::ShuttingDown),
-                _ = tokio::time::sleep_until(deadline) => break Err(WaitOutcome::TimedOut),
-                changed = added.changed() => {
-                    if changed.is_err() {
-                        break Err(WaitOutcome::ShuttingDown);
+                    call.set_waiting(true);
+                    self.mark_status_dirty();
+                    if let Some(tx) = waiting {
+                        let _ = tx.send(settings.default_wait_seconds);
                     }
-                    // Let a disconnect that is already on the wire be seen first:
-                    // one trip through the scheduler runs the connection tasks.
-                    tokio::task::yield_now().await;
-                    if caller_gone.is_cancelled() || superseded.is_cancelled() {
-                        continue; // the next turn of the loop reports why
-                    }
-                    if let Some(claimed) = self.claim(agent, false).await? {
-                        break Ok(claimed);
-                    }
-                    // Another waiter was faster: keep waiting for the rest of the time.
+                    let signals = Signals {
+                        caller_gone: &caller_gone,
+                        superseded: &call.superseded,
+                        stopped: &call.stopped,
+                    };
+                    self.wait_and_claim(&agent, &line.place, signals, started + wait).await?
                 }
             }
         };
-        Ok(outcome)
-    }
+        call.set_waiting(false);
+        drop(line);
+        drop(call);
 
-    fn finish_delivered(
-        &self,
-        agent: &str,
-        started: Instant,
-        item: Instruction,
-        remaining: u64,
-    ) -> (UserRequestResult, WaitOutcome) {
         let waited = started.elapsed().as_secs();
+        let (item, remaining) = match ended {
+            Ok(claimed) => claimed,
+            Err((outcome, remaining)) => return self.finish_empty(&queue, &agent, outcome, remaining, waited).await,
+        };
         self.mark_status_dirty();
-        tracing::info!(agent_id = %agent, waited_seconds = waited, result_type = "instruction", id = %item.id, remaining, "get_user_request");
+        tracing::info!(queue = %queue, agent_id = %agent, waited_seconds = waited, result_type = "instruction", id = %item.id, remaining, "get_user_request");
         let result = UserRequestResult {
             status: "ok".into(),
             result_type: ResultType::Instruction,
+            queue,
             instruction: Some(DeliveredInstruction {
                 consumed_at: item.consumed_at.unwrap_or_default(),
                 id: item.id,
                 content: item.content,
+                target: item.target,
             }),
             response: None,
             remaining_pending: remaining,
             waited_seconds: waited,
         };
-        (result, WaitOutcome::Delivered)
+        Ok((result, WaitOutcome::Delivered))
     }
 
-    /// Claim the head of the rail for `agent` in one transaction that also
-    /// records the agent's activity and logs `instruction.consumed`. With
-    /// `touch_if_empty`, an empty queue still records that the agent was seen.
-    async fn claim(&self, agent: &str, touch_if_empty: bool) -> Result<Option<(Instruction, u64)>> {
-        let agent = agent.to_owned();
+    /// Wait for an offer until `deadline`; claim only while the caller is
+    /// still there and still the agent's newest call.
+    async fn wait_and_claim(
+        &self,
+        agent: &str,
+        place: &Place,
+        signals: Signals<'_>,
+        deadline: Instant,
+    ) -> Result<std::result::Result<(Instruction, u64), (WaitOutcome, u64)>> {
+        let queue = place.queue.as_str();
+        loop {
+            tokio::select! {
+                biased;
+                _ = signals.caller_gone.cancelled() => return Ok(Err((WaitOutcome::CallerGone, 0))),
+                _ = signals.superseded.cancelled() => return Ok(Err((WaitOutcome::Superseded, 0))),
+                _ = self.inner.shutdown.cancelled() => return Ok(Err((WaitOutcome::ShuttingDown, 0))),
+                _ = signals.stopped.cancelled() => {
+                    let remaining = self.take_stop(queue, agent).await?;
+                    return Ok(Err((WaitOutcome::Stopped, remaining)));
+                }
+                _ = tokio::time::sleep_until(deadline) => return Ok(Err((WaitOutcome::TimedOut, 0))),
+                _ = place.wake.notified() => {
+                    // Let a disconnect that is already on the wire be seen first:
+                    // one trip through the scheduler runs the connection tasks.
+                    tokio::task::yield_now().await;
+                    let offer = self.inner.dispatch.offer_for(place);
+                    if signals.caller_gone.is_cancelled() || signals.superseded.is_cancelled() {
+                        continue; // the next turn reports why; leaving gives the offer back
+                    }
+                    let claimed = self.claim(queue, agent, offer, false).await;
+                    self.inner.dispatch.settle(place);
+                    match claimed? {
+                        Claim::Got(item, remaining) => return Ok(Ok((item, remaining))),
+                        Claim::Stopped(remaining) => return Ok(Err((WaitOutcome::Stopped, remaining))),
+                        // Taken, moved or held meanwhile: match again and keep waiting.
+                        Claim::Nothing => self.kick(queue),
+                    }
+                }
+            }
+        }
+    }
+
+    /// The result of a call that delivered nothing, recorded as the agent's latest.
+    async fn finish_empty(
+        &self,
+        queue: &str,
+        agent: &str,
+        outcome: WaitOutcome,
+        remaining: u64,
+        waited: u64,
+    ) -> Result<(UserRequestResult, WaitOutcome)> {
+        let settings = self.settings();
+        let (result_type, response) = if outcome == WaitOutcome::Stopped {
+            (ResultType::Stop, STOP_RESPONSE.to_owned())
+        } else if settings.default_empty_response.is_empty() {
+            // `empty` is exactly the case where the configured text is "".
+            (ResultType::Empty, String::new())
+        } else {
+            (ResultType::DefaultResponse, settings.default_empty_response)
+        };
+        let remaining = if outcome == WaitOutcome::Stopped {
+            remaining // the stop transaction recorded the call already
+        } else {
+            // A caller that is gone never reads a result; record only that it was seen.
+            let recorded = matches!(outcome, WaitOutcome::TimedOut | WaitOutcome::Superseded).then_some(result_type);
+            self.record_call(queue, agent, recorded).await?
+        };
+        self.mark_status_dirty();
+        tracing::info!(queue = %queue, agent_id = %agent, waited_seconds = waited, result_type = result_type.as_str(), outcome = ?outcome, "get_user_request");
+        Ok((
+            UserRequestResult {
+                status: "ok".into(),
+                result_type,
+                queue: queue.to_owned(),
+                instruction: None,
+                response: Some(response),
+                remaining_pending: remaining,
+                waited_seconds: waited,
+            },
+            outcome,
+        ))
+    }
+
+    /// One transaction: a pending stop request wins; otherwise claim the
+    /// offered instruction (`offer`) or else the first one `agent` may take
+    /// in `queue`, unless the queue is held. It records the agent's activity
+    /// and logs `instruction.consumed`. With `first`, a call that gets
+    /// nothing still records that the agent was seen.
+    async fn claim(&self, queue: &str, agent: &str, offer: Option<String>, first: bool) -> Result<Claim> {
+        let (queue, agent) = (queue.to_owned(), agent.to_owned());
         self.blocking(move |i| {
             i.store.write(
                 Durability::Normal,
                 |db| {
                     let now = time::now();
-                    let Some(item) = db.claim_next(&agent, &now)? else {
-                        if touch_if_empty {
-                            db.touch_agent(&agent, &now, None)?;
+                    if db.take_stop(&queue, &agent)? {
+                        db.touch_agent(&queue, &agent, &now, Some(ResultType::Stop))?;
+                        return Ok((Claim::Stopped(db.eligible_count(&queue, &agent)?), None));
+                    }
+                    let item = if i.is_held(&queue) {
+                        None
+                    } else {
+                        match db.claim(&queue, &agent, offer.as_deref(), &now)? {
+                            None if offer.is_some() => db.claim(&queue, &agent, None, &now)?,
+                            got => got,
                         }
-                        return Ok(None);
                     };
-                    db.touch_agent(&agent, &now, Some(ResultType::Instruction))?;
-                    let remaining = db.pending_count()?;
+                    let Some(item) = item else {
+                        if first {
+                            db.touch_agent(&queue, &agent, &now, None)?;
+                        }
+                        return Ok((Claim::Nothing, None));
+                    };
+                    db.touch_agent(&queue, &agent, &now, Some(ResultType::Instruction))?;
                     let event = log_event(
                         db,
                         Event::new(
                             EventKind::InstructionConsumed,
                             now,
                             EventData::Instruction(item.clone()),
-                            Some(remaining),
+                            Some(db.pending_count()?),
                         ),
                     )?;
-                    Ok(Some((item, remaining, event)))
+                    let remaining = db.eligible_count(&queue, &agent)?;
+                    Ok((Claim::Got(item, remaining), Some(event)))
                 },
-                |claimed| {
-                    if let Some((_, _, event)) = claimed {
+                |(_, event)| {
+                    if let Some(event) = event {
                         i.bus.publish(event.clone());
                     }
                 },
             )
         })
         .await
-        .map(|claimed| claimed.map(|(item, remaining, _)| (item, remaining)))
+        .map(|(claim, _)| claim)
     }
 
-    /// Record a finished call that delivered nothing; returns the pending count.
-    async fn record_call(&self, agent: &str, result: Option<ResultType>) -> Result<u64> {
-        let agent = agent.to_owned();
+    /// Consume the stop request a waiting call was woken for; returns what
+    /// the agent could still take.
+    async fn take_stop(&self, queue: &str, agent: &str) -> Result<u64> {
+        let (queue, agent) = (queue.to_owned(), agent.to_owned());
         self.blocking(move |i| {
             i.store.write(
                 Durability::Normal,
                 |db| {
-                    db.touch_agent(&agent, &time::now(), result)?;
-                    db.pending_count()
+                    db.take_stop(&queue, &agent)?;
+                    db.touch_agent(&queue, &agent, &time::now(), Some(ResultType::Stop))?;
+                    db.eligible_count(&queue, &agent)
                 },
                 |_| (),
             )
         })
         .await
+    }
+
+    /// Record a finished call that delivered nothing; returns what the agent could take.
+    async fn record_call(&self, queue: &str, agent: &str, result: Option<ResultType>) -> Result<u64> {
+        let (queue, agent) = (queue.to_owned(), agent.to_owned());
+        self.blocking(move |i| {
+            i.store.write(
+                Durability::Normal,
+                |db| {
+                    db.touch_agent(&queue, &agent, &time::now(), result)?;
+                    db.eligible_count(&queue, &agent)
+                },
+                |_| (),
+            )
+        })
+        .await
+    }
+
+    /// Offer `queue`'s available instructions to its free waiting calls (off
+    /// the async threads). Cheap when nobody waits there.
+    pub(crate) fn kick(&self, queue: &str) {
+        if self.inner.dispatch.free_agents(queue).is_none() {
+            return;
+        }
+        let inner = self.inner.clone();
+        let queue = queue.to_owned();
+        tokio::task::spawn_blocking(move || inner.kick_blocking(&queue));
+    }
+}
+
+/// What can end a wait besides an offer or the deadline.
+struct Signals<'a> {
+    caller_gone: &'a CancellationToken,
+    superseded: &'a CancellationToken,
+    stopped: &'a CancellationToken,
+}
+
+impl Inner {
+    /// [`Queue::kick`] on a thread that may block: read what the free calls
+    /// could take and offer it.
+    pub(super) fn kick_blocking(&self, queue: &str) {
+        if self.is_held(queue) {
+            return;
+        }
+        let Some((agents, enough)) = self.dispatch.free_agents(queue) else {
+            return;
+        };
+        match self.store.read(|db| db.pending_heads(queue, &agents, enough)) {
+            Ok(heads) => {
+                self.dispatch.offer(queue, &heads);
+            }
+            Err(e) => tracing::warn!(queue, error = %e, "could not offer instructions to waiting calls"),
+        }
     }
 }

@@ -43,6 +43,37 @@ const MIGRATIONS: &[&str] = &[
         data TEXT NOT NULL
     );
     "#,
+    // 2: named queues and targets (`docs/ARCHITECTURE.md`, "Queues and
+    // targets"). Everything that exists goes to `default`, addressed to anyone;
+    // agents are known per queue, so their table is rebuilt with the wider key.
+    r#"
+    ALTER TABLE instructions ADD COLUMN queue TEXT NOT NULL DEFAULT 'default';
+    ALTER TABLE instructions ADD COLUMN target TEXT;
+    DROP INDEX instructions_pending_by_position;
+    CREATE INDEX instructions_pending_by_queue ON instructions(queue, position) WHERE status = 'pending';
+    CREATE TABLE queues (
+        name TEXT PRIMARY KEY NOT NULL,
+        held INTEGER NOT NULL DEFAULT 0 CHECK (held IN (0, 1)),
+        archived INTEGER NOT NULL DEFAULT 0 CHECK (archived IN (0, 1)),
+        created_at TEXT NOT NULL
+    );
+    INSERT INTO queues (name, created_at) VALUES ('default', strftime('%Y-%m-%dT%H:%M:%fZ', 'now'));
+    INSERT OR IGNORE INTO queues (name, created_at)
+        SELECT DISTINCT queue, strftime('%Y-%m-%dT%H:%M:%fZ', 'now') FROM instructions;
+    CREATE TABLE agent_activity_by_queue (
+        queue TEXT NOT NULL DEFAULT 'default',
+        agent_id TEXT NOT NULL,
+        last_seen_at TEXT NOT NULL,
+        last_fetch_at TEXT,
+        last_result_type TEXT,
+        stop_requested_at TEXT,
+        PRIMARY KEY (queue, agent_id)
+    );
+    INSERT INTO agent_activity_by_queue (agent_id, last_seen_at, last_fetch_at, last_result_type)
+        SELECT agent_id, last_seen_at, last_fetch_at, last_result_type FROM agent_activity;
+    DROP TABLE agent_activity;
+    ALTER TABLE agent_activity_by_queue RENAME TO agent_activity;
+    "#,
 ];
 
 /// The schema version this build writes.

@@ -4,7 +4,9 @@
 
 use rusqlite::{params, Connection, OptionalExtension, Row};
 
-use crate::model::{AgentActivity, Instruction, InstructionStatus, QueueCounts, ResultType, Settings, StatusFilter};
+use crate::model::{
+    AgentActivity, Instruction, InstructionStatus, Listing, QueueCounts, QueueRecord, ResultType, Settings, StatusFilter,
+};
 use crate::Result;
 
 /// How many events the log keeps; older ones are pruned (a page that missed
@@ -29,7 +31,7 @@ pub struct Db<'c> {
 /// by name, so a new column goes here, in `instruction_from_row` and in
 /// `insert_instruction`'s values — and nowhere shifts.
 const INSTRUCTION_COLUMNS: &str =
-    "id, content, status, created_at, updated_at, consumed_at, consumed_by_agent_id, position";
+    "id, content, status, created_at, updated_at, consumed_at, consumed_by_agent_id, position, queue, target";
 
 fn instruction_from_row(row: &Row<'_>) -> rusqlite::Result<Instruction> {
     let status: String = row.get("status")?;
@@ -54,7 +56,36 @@ fn instruction_from_row(row: &Row<'_>) -> rusqlite::Result<Instruction> {
         consumed_at: row.get("consumed_at")?,
         consumed_by_agent_id: row.get("consumed_by_agent_id")?,
         position: row.get("position")?,
+        queue: row.get("queue")?,
+        target: row.get("target")?,
     })
+}
+
+fn queue_from_row(row: &Row<'_>) -> rusqlite::Result<QueueRecord> {
+    Ok(QueueRecord {
+        name: row.get("name")?,
+        held: row.get("held")?,
+        archived: row.get("archived")?,
+        created_at: row.get("created_at")?,
+    })
+}
+
+/// What a change to a pending instruction sets; `None` keeps the field.
+#[derive(Debug, Default)]
+pub struct PendingChange<'a> {
+    pub content: Option<&'a str>,
+    /// A new queue, with the position it takes there.
+    pub queue: Option<(&'a str, i64)>,
+    /// A new target (`Some(None)`: anyone).
+    pub target: Option<Option<&'a str>>,
+}
+
+/// Per-queue instruction counts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QueueTally {
+    pub queue: String,
+    pub pending: u64,
+    pub consumed: u64,
 }
 
 /// `?1, ?2, …` for every column of [`INSTRUCTION_COLUMNS`].
@@ -79,11 +110,11 @@ impl<'c> Db<'c> {
             })?)
     }
 
-    /// A position before every pending instruction (for "send again" to the front).
-    pub fn front_position(&self) -> Result<i64> {
+    /// A position before every pending instruction of `queue` (for "send again" to the front).
+    pub fn front_position(&self, queue: &str) -> Result<i64> {
         Ok(self.conn.query_row(
-            "SELECT COALESCE(MIN(position), 1) - 1 FROM instructions WHERE status = 'pending'",
-            [],
+            "SELECT COALESCE(MIN(position), 1) - 1 FROM instructions WHERE status = 'pending' AND queue = ?1",
+            [queue],
             |r| r.get(0),
         )?)
     }
@@ -102,7 +133,9 @@ impl<'c> Db<'c> {
                 i.updated_at,
                 i.consumed_at,
                 i.consumed_by_agent_id,
-                i.position
+                i.position,
+                i.queue,
+                i.target
             ])?;
         Ok(())
     }
@@ -115,16 +148,29 @@ impl<'c> Db<'c> {
             .optional()?)
     }
 
-    /// Replace a pending instruction's text; returns the updated row, or `None`
-    /// when no *pending* instruction has that id.
-    pub fn update_pending_content(&self, id: &str, content: &str, now: &str) -> Result<Option<Instruction>> {
+    /// Change a pending instruction's text, queue or target; returns the
+    /// updated row, or `None` when no *pending* instruction has that id.
+    pub fn update_pending(&self, id: &str, change: &PendingChange<'_>, now: &str) -> Result<Option<Instruction>> {
+        let (queue, position) = change.queue.unzip();
         Ok(self
             .conn
             .prepare_cached(&format!(
-                "UPDATE instructions SET content = ?2, updated_at = ?3
+                "UPDATE instructions SET content = COALESCE(?2, content), queue = COALESCE(?3, queue),
+                   position = COALESCE(?4, position), target = CASE WHEN ?5 THEN ?6 ELSE target END, updated_at = ?7
                  WHERE id = ?1 AND status = 'pending' RETURNING {INSTRUCTION_COLUMNS}"
             ))?
-            .query_row(params![id, content, now], instruction_from_row)
+            .query_row(
+                params![
+                    id,
+                    change.content,
+                    queue,
+                    position,
+                    change.target.is_some(),
+                    change.target.flatten(),
+                    now
+                ],
+                instruction_from_row,
+            )
             .optional()?)
     }
 
@@ -139,29 +185,51 @@ impl<'c> Db<'c> {
             .optional()?)
     }
 
-    /// Mark the head of the rail consumed by `agent_id`, in one statement.
-    /// Runs inside the caller's `BEGIN IMMEDIATE` transaction, so two claims can
-    /// never pick the same row: each instruction is delivered at most once.
-    pub fn claim_next(&self, agent_id: &str, now: &str) -> Result<Option<Instruction>> {
+    /// Mark consumed by `agent_id` the first instruction of `queue` that it
+    /// may take (addressed to it or to anyone), in one statement; with `id`,
+    /// only that instruction, if it is still one it may take. Runs inside the
+    /// caller's `BEGIN IMMEDIATE` transaction, so two claims can never pick
+    /// the same row: each instruction is delivered at most once.
+    pub fn claim(&self, queue: &str, agent_id: &str, id: Option<&str>, now: &str) -> Result<Option<Instruction>> {
         Ok(self
             .conn
             .prepare_cached(&format!(
                 "UPDATE instructions
                  SET status = 'consumed', consumed_at = ?2, consumed_by_agent_id = ?1, updated_at = ?2
-                 WHERE id = (SELECT id FROM instructions WHERE status = 'pending' ORDER BY position, created_at LIMIT 1)
+                 WHERE id = (SELECT id FROM instructions
+                             WHERE status = 'pending' AND queue = ?3 AND (target IS NULL OR target = ?1)
+                               AND (?4 IS NULL OR id = ?4)
+                             ORDER BY position, created_at LIMIT 1)
                  RETURNING {INSTRUCTION_COLUMNS}"
             ))?
-            .query_row(params![agent_id, now], instruction_from_row)
+            .query_row(params![agent_id, now, queue, id], instruction_from_row)
             .optional()?)
     }
 
-    /// Pending instruction ids in delivery order.
-    pub fn pending_ids(&self) -> Result<Vec<String>> {
-        let mut stmt = self
-            .conn
-            .prepare_cached("SELECT id FROM instructions WHERE status = 'pending' ORDER BY position, created_at")?;
+    /// The first `limit` pending instructions of `queue` that one of `agents`
+    /// may take, in delivery order, as (id, target): what the dispatcher
+    /// matches waiting calls against.
+    pub fn pending_heads(&self, queue: &str, agents: &[String], limit: usize) -> Result<Vec<(String, Option<String>)>> {
+        let agents = serde_json::to_string(agents).map_err(|e| crate::Error::internal("encoding agent ids", e))?;
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT id, target FROM instructions
+             WHERE status = 'pending' AND queue = ?1
+               AND (target IS NULL OR target IN (SELECT value FROM json_each(?2)))
+             ORDER BY position, created_at LIMIT ?3",
+        )?;
+        let rows = stmt
+            .query_map(params![queue, agents, limit as i64], |r| Ok((r.get(0)?, r.get(1)?)))?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        Ok(rows)
+    }
+
+    /// Pending instruction ids of `queue` in delivery order.
+    pub fn pending_ids(&self, queue: &str) -> Result<Vec<String>> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT id FROM instructions WHERE status = 'pending' AND queue = ?1 ORDER BY position, created_at",
+        )?;
         let ids = stmt
-            .query_map([], |r| r.get(0))?
+            .query_map([queue], |r| r.get(0))?
             .collect::<rusqlite::Result<Vec<String>>>()?;
         Ok(ids)
     }
@@ -185,11 +253,11 @@ impl<'c> Db<'c> {
         Ok(changed)
     }
 
-    /// The lowest position among pending instructions (where a reordered rail starts).
-    pub fn min_pending_position(&self) -> Result<Option<i64>> {
+    /// The lowest position among `queue`'s pending instructions (where a reordered rail starts).
+    pub fn min_pending_position(&self, queue: &str) -> Result<Option<i64>> {
         Ok(self.conn.query_row(
-            "SELECT MIN(position) FROM instructions WHERE status = 'pending'",
-            [],
+            "SELECT MIN(position) FROM instructions WHERE status = 'pending' AND queue = ?1",
+            [queue],
             |r| r.get(0),
         )?)
     }
@@ -215,20 +283,50 @@ impl<'c> Db<'c> {
         Ok(n as u64)
     }
 
+    /// How many pending instructions of `queue` `agent_id` could take.
+    pub fn eligible_count(&self, queue: &str, agent_id: &str) -> Result<u64> {
+        let n: i64 = self
+            .conn
+            .prepare_cached(
+                "SELECT COUNT(*) FROM instructions
+                 WHERE status = 'pending' AND queue = ?1 AND (target IS NULL OR target = ?2)",
+            )?
+            .query_row([queue, agent_id], |r| r.get(0))?;
+        Ok(n as u64)
+    }
+
+    /// Pending and consumed counts per queue that has instructions.
+    pub fn queue_tallies(&self) -> Result<Vec<QueueTally>> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT queue, COALESCE(SUM(status = 'pending'), 0) AS pending, COALESCE(SUM(status = 'consumed'), 0) AS consumed
+             FROM instructions GROUP BY queue",
+        )?;
+        let rows = stmt
+            .query_map([], |r| {
+                Ok(QueueTally {
+                    queue: r.get("queue")?,
+                    pending: r.get::<_, i64>("pending")? as u64,
+                    consumed: r.get::<_, i64>("consumed")? as u64,
+                })
+            })?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        Ok(rows)
+    }
+
     /// Instructions for a listing: pending in delivery order, then consumed
-    /// newest first (at most `consumed_limit` of them, skipping `consumed_offset`).
-    pub fn list(
-        &self,
-        filter: StatusFilter,
-        consumed_limit: Option<u32>,
-        consumed_offset: u32,
-    ) -> Result<Vec<Instruction>> {
+    /// newest first (at most `limit` of them, skipping `offset`); `queue` and
+    /// `target` (when given) keep only that queue's and that agent's.
+    pub fn list(&self, listing: &Listing) -> Result<Vec<Instruction>> {
+        let (filter, queue, target) = (listing.status, listing.queue.as_deref(), listing.target.as_deref());
+        let (consumed_limit, consumed_offset) = (listing.limit, listing.offset);
         let mut items = Vec::new();
         if filter != StatusFilter::Consumed {
             let mut stmt = self.conn.prepare_cached(&format!(
-                "SELECT {INSTRUCTION_COLUMNS} FROM instructions WHERE status = 'pending' ORDER BY position, created_at"
+                "SELECT {INSTRUCTION_COLUMNS} FROM instructions
+                 WHERE status = 'pending' AND (?1 IS NULL OR queue = ?1) AND (?2 IS NULL OR target = ?2)
+                 ORDER BY position, created_at"
             ))?;
-            let rows = stmt.query_map([], instruction_from_row)?;
+            let rows = stmt.query_map(params![queue, target], instruction_from_row)?;
             for row in rows {
                 items.push(row?);
             }
@@ -236,10 +334,11 @@ impl<'c> Db<'c> {
         if filter != StatusFilter::Pending {
             let limit = consumed_limit.map(i64::from).unwrap_or(-1);
             let mut stmt = self.conn.prepare_cached(&format!(
-                "SELECT {INSTRUCTION_COLUMNS} FROM instructions WHERE status = 'consumed'
+                "SELECT {INSTRUCTION_COLUMNS} FROM instructions
+                 WHERE status = 'consumed' AND (?3 IS NULL OR queue = ?3) AND (?4 IS NULL OR target = ?4)
                  ORDER BY consumed_at DESC, position DESC LIMIT ?1 OFFSET ?2"
             ))?;
-            let rows = stmt.query_map(params![limit, consumed_offset], instruction_from_row)?;
+            let rows = stmt.query_map(params![limit, consumed_offset, queue, target], instruction_from_row)?;
             for row in rows {
                 items.push(row?);
             }
@@ -281,30 +380,53 @@ impl<'c> Db<'c> {
 
     // ---- agents -------------------------------------------------------------
 
-    /// Record that an agent called (and, with `fetch`, what its call returned).
-    pub fn touch_agent(&self, agent_id: &str, now: &str, fetch_result: Option<ResultType>) -> Result<()> {
+    /// Record that an agent called in `queue` (and, with `fetch`, what its call returned).
+    pub fn touch_agent(&self, queue: &str, agent_id: &str, now: &str, fetch_result: Option<ResultType>) -> Result<()> {
         self.conn
             .prepare_cached(
-                "INSERT INTO agent_activity (agent_id, last_seen_at, last_fetch_at, last_result_type)
-                 VALUES (?1, ?2, CASE WHEN ?3 IS NULL THEN NULL ELSE ?2 END, ?3)
-                 ON CONFLICT(agent_id) DO UPDATE SET
+                "INSERT INTO agent_activity (queue, agent_id, last_seen_at, last_fetch_at, last_result_type)
+                 VALUES (?4, ?1, ?2, CASE WHEN ?3 IS NULL THEN NULL ELSE ?2 END, ?3)
+                 ON CONFLICT(queue, agent_id) DO UPDATE SET
                    last_seen_at = excluded.last_seen_at,
                    last_fetch_at = COALESCE(excluded.last_fetch_at, agent_activity.last_fetch_at),
                    last_result_type = COALESCE(excluded.last_result_type, agent_activity.last_result_type)",
             )?
-            .execute(params![agent_id, now, fetch_result.map(ResultType::as_str)])?;
+            .execute(params![agent_id, now, fetch_result.map(ResultType::as_str), queue])?;
         Ok(())
+    }
+
+    /// Ask an agent of `queue` to stop; `false` when no such agent was ever seen.
+    pub fn request_stop(&self, queue: &str, agent_id: &str, now: &str) -> Result<bool> {
+        Ok(self
+            .conn
+            .prepare_cached("UPDATE agent_activity SET stop_requested_at = ?3 WHERE queue = ?1 AND agent_id = ?2")?
+            .execute(params![queue, agent_id, now])?
+            > 0)
+    }
+
+    /// Consume a pending stop request (one-shot); `true` if there was one.
+    pub fn take_stop(&self, queue: &str, agent_id: &str) -> Result<bool> {
+        Ok(self
+            .conn
+            .prepare_cached(
+                "UPDATE agent_activity SET stop_requested_at = NULL
+                 WHERE queue = ?1 AND agent_id = ?2 AND stop_requested_at IS NOT NULL",
+            )?
+            .execute(params![queue, agent_id])?
+            > 0)
     }
 
     /// Known agents, most recently seen first.
     pub fn agents(&self, limit: u32) -> Result<Vec<AgentActivity>> {
         let mut stmt = self.conn.prepare_cached(
-            "SELECT agent_id, last_seen_at, last_fetch_at, last_result_type FROM agent_activity
-             ORDER BY last_seen_at DESC, agent_id LIMIT ?1",
+            "SELECT queue, agent_id, last_seen_at, last_fetch_at, last_result_type, stop_requested_at FROM agent_activity
+             ORDER BY last_seen_at DESC, queue, agent_id LIMIT ?1",
         )?;
         let rows = stmt.query_map([limit], |r| {
             let result: Option<String> = r.get("last_result_type")?;
             Ok(AgentActivity {
+                queue: r.get("queue")?,
+                stop_requested: r.get::<_, Option<String>>("stop_requested_at")?.is_some(),
                 agent_id: r.get("agent_id")?,
                 last_seen_at: r.get("last_seen_at")?,
                 last_fetch_at: r.get("last_fetch_at")?,
@@ -313,6 +435,84 @@ impl<'c> Db<'c> {
             })
         })?;
         Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+    }
+
+    // ---- queues -------------------------------------------------------------
+
+    /// Every queue, `default` first, then by name.
+    pub fn queues(&self) -> Result<Vec<QueueRecord>> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT name, held, archived, created_at FROM queues ORDER BY name <> 'default', name",
+        )?;
+        let rows = stmt
+            .query_map([], queue_from_row)?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        Ok(rows)
+    }
+
+    pub fn get_queue(&self, name: &str) -> Result<Option<QueueRecord>> {
+        Ok(self
+            .conn
+            .prepare_cached("SELECT name, held, archived, created_at FROM queues WHERE name = ?1")?
+            .query_row([name], queue_from_row)
+            .optional()?)
+    }
+
+    /// Create `name` if it does not exist, or bring it back from the archive;
+    /// returns the row when it changed, `None` when it was already there.
+    pub fn ensure_queue(&self, name: &str, now: &str) -> Result<Option<QueueRecord>> {
+        Ok(self
+            .conn
+            .prepare_cached(
+                "INSERT INTO queues (name, held, archived, created_at) VALUES (?1, 0, 0, ?2)
+                 ON CONFLICT(name) DO UPDATE SET archived = 0 WHERE archived = 1
+                 RETURNING name, held, archived, created_at",
+            )?
+            .query_row([name, now], queue_from_row)
+            .optional()?)
+    }
+
+    /// Hold or release one queue (or, with `None`, every queue); returns the
+    /// queues whose state changed.
+    pub fn set_held(&self, name: Option<&str>, held: bool) -> Result<Vec<QueueRecord>> {
+        let mut stmt = self.conn.prepare_cached(
+            "UPDATE queues SET held = ?2 WHERE (?1 IS NULL OR name = ?1) AND held <> ?2
+             RETURNING name, held, archived, created_at",
+        )?;
+        let rows = stmt
+            .query_map(params![name, held], queue_from_row)?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        Ok(rows)
+    }
+
+    pub fn set_archived(&self, name: &str, archived: bool) -> Result<Option<QueueRecord>> {
+        Ok(self
+            .conn
+            .prepare_cached(
+                "UPDATE queues SET archived = ?2 WHERE name = ?1 RETURNING name, held, archived, created_at",
+            )?
+            .query_row(params![name, archived], queue_from_row)
+            .optional()?)
+    }
+
+    /// Rename a queue with everything in it: its instructions (history too)
+    /// and its agents' activity.
+    pub fn rename_queue(&self, from: &str, to: &str) -> Result<Option<QueueRecord>> {
+        let Some(record) = self
+            .conn
+            .prepare_cached("UPDATE queues SET name = ?2 WHERE name = ?1 RETURNING name, held, archived, created_at")?
+            .query_row([from, to], queue_from_row)
+            .optional()?
+        else {
+            return Ok(None);
+        };
+        self.conn
+            .prepare_cached("UPDATE instructions SET queue = ?2 WHERE queue = ?1")?
+            .execute([from, to])?;
+        self.conn
+            .prepare_cached("UPDATE OR REPLACE agent_activity SET queue = ?2 WHERE queue = ?1")?
+            .execute([from, to])?;
+        Ok(Some(record))
     }
 
     // ---- event log ----------------------------------------------------------

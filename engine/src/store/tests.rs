@@ -4,7 +4,7 @@ use crate::model::{Instruction, InstructionStatus, Settings, StatusFilter};
 fn instruction(id: &str, position: i64) -> Instruction {
     Instruction {
         id: id.into(),
-        ..Instruction::new_pending(format!("do {id}"), position, crate::time::now())
+        ..Instruction::new_pending(format!("do {id}"), "default".into(), None, position, crate::time::now())
     }
 }
 
@@ -34,7 +34,7 @@ fn a_new_file_is_migrated_in_wal_and_reopens_cleanly() {
         .unwrap();
     drop(store);
     let again = Store::open(&path).unwrap();
-    assert_eq!(again.read(|db| db.pending_ids()).unwrap(), ["a"]);
+    assert_eq!(again.read(|db| db.pending_ids("default")).unwrap(), ["a"]);
     assert_eq!(again.integrity_check().unwrap(), "ok");
 }
 
@@ -70,7 +70,7 @@ fn a_claim_commits_with_normal_sync_and_restores_full() {
             Durability::Normal,
             |db| {
                 seen.set(db.conn_synchronous());
-                db.claim_next("agent", &crate::time::now())
+                db.claim("default", "agent", None, &crate::time::now())
             },
             |_| (),
         )
@@ -84,7 +84,7 @@ fn a_claim_commits_with_normal_sync_and_restores_full() {
     let next = store
         .write(
             Durability::Normal,
-            |db| db.claim_next("agent", &crate::time::now()),
+            |db| db.claim("default", "agent", None, &crate::time::now()),
             |_| (),
         )
         .unwrap();
@@ -92,7 +92,7 @@ fn a_claim_commits_with_normal_sync_and_restores_full() {
     assert!(store
         .write(
             Durability::Normal,
-            |db| db.claim_next("agent", &crate::time::now()),
+            |db| db.claim("default", "agent", None, &crate::time::now()),
             |_| ()
         )
         .unwrap()
@@ -115,7 +115,7 @@ fn a_failed_body_rolls_back_and_publishes_nothing() {
     );
     assert!(r.is_err());
     assert!(!published.get());
-    assert!(store.read(|db| db.list(StatusFilter::All, None, 0)).unwrap().is_empty());
+    assert!(store.read(|db| db.list(&crate::model::Listing::default())).unwrap().is_empty());
     // The same id can be written afterwards: the first attempt left nothing behind.
     store
         .write(

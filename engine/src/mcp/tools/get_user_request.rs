@@ -37,7 +37,8 @@ Returns at most one instruction (result_type \"instruction\"): act on it, then c
 When the queue is empty the call waits for a server-controlled time and returns result_type \"empty\" \
 or \"default_response\" with a `response` text to follow: call this tool again instead of ending your \
 session, so you pick up the user's follow-up requests. Pass the same `agent_id` on every call; a new call \
-with the same agent_id replaces an older call that is still waiting.";
+with the same agent_id replaces an older call that is still waiting. If result_type is \"stop\", the user ended \
+your session: stop calling this tool.";
 
 /// Arguments of `get_user_request`.
 #[derive(Debug, Default, Deserialize, JsonSchema)]
@@ -45,6 +46,11 @@ pub struct Args {
     /// A stable name for this agent, e.g. "copilot-myrepo" (max 128 characters; default "default").
     #[schemars(length(max = 128))]
     pub agent_id: Option<String>,
+    /// The queue to take from, for clients with one global configuration
+    /// (1-64 of a-z 0-9 . _ -; default "default"). A queue in the server URL
+    /// (/mcp/q/<name>) wins over this.
+    #[schemars(length(min = 1, max = 64))]
+    pub queue: Option<String>,
 }
 
 /// The tool as listed by `tools/list`.
@@ -74,9 +80,21 @@ pub async fn call(
         },
     };
 
+    // The URL the client was configured with wins over what the model passes.
+    let from_url = match super::super::url_queue(&ctx) {
+        Ok(q) => q,
+        Err(e) => return Ok(tool_error(&e.to_string())),
+    };
+    let queue_name = from_url.or(args.queue);
+
     let gone = caller_gone_token(&ctx);
     let (waiting_tx, waiting_rx) = tokio::sync::oneshot::channel();
-    let call = queue.get_user_request(args.agent_id.as_deref(), gone.clone(), Some(waiting_tx));
+    let call = queue.get_user_request(
+        queue_name.as_deref(),
+        args.agent_id.as_deref(),
+        gone.clone(),
+        Some(waiting_tx),
+    );
     tokio::pin!(call);
     let progress_token = ctx.meta.get_progress_token();
     let mut waiting_rx = Some(waiting_rx);

@@ -1,0 +1,164 @@
+//! `/api/queues`, `/api/hold`, `/api/release` and `/api/agents/stop`: the
+//! person's hand on queues and agents. Handlers parse, call the
+//! [`Queue`](crate::queue::Queue) and return typed bodies; routes and OpenAPI
+//! entries are registered in [`routes`].
+
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::Json;
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use super::error::ErrorBody;
+use super::{ApiJson, ApiPath, ApiQuery, AppState};
+use crate::model::{QueueInfo, QueuePatch, QueueRecord};
+use crate::Result;
+
+pub fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(list, create))
+        .routes(routes!(get_one, update))
+        .routes(routes!(hold))
+        .routes(routes!(release))
+        .routes(routes!(stop_agent))
+}
+
+/// `{"items": […]}`
+#[derive(Serialize, ToSchema)]
+pub struct QueuesBody {
+    pub items: Vec<QueueInfo>,
+}
+
+/// `{"item": …}`
+#[derive(Serialize, ToSchema)]
+pub struct QueueBody {
+    pub item: QueueInfo,
+}
+
+#[derive(Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct ListQuery {
+    /// Include archived queues (default false).
+    #[serde(default)]
+    archived: bool,
+}
+
+/// List queues.
+#[utoipa::path(get, path = "/api/queues", tag = "queues", params(ListQuery),
+    responses((status = 200, description = "Queues, `default` first, with counts and waiting agents", body = QueuesBody),
+        (status = 400, description = "Malformed request", body = ErrorBody)))]
+async fn list(State(s): State<AppState>, ApiQuery(q): ApiQuery<ListQuery>) -> Result<Json<QueuesBody>> {
+    Ok(Json(QueuesBody {
+        items: s.queue.queues(q.archived).await?,
+    }))
+}
+
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NewQueue {
+    /// 1–64 characters of a-z 0-9 . _ - (upper case is lowered)
+    #[schema(pattern = "^[A-Za-z0-9._-]{1,64}$")]
+    name: String,
+}
+
+/// Create a queue.
+#[utoipa::path(post, path = "/api/queues", tag = "queues", request_body = NewQueue,
+    responses((status = 201, description = "Created (or restored from the archive)", body = QueueBody),
+        (status = 400, description = "Not a valid queue name", body = ErrorBody),
+        (status = 409, description = "A queue with that name exists", body = ErrorBody)))]
+async fn create(State(s): State<AppState>, ApiJson(body): ApiJson<NewQueue>) -> Result<(StatusCode, Json<QueueBody>)> {
+    let item = s.queue.create_queue(&body.name).await?;
+    Ok((StatusCode::CREATED, Json(QueueBody { item })))
+}
+
+/// One queue.
+#[utoipa::path(get, path = "/api/queues/{name}", tag = "queues", params(("name" = String, Path, description = "Queue name")),
+    responses((status = 200, description = "The queue", body = QueueBody),
+        (status = 400, description = "Not a valid queue name", body = ErrorBody),
+        (status = 404, description = "No such queue", body = ErrorBody)))]
+async fn get_one(State(s): State<AppState>, ApiPath(name): ApiPath<String>) -> Result<Json<QueueBody>> {
+    Ok(Json(QueueBody {
+        item: s.queue.queue_info(&name).await?,
+    }))
+}
+
+/// Rename, archive or restore, hold or release a queue.
+#[utoipa::path(patch, path = "/api/queues/{name}", tag = "queues", params(("name" = String, Path, description = "Queue name")),
+    request_body = QueuePatch,
+    responses((status = 200, description = "The queue after the change", body = QueueBody),
+        (status = 400, description = "Invalid name, an empty change, or renaming/archiving `default`", body = ErrorBody),
+        (status = 404, description = "No such queue", body = ErrorBody),
+        (status = 409, description = "The new name is taken, or the queue still has pending instructions (archive)", body = ErrorBody)))]
+async fn update(
+    State(s): State<AppState>,
+    ApiPath(name): ApiPath<String>,
+    ApiJson(patch): ApiJson<QueuePatch>,
+) -> Result<Json<QueueBody>> {
+    Ok(Json(QueueBody {
+        item: s.queue.update_queue(&name, patch).await?,
+    }))
+}
+
+#[derive(Deserialize, Default, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct HoldBody {
+    /// One queue; absent: every queue.
+    #[serde(default)]
+    #[schema(pattern = "^[A-Za-z0-9._-]{1,64}$")]
+    queue: Option<String>,
+}
+
+/// `{"changed": […]}`
+#[derive(Serialize, ToSchema)]
+pub struct ChangedBody {
+    /// The queues whose held state changed.
+    pub changed: Vec<QueueRecord>,
+}
+
+/// Hold one queue or all of them.
+#[utoipa::path(post, path = "/api/hold", tag = "queues", request_body = HoldBody,
+    responses((status = 200, description = "Held: calls keep waiting and end as usual, nothing is delivered until release", body = ChangedBody),
+        (status = 400, description = "Not a valid queue name", body = ErrorBody),
+        (status = 404, description = "No such queue", body = ErrorBody)))]
+async fn hold(State(s): State<AppState>, ApiJson(body): ApiJson<HoldBody>) -> Result<Json<ChangedBody>> {
+    Ok(Json(ChangedBody {
+        changed: s.queue.set_held(body.queue.as_deref(), true).await?,
+    }))
+}
+
+/// Release one queue or all of them.
+#[utoipa::path(post, path = "/api/release", tag = "queues", request_body = HoldBody,
+    responses((status = 200, description = "Released: waiting calls are offered instructions at once", body = ChangedBody),
+        (status = 400, description = "Not a valid queue name", body = ErrorBody),
+        (status = 404, description = "No such queue", body = ErrorBody)))]
+async fn release(State(s): State<AppState>, ApiJson(body): ApiJson<HoldBody>) -> Result<Json<ChangedBody>> {
+    Ok(Json(ChangedBody {
+        changed: s.queue.set_held(body.queue.as_deref(), false).await?,
+    }))
+}
+
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct StopBody {
+    /// The agent to stop.
+    #[schema(min_length = 1, max_length = 128)]
+    agent_id: String,
+    /// Its queue (default `default`).
+    #[serde(default)]
+    #[schema(pattern = "^[A-Za-z0-9._-]{1,64}$")]
+    queue: Option<String>,
+}
+
+/// End an agent's loop.
+#[utoipa::path(post, path = "/api/agents/stop", tag = "queues", request_body = StopBody,
+    responses((status = 204, description = "Its waiting call, or else its next call, returns result_type \"stop\" (once)"),
+        (status = 400, description = "Invalid agent id or queue name", body = ErrorBody),
+        (status = 404, description = "No such agent has called in that queue", body = ErrorBody)))]
+async fn stop_agent(State(s): State<AppState>, ApiJson(body): ApiJson<StopBody>) -> Result<StatusCode> {
+    let queue = body.queue.unwrap_or_else(|| crate::model::DEFAULT_QUEUE.to_owned());
+    s.queue.stop_agent(&queue, &body.agent_id).await?;
+    Ok(StatusCode::NO_CONTENT)
+}

@@ -1,0 +1,206 @@
+//! Named queues and who an instruction is for: the names' rules, what the
+//! person sees of a queue, and the shapes that create or change instructions
+//! with a queue and a target (`docs/ARCHITECTURE.md`, "Queues and targets").
+
+use serde::{Deserialize, Deserializer, Serialize};
+use utoipa::ToSchema;
+
+use crate::{Error, Result};
+
+/// The queue every agent and instruction belongs to unless told otherwise.
+pub const DEFAULT_QUEUE: &str = "default";
+/// The longest queue name, in characters.
+pub const MAX_QUEUE_NAME_CHARS: usize = 64;
+
+/// Lower-case `raw` and check it is a queue name: 1–64 characters of
+/// `a-z 0-9 . _ -`. Names end up in URLs (`/mcp/q/<name>`) and file names of
+/// client configurations, so nothing else is allowed.
+pub fn queue_name(raw: &str) -> Result<String> {
+    let name = raw.to_ascii_lowercase();
+    let ok = (1..=MAX_QUEUE_NAME_CHARS).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || matches!(b, b'.' | b'_' | b'-'));
+    // "." and ".." would be path segments with a meaning of their own.
+    if !ok || name.bytes().all(|b| b == b'.') {
+        return Err(Error::Invalid(format!(
+            "queue name {raw:?} is not valid: use 1–{MAX_QUEUE_NAME_CHARS} characters of a-z, 0-9, '.', '_' and '-' (not only dots)"
+        )));
+    }
+    Ok(name)
+}
+
+/// The queue `raw` names, or `default` when none is given.
+pub fn queue_or_default(raw: Option<&str>) -> Result<String> {
+    match raw.map(str::trim).filter(|s| !s.is_empty()) {
+        Some(name) => queue_name(name),
+        None => Ok(DEFAULT_QUEUE.to_owned()),
+    }
+}
+
+/// Where agents reach the MCP endpoint: `default`'s path.
+pub const MCP_PATH: &str = "/mcp";
+
+/// The MCP endpoint path for agents of `queue`: `/mcp` for `default`,
+/// `/mcp/q/<name>` for the others. An agent's queue comes from the URL it is
+/// configured with, never from what a model remembers to pass.
+pub fn mcp_path(queue: &str) -> String {
+    if queue == DEFAULT_QUEUE {
+        MCP_PATH.to_owned()
+    } else {
+        format!("{MCP_PATH}/q/{queue}")
+    }
+}
+
+/// The queue an MCP endpoint path names: `Some` for `/mcp/q/<name>`, `None`
+/// for plain `/mcp`; an invalid name is an error naming the rule.
+pub fn queue_from_path(path: &str) -> Result<Option<String>> {
+    let rest = path.strip_prefix(MCP_PATH).unwrap_or(path);
+    match rest.trim_end_matches('/').strip_prefix("/q/") {
+        Some(name) => queue_name(name).map(Some),
+        None => Ok(None),
+    }
+}
+
+/// A queue as stored: its name and the person's switches on it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct QueueRecord {
+    pub name: String,
+    /// Held: calls wait as usual but nothing is delivered until release.
+    pub held: bool,
+    /// Archived: hidden from the switcher; an agent connecting to it brings it back.
+    pub archived: bool,
+    pub created_at: String,
+}
+
+/// A queue as the page and `/api/queues` show it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct QueueInfo {
+    pub name: String,
+    pub held: bool,
+    pub archived: bool,
+    pub created_at: String,
+    pub pending_count: u64,
+    pub consumed_count: u64,
+    /// Agents with a `get_user_request` call waiting in this queue now.
+    pub waiting_agents: Vec<String>,
+}
+
+/// A new instruction: its text, and where and to whom it goes.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NewInstruction {
+    /// The instruction text: not blank, no NUL, at most 64 KiB (65,536 bytes) of UTF-8
+    #[schema(min_length = 1, pattern = "^[^\\u0000]*[^\\s\\u0000][^\\u0000]*$")]
+    pub content: String,
+    /// The queue (default `default`); created if it does not exist yet.
+    #[serde(default)]
+    #[schema(pattern = "^[A-Za-z0-9._-]{1,64}$")]
+    pub queue: Option<String>,
+    /// One agent id this instruction is for; absent or null: anyone in the queue.
+    #[serde(default)]
+    pub target: Option<String>,
+}
+
+impl From<String> for NewInstruction {
+    fn from(content: String) -> Self {
+        NewInstruction {
+            content,
+            ..NewInstruction::default()
+        }
+    }
+}
+
+impl From<&str> for NewInstruction {
+    fn from(content: &str) -> Self {
+        content.to_owned().into()
+    }
+}
+
+/// A change to a pending instruction: any of its text, queue and target.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct InstructionPatch {
+    /// New text (same rules as when queueing).
+    #[serde(default)]
+    #[schema(min_length = 1, pattern = "^[^\\u0000]*[^\\s\\u0000][^\\u0000]*$")]
+    pub content: Option<String>,
+    /// Move it to this queue (at the back of it).
+    #[serde(default)]
+    #[schema(pattern = "^[A-Za-z0-9._-]{1,64}$")]
+    pub queue: Option<String>,
+    /// Readdress it: an agent id, or null for anyone in the queue.
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<String>)]
+    pub target: Option<Option<String>>,
+}
+
+impl InstructionPatch {
+    pub fn content(content: impl Into<String>) -> Self {
+        InstructionPatch {
+            content: Some(content.into()),
+            ..InstructionPatch::default()
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.content.is_none() && self.queue.is_none() && self.target.is_none()
+    }
+}
+
+/// `Some(None)` for an explicit `null`, so "readdress to anyone" differs from "not given".
+fn present<'de, D: Deserializer<'de>>(d: D) -> std::result::Result<Option<Option<String>>, D::Error> {
+    Option::<String>::deserialize(d).map(Some)
+}
+
+/// A change to a queue: rename it, archive or restore it, hold or release it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct QueuePatch {
+    #[serde(default)]
+    #[schema(pattern = "^[A-Za-z0-9._-]{1,64}$")]
+    pub name: Option<String>,
+    #[serde(default)]
+    pub archived: Option<bool>,
+    #[serde(default)]
+    pub held: Option<bool>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_lower_cased_and_restricted() {
+        assert_eq!(queue_name("Repo-A.v2_x").unwrap(), "repo-a.v2_x");
+        assert_eq!(queue_name(&"a".repeat(64)).unwrap().len(), 64);
+        for bad in ["", "a b", "a/b", "é", "..", ".", "a?", &"a".repeat(65), "a\0"] {
+            assert!(matches!(queue_name(bad), Err(Error::Invalid(_))), "{bad:?}");
+        }
+        assert_eq!(queue_or_default(None).unwrap(), "default");
+        assert_eq!(queue_or_default(Some("  ")).unwrap(), "default");
+        assert_eq!(queue_or_default(Some("B")).unwrap(), "b");
+    }
+
+    #[test]
+    fn endpoint_paths_name_their_queue() {
+        assert_eq!(mcp_path("default"), "/mcp");
+        assert_eq!(mcp_path("repo-a"), "/mcp/q/repo-a");
+        assert_eq!(queue_from_path("/mcp").unwrap(), None);
+        assert_eq!(queue_from_path("/mcp/").unwrap(), None);
+        assert_eq!(queue_from_path("/mcp/q/Repo-A").unwrap().as_deref(), Some("repo-a"));
+        assert_eq!(queue_from_path("/mcp/q/repo-a/").unwrap().as_deref(), Some("repo-a"));
+        assert!(queue_from_path("/mcp/q/a%20b").is_err());
+        assert!(queue_from_path("/mcp/q/").is_err());
+    }
+
+    #[test]
+    fn a_patch_tells_null_from_absent() {
+        let p: InstructionPatch = serde_json::from_str(r#"{"target": null}"#).unwrap();
+        assert_eq!(p.target, Some(None));
+        let p: InstructionPatch = serde_json::from_str(r#"{"content": "x"}"#).unwrap();
+        assert_eq!(p.target, None);
+        assert!(!p.is_empty());
+        assert!(serde_json::from_str::<InstructionPatch>("{}").unwrap().is_empty());
+    }
+}

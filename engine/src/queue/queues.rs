@@ -1,0 +1,251 @@
+//! The person's hand on queues and agents: create, rename, archive, hold and
+//! release queues; stop an agent's loop. Each change is one durable write
+//! plus a `queue.updated` event (or a status change), and wakes whoever it
+//! lets take an instruction.
+
+use super::{log_event, Inner, Queue};
+use crate::events::{Event, EventData, EventKind, QueueChange};
+use crate::model::{agent_id, queue_name, QueueInfo, QueuePatch, QueueRecord, DEFAULT_QUEUE};
+use crate::store::Durability;
+use crate::{time, Error, Result};
+
+impl Queue {
+    /// Every queue with its counts and waiting agents, `default` first.
+    /// Archived ones are included only when asked for.
+    pub async fn queues(&self, with_archived: bool) -> Result<Vec<QueueInfo>> {
+        let (records, tallies) = self
+            .blocking(|i| i.store.read(|db| Ok((db.queues()?, db.queue_tallies()?))))
+            .await?;
+        let waiting = self.inner.calls.waiting_agents();
+        Ok(records
+            .into_iter()
+            .filter(|r| with_archived || !r.archived)
+            .map(|r| {
+                let tally = tallies.iter().find(|t| t.queue == r.name);
+                let mut waiting_agents: Vec<String> = waiting
+                    .iter()
+                    .filter(|(q, _)| *q == r.name)
+                    .map(|(_, a)| a.clone())
+                    .collect();
+                waiting_agents.sort_unstable();
+                QueueInfo {
+                    pending_count: tally.map_or(0, |t| t.pending),
+                    consumed_count: tally.map_or(0, |t| t.consumed),
+                    waiting_agents,
+                    name: r.name,
+                    held: r.held,
+                    archived: r.archived,
+                    created_at: r.created_at,
+                }
+            })
+            .collect())
+    }
+
+    /// One queue, archived or not.
+    pub async fn queue_info(&self, name: &str) -> Result<QueueInfo> {
+        let name = queue_name(name)?;
+        self.queues(true)
+            .await?
+            .into_iter()
+            .find(|q| q.name == name)
+            .ok_or_else(|| no_queue(&name))
+    }
+
+    /// Make sure `queue` exists and is not archived: queues are created on
+    /// first use. Costs nothing once the queue is known.
+    pub async fn ensure_queue(&self, queue: &str) -> Result<()> {
+        let known = self
+            .inner
+            .queues
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(queue)
+            .is_some_and(|q| !q.archived);
+        if known {
+            return Ok(());
+        }
+        let queue = queue.to_owned();
+        self.queue_write(move |db| Ok(changes(db.ensure_queue(&queue, &time::now())?)))
+            .await?;
+        Ok(())
+    }
+
+    /// Create a queue the person names; a conflict if it exists already.
+    pub async fn create_queue(&self, name: &str) -> Result<QueueInfo> {
+        let name = queue_name(name)?;
+        let wanted = name.clone();
+        let created = self
+            .queue_write(move |db| {
+                if db.get_queue(&wanted)?.is_some_and(|q| !q.archived) {
+                    return Err(Error::Conflict(format!("a queue named {wanted} exists already")));
+                }
+                Ok(changes(db.ensure_queue(&wanted, &time::now())?))
+            })
+            .await?;
+        tracing::info!(queue = %name, restored = created.is_empty(), "queue created");
+        self.queue_info(&name).await
+    }
+
+    /// Rename, archive or restore, hold or release one queue.
+    pub async fn update_queue(&self, name: &str, patch: QueuePatch) -> Result<QueueInfo> {
+        let name = queue_name(name)?;
+        let new_name = patch.name.as_deref().map(queue_name).transpose()?.filter(|n| *n != name);
+        if patch.name.is_none() && patch.archived.is_none() && patch.held.is_none() {
+            return Err(Error::Invalid("give at least one of name, archived and held".into()));
+        }
+        if name == DEFAULT_QUEUE && (new_name.is_some() || patch.archived == Some(true)) {
+            return Err(Error::Invalid(
+                "the default queue is where plain /mcp agents go: it cannot be renamed or archived".into(),
+            ));
+        }
+        let current = name.clone();
+        let to = new_name.clone();
+        let renamed = self
+            .queue_write(move |db| {
+                let mut changed = Vec::new();
+                let Some(mut record) = db.get_queue(&current)? else {
+                    return Err(no_queue(&current));
+                };
+                if let Some(held) = patch.held {
+                    changed.extend(changes(db.set_held(Some(&record.name), held)?));
+                }
+                if let Some(archived) = patch.archived {
+                    if archived {
+                        let pending = db.list(&crate::model::Listing::pending().in_queue(&current))?.len();
+                        if pending > 0 {
+                            return Err(Error::Conflict(format!(
+                                "queue {current} still has {pending} pending instruction(s): move or delete them before archiving it"
+                            )));
+                        }
+                    }
+                    changed.extend(changes(db.set_archived(&current, archived)?));
+                }
+                if let Some(to) = &to {
+                    if db.get_queue(to)?.is_some() {
+                        return Err(Error::Conflict(format!("a queue named {to} exists already")));
+                    }
+                    record = db
+                        .rename_queue(&current, to)?
+                        .ok_or_else(|| no_queue(&current))?;
+                    changed.retain(|c| c.queue.name != current);
+                    changed.push(QueueChange {
+                        queue: record,
+                        renamed_from: Some(current.clone()),
+                    });
+                }
+                Ok(changed)
+            })
+            .await?;
+        let name = match new_name {
+            Some(to) => {
+                tracing::info!(from = %name, to = %to, "queue renamed");
+                to
+            }
+            None => name,
+        };
+        if patch.held == Some(false) {
+            self.kick(&name);
+        }
+        drop(renamed);
+        self.mark_status_dirty();
+        self.queue_info(&name).await
+    }
+
+    /// Hold one queue, or every queue with `None`: calls keep waiting and
+    /// end as usual, but nothing is delivered until release. Returns the
+    /// queues whose state changed.
+    pub async fn set_held(&self, queue: Option<&str>, held: bool) -> Result<Vec<QueueRecord>> {
+        let queue = queue.map(queue_name).transpose()?;
+        let one = queue.clone();
+        let changed = self
+            .queue_write(move |db| {
+                if let Some(q) = &one {
+                    if db.get_queue(q)?.is_none() {
+                        return Err(no_queue(q));
+                    }
+                }
+                Ok(changes(db.set_held(one.as_deref(), held)?))
+            })
+            .await?;
+        if !held {
+            for q in &changed {
+                self.kick(&q.name);
+            }
+        }
+        self.mark_status_dirty();
+        tracing::info!(queue = queue.as_deref().unwrap_or("(all)"), held, changed = changed.len(), "hold changed");
+        Ok(changed)
+    }
+
+    /// End one agent's loop: its waiting call, or else its next call, returns
+    /// `result_type: "stop"`. One-shot: later calls work normally.
+    pub async fn stop_agent(&self, queue: &str, agent: &str) -> Result<()> {
+        let queue = queue_name(queue)?;
+        let agent = agent_id(Some(agent))?.ok_or_else(|| Error::Invalid("agent_id must not be blank".into()))?;
+        let (q, a) = (queue.clone(), agent.clone());
+        let known = self
+            .blocking(move |i| i.store.write(Durability::Full, |db| db.request_stop(&q, &a, &time::now()), |_| ()))
+            .await?;
+        if !known {
+            return Err(Error::NotFound(format!("no agent {agent} has called in queue {queue}")));
+        }
+        self.inner.calls.stop(&queue, &agent);
+        self.mark_status_dirty();
+        tracing::info!(queue = %queue, agent_id = %agent, "agent stop requested");
+        Ok(())
+    }
+
+    /// One durable write that changes queues: logs and publishes a
+    /// `queue.updated` per changed queue and updates the cache on commit.
+    async fn queue_write(
+        &self,
+        body: impl FnOnce(&crate::store::Db<'_>) -> Result<Vec<QueueChange>> + Send + 'static,
+    ) -> Result<Vec<QueueRecord>> {
+        self.blocking(move |i: &Inner| {
+            i.store.write(
+                Durability::Full,
+                |db| {
+                    let changed = body(db)?;
+                    let now = time::now();
+                    changed
+                        .into_iter()
+                        .map(|c| log_event(db, Event::new(EventKind::QueueUpdated, now.clone(), EventData::Queue(c), None)))
+                        .collect::<Result<Vec<_>>>()
+                },
+                |events| {
+                    for e in events {
+                        if let EventData::Queue(change) = &e.data {
+                            i.remember(change);
+                        }
+                        i.bus.publish(e.clone());
+                    }
+                },
+            )
+        })
+        .await
+        .map(|events| {
+            events
+                .into_iter()
+                .filter_map(|e| match e.data {
+                    EventData::Queue(c) => Some(c.queue),
+                    _ => None,
+                })
+                .collect()
+        })
+    }
+}
+
+fn no_queue(name: &str) -> Error {
+    Error::NotFound(format!("no queue named {name}"))
+}
+
+/// Changed rows as changes that are not renames.
+fn changes(records: impl IntoIterator<Item = QueueRecord>) -> Vec<QueueChange> {
+    records
+        .into_iter()
+        .map(|queue| QueueChange {
+            queue,
+            renamed_from: None,
+        })
+        .collect()
+}
