@@ -361,6 +361,13 @@ async fn the_openapi_document_covers_every_api_route_and_the_docs_page_is_local(
         ("/api/instructions/{id}", "delete"),
         ("/api/instructions/{id}/requeue", "post"),
         ("/api/instructions/{id}/move", "post"),
+        ("/api/queues", "get"),
+        ("/api/queues", "post"),
+        ("/api/queues/{name}", "get"),
+        ("/api/queues/{name}", "patch"),
+        ("/api/hold", "post"),
+        ("/api/release", "post"),
+        ("/api/agents/stop", "post"),
         ("/api/config", "get"),
         ("/api/config", "patch"),
         ("/api/config/fields", "get"),
@@ -381,8 +388,9 @@ async fn the_openapi_document_covers_every_api_route_and_the_docs_page_is_local(
     let documented: usize = paths.values().map(|p| p.as_object().unwrap().len()).sum();
     assert_eq!(documented, routes.len(), "nothing documented that does not exist");
     // The documented body of a create is what the server takes.
-    let create = &doc["components"]["schemas"]["ContentBody"];
+    let create = &doc["components"]["schemas"]["NewInstruction"];
     assert_eq!(create["required"], json!(["content"]));
+    assert!(create["properties"]["queue"].is_object() && create["properties"]["target"].is_object());
 
     let client = reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
@@ -415,10 +423,25 @@ async fn clients_snippets_come_from_the_engine_and_never_carry_the_token() {
     let ids: Vec<_> = clients.iter().map(|c| c["id"].as_str().unwrap()).collect();
     assert_eq!(
         ids,
-        ["vscode", "claude-code", "cursor", "codex", "windsurf", "claude-desktop"]
+        ["vscode", "claude-code", "claude-code-project", "cursor", "codex", "windsurf", "claude-desktop"]
     );
     let text = body.to_string();
     assert!(!text.contains("s3cret-token"), "the page never sees the token");
     assert!(text.contains("<your API token>") && text.contains(&format!("{}/mcp", s.url)));
+    // A queue's snippets point at its URL; the stdio bridge gets --queue.
+    let body: Value = s
+        .http
+        .get(s.api("/api/clients?queue=Repo-A"))
+        .bearer_auth("s3cret-token")
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(body["queue"], "repo-a");
+    assert_eq!(body["mcp_url"], format!("{}/mcp/q/repo-a", s.url));
+    let text = body.to_string();
+    assert!(text.contains("/mcp/q/repo-a") && text.contains(r#"\"--queue\""#), "{text}");
     s.stop().await;
 }

@@ -156,6 +156,8 @@ async fn agents_share_exactly_once(AGENTS: usize, PREFILLED: usize, LIVE: usize)
                             id: format!("pre-{n}"),
                             ..engine::model::Instruction::new_pending(
                                 format!("prefilled {n}"),
+                                "default".into(),
+                                None,
                                 n as i64 + 1,
                                 engine::time::now(),
                             )

@@ -191,7 +191,7 @@ mod tests {
         assert_eq!(queue_from_path("/mcp/q/Repo-A").unwrap().as_deref(), Some("repo-a"));
         assert_eq!(queue_from_path("/mcp/q/repo-a/").unwrap().as_deref(), Some("repo-a"));
         assert!(queue_from_path("/mcp/q/a%20b").is_err());
-        assert!(queue_from_path("/mcp/q/").is_err());
+        assert!(queue_from_path("/mcp/q/..").is_err());
     }
 
     #[test]

@@ -128,6 +128,68 @@ impl Server {
         let transport = StreamableHttpClientTransport::from_uri(format!("{}/mcp", self.url));
         ().serve(transport).await.expect("MCP client connects")
     }
+
+    /// An official-SDK MCP client configured with the endpoint at `path`
+    /// (`/mcp/q/<queue>` for a queue's agents).
+    pub async fn mcp_at(&self, path: &str) -> RunningService<RoleClient, ()> {
+        let transport = StreamableHttpClientTransport::from_uri(format!("{}{path}", self.url));
+        ().serve(transport).await.expect("MCP client connects")
+    }
+
+    /// POST `body` to `path`; the status and the JSON answer (null if none).
+    pub async fn post(&self, path: &str, body: Value) -> (u16, Value) {
+        let r = self.http.post(self.api(path)).json(&body).send().await.unwrap();
+        let status = r.status().as_u16();
+        (status, r.json().await.unwrap_or(Value::Null))
+    }
+
+    /// PATCH `body` to `path`; the status and the JSON answer.
+    pub async fn patch(&self, path: &str, body: Value) -> (u16, Value) {
+        let r = self.http.patch(self.api(path)).json(&body).send().await.unwrap();
+        let status = r.status().as_u16();
+        (status, r.json().await.unwrap_or(Value::Null))
+    }
+
+    /// Queue an instruction in `queue`, for `target` (or anyone); panics unless 201.
+    pub async fn add_to(&self, content: &str, queue: &str, target: Option<&str>) -> Value {
+        let (status, body) = self
+            .post(
+                "/api/instructions",
+                json!({ "content": content, "queue": queue, "target": target }),
+            )
+            .await;
+        assert_eq!(status, 201, "adding {content:?}: {body}");
+        body["item"].clone()
+    }
+
+    /// Wait (bounded) until `agent` of `queue` is waiting, or not.
+    pub async fn until_waiting_in(&self, queue: &str, agent: &str, waiting: bool) {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+        loop {
+            let s = self.get_json("/api/status").await;
+            let now = s["agents"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|a| a["agent_id"] == agent && a["queue"] == queue && a["waiting"] == true);
+            if now == waiting {
+                return;
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "agent {agent} of {queue} never became waiting={waiting}: {s}"
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+}
+
+/// Call `get_user_request` with these arguments and return its structured result.
+pub async fn get_user_request_with(client: &RunningService<RoleClient, ()>, arguments: Value) -> Value {
+    let params = CallToolRequestParams::new("get_user_request").with_arguments(arguments.as_object().unwrap().clone());
+    let result = client.call_tool(params).await.expect("tools/call");
+    assert_ne!(result.is_error, Some(true), "tool error: {result:?}");
+    result.structured_content.clone().expect("structured content")
 }
 
 /// Call `get_user_request` and return its structured result.
