@@ -1,10 +1,13 @@
 //! Crash safety, Jepsen-style ("what goes in must come out"): writers POST
 //! instructions and agents take them over MCP while the real
 //! `local-mcp-server` is killed with SIGKILL at random moments and restarted
-//! on the same database. Afterwards every instruction is accounted for:
+//! on the same database. Instructions go to two queues, every third one
+//! addressed to one agent; agents take from the queue their URL names.
+//! Afterwards every instruction is accounted for:
 //!
 //! - every acknowledged (201) instruction exists, with its text;
-//! - every instruction an agent received is consumed, by that agent;
+//! - every instruction an agent received is consumed, by that agent, and was
+//!   its queue's and for it or for anyone;
 //! - nothing was delivered twice;
 //! - `PRAGMA integrity_check` is ok.
 //!
@@ -21,7 +24,13 @@ use std::time::Duration;
 use serde_json::Value;
 
 const WRITERS: usize = 3;
-const AGENTS: usize = 3;
+/// Agents per queue.
+const AGENTS: usize = 2;
+const QUEUES: [&str; 2] = ["default", "side"];
+
+fn agent_name(queue: &str, a: usize) -> String {
+    format!("{queue}-agent-{a}")
+}
 
 #[derive(Default)]
 struct Ledger {
@@ -41,9 +50,11 @@ async fn spawn_server(db: &std::path::Path) -> (tokio::process::Child, String) {
 async fn writer(http: reqwest::Client, url: String, tag: String, ledger: Arc<Mutex<Ledger>>) {
     for n in 0.. {
         let content = format!("{tag}-{n}");
+        let queue = QUEUES[n % QUEUES.len()];
+        let target = (n % 3 == 0).then(|| agent_name(queue, n / 3 % AGENTS));
         let sent = http
             .post(format!("{url}/api/instructions"))
-            .json(&serde_json::json!({ "content": content }))
+            .json(&serde_json::json!({ "content": content, "queue": queue, "target": target }))
             .send()
             .await;
         let response = match sent {
@@ -65,10 +76,10 @@ async fn writer(http: reqwest::Client, url: String, tag: String, ledger: Arc<Mut
     ledger.lock().unwrap().cut_off += 1;
 }
 
-/// One stateless `tools/call`; the instruction id if one was delivered.
-async fn take_one(http: &reqwest::Client, url: &str, agent: &str, id: u64) -> Result<Option<String>, ()> {
+/// One stateless `tools/call` as an agent of `queue`; the instruction id if one was delivered.
+async fn take_one(http: &reqwest::Client, url: &str, queue: &str, agent: &str, id: u64) -> Result<Option<String>, ()> {
     let response = http
-        .post(format!("{url}/mcp"))
+        .post(format!("{url}{}", engine::model::mcp_path(queue)))
         .header("content-type", "application/json")
         .header("accept", "application/json, text/event-stream")
         .body(common::raw_call_body(id, agent))
@@ -89,9 +100,9 @@ async fn take_one(http: &reqwest::Client, url: &str, agent: &str, id: u64) -> Re
     Err(())
 }
 
-async fn agent(http: reqwest::Client, url: String, name: String, ledger: Arc<Mutex<Ledger>>) {
+async fn agent(http: reqwest::Client, url: String, queue: &'static str, name: String, ledger: Arc<Mutex<Ledger>>) {
     for call in 1.. {
-        match take_one(&http, &url, &name, call).await {
+        match take_one(&http, &url, queue, &name, call).await {
             Ok(Some(id)) => ledger.lock().unwrap().delivered.push((id, name.clone())),
             Ok(None) => {}
             Err(()) => break,
@@ -134,13 +145,16 @@ async fn sigkill_at_random_moments_loses_and_duplicates_nothing() {
                 ledger.clone(),
             )));
         }
-        for a in 0..AGENTS {
-            tasks.push(tokio::spawn(agent(
-                http.clone(),
-                url.clone(),
-                format!("agent-{a}"),
-                ledger.clone(),
-            )));
+        for queue in QUEUES {
+            for a in 0..AGENTS {
+                tasks.push(tokio::spawn(agent(
+                    http.clone(),
+                    url.clone(),
+                    queue,
+                    agent_name(queue, a),
+                    ledger.clone(),
+                )));
+            }
         }
         // Kill at a random moment: early (mid-start-up traffic) to well into the run.
         let after = Duration::from_millis(20 + next() % 400);
@@ -157,15 +171,21 @@ async fn sigkill_at_random_moments_loses_and_duplicates_nothing() {
 
     // A clean start on the same database: drain what is left, then check the books.
     let (mut child, url) = spawn_server(&db).await;
+    // Each queue's agents drain it: targeted instructions wait for their agent.
     let mut call = 1_000_000;
-    loop {
-        call += 1;
-        match take_one(&http, &url, "drain", call)
-            .await
-            .expect("the restarted server answers")
-        {
-            Some(id) => ledger.lock().unwrap().delivered.push((id, "drain".into())),
-            None => break,
+    for queue in QUEUES {
+        for a in 0..AGENTS {
+            let name = agent_name(queue, a);
+            loop {
+                call += 1;
+                match take_one(&http, &url, queue, &name, call)
+                    .await
+                    .expect("the restarted server answers")
+                {
+                    Some(id) => ledger.lock().unwrap().delivered.push((id, name.clone())),
+                    None => break,
+                }
+            }
         }
     }
     child.start_kill().unwrap();
@@ -176,10 +196,11 @@ async fn sigkill_at_random_moments_loses_and_duplicates_nothing() {
     let integrity: String = conn.query_row("PRAGMA integrity_check", [], |r| r.get(0)).unwrap();
     assert_eq!(integrity, "ok");
     let mut rows = conn
-        .prepare("SELECT id, content, status, consumed_by_agent_id FROM instructions")
+        .prepare("SELECT id, content, status, consumed_by_agent_id, queue, target FROM instructions")
         .unwrap();
-    let stored: HashMap<String, (String, String, Option<String>)> = rows
-        .query_map([], |r| Ok((r.get(0)?, (r.get(1)?, r.get(2)?, r.get(3)?))))
+    type Row = (String, String, Option<String>, String, Option<String>);
+    let stored: HashMap<String, Row> = rows
+        .query_map([], |r| Ok((r.get(0)?, (r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?))))
         .unwrap()
         .map(Result::unwrap)
         .collect();
@@ -202,6 +223,10 @@ async fn sigkill_at_random_moments_loses_and_duplicates_nothing() {
             Some(agent.as_str()),
             "{id} is recorded as taken by its receiver"
         );
+        assert!(agent.starts_with(&format!("{}-", row.3)), "{id} of queue {} went to {agent}", row.3);
+        if let Some(target) = &row.4 {
+            assert_eq!(target, agent, "{id} was addressed to {target}");
+        }
     }
     let pending = stored.values().filter(|r| r.1 == "pending").count();
     assert_eq!(pending, 0, "the drain emptied the queue");
