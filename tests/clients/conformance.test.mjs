@@ -23,10 +23,10 @@ const SCENARIOS = [
   "prompts-list",
 ];
 
-async function scenario(server, name) {
+async function scenario(server, name, url = server.mcpUrl) {
   let out;
   try {
-    out = await run("conformance", ["server", "--url", server.mcpUrl, "--scenario", name], { timeout: 120_000 });
+    out = await run("conformance", ["server", "--url", url, "--scenario", name], { timeout: 120_000 });
   } catch (err) {
     assert.fail(`conformance ${name} failed (exit ${err.code}):\n${err.stdout}\n${err.stderr}`);
   }
@@ -46,6 +46,11 @@ for (const mode of ["stateless", "sessions"]) {
     for (const name of SCENARIOS) {
       test(name, async () => {
         const r = await scenario(server, name);
+        assert.ok(r.total > 0 && r.passed === r.total && r.failed === 0, r.stdout);
+      });
+      // A queue's endpoint (/mcp/q/<name>) is the same MCP server.
+      test(`${name} on a queue URL`, async () => {
+        const r = await scenario(server, name, `${server.mcpUrl}/q/conformance`);
         assert.ok(r.total > 0 && r.passed === r.total && r.failed === 0, r.stdout);
       });
     }

@@ -62,17 +62,20 @@ class Server:
             text = r.read()
             return r.status, (json.loads(text) if text else None)
 
-    def add(self, content: str) -> dict:
-        status, body = self.request("POST", "/api/instructions", {"content": content})
+    def add(self, content: str, queue: str | None = None, target: str | None = None) -> dict:
+        status, body = self.request("POST", "/api/instructions", {"content": content, "queue": queue, "target": target})
         assert status == 201
         return body["item"]
+
+    def queue_url(self, queue: str) -> str:
+        return f"{self.mcp_url}/q/{queue}"
 
     def pending(self) -> list:
         return self.request("GET", "/api/instructions?status=pending")[1]["items"]
 
-    def agent(self, agent_id: str):
+    def agent(self, agent_id: str, queue: str | None = None):
         agents = self.request("GET", "/api/status")[1]["agents"]
-        return next((a for a in agents if a["agent_id"] == agent_id), None)
+        return next((a for a in agents if a["agent_id"] == agent_id and queue in (None, a["queue"])), None)
 
     def stop(self):
         if self.proc.poll() is not None:

@@ -85,3 +85,22 @@ def test_long_wait_outlasts_the_sdk_silence_limit(make_server):
             assert waited >= LONG_WAIT - 1
 
     anyio.run(main)
+
+
+def test_a_queue_url_keeps_agents_apart_and_targets_reach_only_their_agent(server):
+    server.add("for repo a", queue="repo-a")
+    server.add("for bob only", queue="repo-a", target="bob")
+    server.add("for the default queue")
+
+    async def main():
+        async with Client(server.queue_url("repo-a")) as alice, Client(server.queue_url("repo-a")) as bob:
+            a = (await alice.call_tool("get_user_request", {"agent_id": "alice", "queue": "default"})).structured_content
+            assert (a["queue"], a["instruction"]["content"]) == ("repo-a", "for repo a"), "the URL wins"
+            # Bob's instruction stays for Bob: Alice waits and gets nothing.
+            empty = (await alice.call_tool("get_user_request", {"agent_id": "alice"})).structured_content
+            assert empty["result_type"] == "default_response" and empty["remaining_pending"] == 0
+            b = (await bob.call_tool("get_user_request", {"agent_id": "bob"})).structured_content
+            assert (b["instruction"]["content"], b["instruction"]["target"]) == ("for bob only", "bob")
+        assert [i["content"] for i in server.pending()] == ["for the default queue"]
+
+    anyio.run(main)

@@ -61,3 +61,19 @@ def test_lists_the_tool_times_out_is_woken_and_keeps_fifo(server):
             assert "get_user_request" in prompt.messages[0].content.text
 
     anyio.run(main)
+
+
+def test_a_queue_url_takes_only_its_queue(server):
+    server.add("elsewhere")
+    server.add("mine", queue="py1-q")
+
+    async def main():
+        async with streamablehttp_client(server.queue_url("py1-q")) as (read, write, _), ClientSession(read, write) as session:
+            await session.initialize()
+            got = (await call(session, "py1")).structuredContent
+            assert (got["queue"], got["instruction"]["content"]) == ("py1-q", "mine")
+            empty = (await call(session, "py1")).structuredContent
+            assert empty["result_type"] == "default_response"
+        assert [i["content"] for i in server.pending()] == ["elsewhere"]
+
+    anyio.run(main)

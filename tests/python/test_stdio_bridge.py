@@ -60,6 +60,22 @@ def test_the_bridge_serves_the_tool_over_stdio(server, program):
     anyio.run(main)
 
 
+def test_the_bridge_takes_from_the_queue_it_is_given(server):
+    server.add("not for the bridge")
+    server.add("for the bridge", queue="bridged")
+
+    async def main():
+        async with stdio(server_binary(), ["stdio", "--queue", "Bridged"], bridge_env(server)) as client:
+            got, is_error = await client.get_user_request("stdio-q")
+            assert not is_error and (got["queue"], got["instruction"]["content"]) == ("bridged", "for the bridge")
+            empty, _ = await client.get_user_request("stdio-q")
+            assert empty["result_type"] == "default_response"
+        assert server.agent("stdio-q", queue="bridged") is not None
+        assert [i["content"] for i in server.pending()] == ["not for the bridge"]
+
+    anyio.run(main)
+
+
 def test_a_restart_of_the_server_is_invisible_to_the_stdio_client(make_server, mode):
     first = make_server(30, mode)
 
