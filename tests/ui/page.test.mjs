@@ -38,7 +38,7 @@ describe("the queue page", () => {
     await until(() => page.locator("#rail-empty").isVisible(), { what: "empty state" });
     await page.locator("#connect summary").click();
     // The engine's snippets (the same as the tray's and `local-mcp-server config`), one client at a time.
-    await until(async () => (await page.locator("#client-pick option").count()) === 6, { what: "six clients to pick from" });
+    await until(async () => (await page.locator("#client-pick option").count()) === 7, { what: "seven clients to pick from" });
     assert.equal(JSON.parse(await page.locator("#client-snippet").textContent()).servers["local-mcp"].url, `${server.url}/mcp`);
     await page.locator("#client-pick").selectOption("claude-code");
     assert.equal(await page.locator("#client-snippet").textContent(), `claude mcp add --transport http local-mcp ${server.url}/mcp`);
@@ -242,6 +242,66 @@ describe("the queue page", () => {
     await page.locator("#ledger-more").click();
     await until(async () => (await page.locator("#ledger .entry").count()) === 120, { what: "show more" });
     assert.equal(await page.locator("#ledger .entry__text").first().textContent(), "bulk 1199", "newest first");
+    assert.deepEqual(errors, []);
+    await context.close();
+  });
+});
+
+describe("queues", () => {
+  let server;
+  before(async () => {
+    server = await startServer({ waitSeconds: 60 });
+  });
+  after(async () => {
+    await server?.stop();
+  });
+
+  test("switch queues, address an agent, hold and release, stop an agent", async () => {
+    await server.add("in the default queue");
+    assert.equal((await server.api("POST", "/api/queues", { name: "proj" })).status, 201);
+    // An agent of proj waits for work.
+    let call = server.consume("alpha", "proj");
+    await until(async () => (await server.agent("alpha", "proj"))?.waiting, { what: "alpha waits" });
+    const { page, errors, context } = await openPage(browser, server);
+    await until(async () => (await railTexts(page)).includes("in the default queue"), { what: "default rail" });
+    const tab = page.locator('#queue-tabs [data-queue="proj"]');
+    await until(async () => /1 listening/.test(await tab.textContent()), { what: "proj shows its listening agent" });
+    await tab.click();
+    await until(async () => (await railTexts(page)).length === 0, { what: "proj's empty rail" });
+    assert.equal(await tab.getAttribute("aria-pressed"), "true");
+    assert.match(await page.locator("#mcp-url").textContent(), /\/mcp\/q\/proj$/);
+
+    // Hold proj, then queue an instruction for alpha only: it waits on the rail with its chip.
+    await page.locator("#queue-hold").click();
+    await until(async () => !(await page.locator("#rail-held").isHidden()), { what: "the held note" });
+    await until(async () => (await page.locator("#composer-target option").allTextContents()).includes("alpha"), { what: "alpha in For" });
+    await page.locator("#composer-target").selectOption("alpha");
+    await page.locator("#composer-text").fill("only for alpha");
+    await page.keyboard.press("Control+Enter");
+    await until(async () => (await railTexts(page)).includes("only for alpha"), { what: "held ticket" });
+    assert.equal(await page.locator("#rail .chip--target").first().textContent(), "for alpha");
+    assert.equal((await server.agent("alpha", "proj")).waiting, true, "held: nothing delivered");
+    await page.screenshot({ path: join(artifacts, "screenshots", "queues-held.png"), fullPage: true });
+
+    // Release: the waiting call gets it at once.
+    await page.locator("#queue-hold").click();
+    const got = await call;
+    assert.deepEqual([got.queue, got.instruction.content, got.instruction.target], ["proj", "only for alpha", "alpha"]);
+    await until(async () => (await texts(page, "#ledger .entry__text")).includes("only for alpha"), { what: "ledger" });
+
+    // Stop: alpha's next waiting call is told to stop.
+    call = server.consume("alpha", "proj");
+    await until(async () => (await server.agent("alpha", "proj"))?.waiting, { what: "alpha waits again" });
+    const stop = page.locator('#agents li[data-agent="alpha"][data-queue="proj"] [data-action="stop"]');
+    await until(async () => (await stop.count()) === 1, { what: "a Stop button" });
+    await stop.click();
+    const stopped = await call;
+    assert.equal(stopped.result_type, "stop");
+
+    // The default queue's rail never showed proj's work, and still has its own.
+    await page.locator('#queue-tabs [data-queue="default"]').click();
+    await until(async () => (await railTexts(page)).join() === "in the default queue", { what: "default rail again" });
+    await page.screenshot({ path: join(artifacts, "screenshots", "queues-default.png"), fullPage: true });
     assert.deepEqual(errors, []);
     await context.close();
   });

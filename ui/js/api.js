@@ -37,21 +37,27 @@ async function request(method, path, body) {
 
 const enc = encodeURIComponent;
 
+const q = (queue) => `queue=${enc(queue)}`;
+
 export const api = {
   session: () => request("GET", "/api/session"),
   login: (token) => request("POST", "/api/session", { token }),
   status: () => request("GET", "/api/status"),
-  pending: () => request("GET", "/api/instructions?status=pending"),
-  consumed: (limit, offset = 0) => request("GET", `/api/instructions?status=consumed&limit=${limit}&offset=${offset}`),
-  add: (content) => request("POST", "/api/instructions", { content }),
-  edit: (id, content) => request("PATCH", `/api/instructions/${enc(id)}`, { content }),
+  pending: (queue) => request("GET", `/api/instructions?status=pending&${q(queue)}`),
+  consumed: (queue, limit, offset = 0) => request("GET", `/api/instructions?status=consumed&${q(queue)}&limit=${limit}&offset=${offset}`),
+  add: (content, queue, target = null) => request("POST", "/api/instructions", { content, queue, target }),
+  edit: (id, patch) => request("PATCH", `/api/instructions/${enc(id)}`, patch),
   remove: (id) => request("DELETE", `/api/instructions/${enc(id)}`),
   move: (id, where) => request("POST", `/api/instructions/${enc(id)}/move`, where),
   requeue: (id) => request("POST", `/api/instructions/${enc(id)}/requeue`, {}),
+  createQueue: (name) => request("POST", "/api/queues", { name }),
+  hold: (queue) => request("POST", "/api/hold", queue ? { queue } : {}),
+  release: (queue) => request("POST", "/api/release", queue ? { queue } : {}),
+  stopAgent: (queue, agent_id) => request("POST", "/api/agents/stop", { queue, agent_id }),
   config: () => request("GET", "/api/config"),
   configFields: () => request("GET", "/api/config/fields"),
   saveConfig: (patch) => request("PATCH", "/api/config", patch),
-  clients: () => request("GET", "/api/clients"),
+  clients: (queue) => request("GET", `/api/clients?${q(queue)}`),
   tokenState: () => request("GET", "/api/token"),
   changeToken: (action) => request("POST", "/api/token", { action }),
 };

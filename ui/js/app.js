@@ -10,6 +10,7 @@ import { $ } from "./dom.js";
 import { connect } from "./events.js";
 import { initGate, showGate } from "./gate.js";
 import { initLedger } from "./ledger.js";
+import { initQueues } from "./queues.js";
 import { initRail } from "./rail.js";
 import { initSettings, loadSettingsForm } from "./settings.js";
 import { initToken, loadToken } from "./token.js";
@@ -35,7 +36,12 @@ function renderBanner() {
 async function reload() {
   const missed = beginSnapshot();
   try {
-    const [pending, consumed, status] = await Promise.all([api.pending(), api.consumed(Math.max(INITIAL_LEDGER, state.consumed.length)), api.status()]);
+    const queue = state.queue;
+    const [pending, consumed, status] = await Promise.all([api.pending(queue), api.consumed(queue, Math.max(INITIAL_LEDGER, state.consumed.length)), api.status()]);
+    if (queue !== state.queue) {
+      abandonSnapshot(missed); // switched meanwhile: that queue's load is under way
+      return;
+    }
     load({ pending: pending.items, consumed: consumed.items, status }, missed);
     loadError = null;
   } catch (err) {
@@ -95,6 +101,7 @@ initAgents();
 initSettings();
 initToken(loadClients);
 initComposer();
+initQueues(reload, loadClients);
 initRail();
 initLedger();
 initGate(start);

@@ -1,10 +1,10 @@
-// The composer: type an instruction, queue it at the back of the rail.
-// Ctrl/Cmd+Enter queues; whatever was typed stays in the box until the
-// server has it.
+// The composer: type an instruction, queue it at the back of the current
+// queue's rail, for anyone there or for one of its agents. Ctrl/Cmd+Enter
+// queues; whatever was typed stays in the box until the server has it.
 
 import { api } from "./api.js";
 import { $ } from "./dom.js";
-import { applyInstruction, KIND } from "./state.js";
+import { applyInstruction, KIND, on, state } from "./state.js";
 import { BLANK_INSTRUCTION } from "./text.js";
 
 function composerError(msg) {
@@ -25,7 +25,8 @@ async function queueFromComposer() {
   const submit = $("composer-submit");
   submit.disabled = true;
   try {
-    const { item } = await api.add(text);
+    const target = $("composer-target").value || null;
+    const { item } = await api.add(text, state.queue, target);
     applyInstruction(KIND.created, item);
     box.value = "";
     composerError(null);
@@ -38,8 +39,21 @@ async function queueFromComposer() {
   }
 }
 
+/** "For: anyone in <queue>" or one of the agents known in it. */
+function renderTargets() {
+  const pick = $("composer-target");
+  const keep = pick.value;
+  const agents = (state.status?.agents ?? []).filter((a) => a.queue === state.queue).map((a) => a.agent_id);
+  const options = [new Option(`anyone in ${state.queue}`, "")];
+  for (const a of [...new Set(agents)].sort()) options.push(new Option(a, a));
+  pick.replaceChildren(...options);
+  pick.value = options.some((o) => o.value === keep) ? keep : "";
+}
+
 export function initComposer() {
   const box = $("composer-text");
+  on("status", renderTargets);
+  on("queue-switch", renderTargets);
   $("composer").addEventListener("submit", (e) => {
     e.preventDefault();
     queueFromComposer();

@@ -4,7 +4,7 @@
 
 import { api } from "./api.js";
 import { $ } from "./dom.js";
-import { on } from "./state.js";
+import { on, state } from "./state.js";
 import { toast } from "./toast.js";
 
 // ---- port fallback: agents configured for the old port must be told ------
@@ -17,7 +17,7 @@ export function initPortNote() {
     const holder = s.server.requested_port_holder;
     note.textContent = holder
       ? `Port ${wanted} is held by another account's server (${holder}): agents configured for port ${wanted} would reach another account's server. local-mcp is serving on ${location.port}; point your agents at ${s.server.url}/mcp.`
-      : `Port ${wanted} was taken, so local-mcp is serving on ${location.port}. Point your agents at ${s.server.url}/mcp.`;
+      : `Port ${wanted} was taken, so local-mcp is serving on ${location.port}. Point your agents at ${s.server.url}/mcp (and /mcp/q/<queue> for other queues).`;
   });
 }
 
@@ -27,10 +27,12 @@ const CLIENT_KEY = "local-mcp.client";
 export async function loadClients() {
   let data;
   try {
-    data = await api.clients();
+    data = await api.clients(state.queue);
   } catch {
     return; // the banner already says why; the URL above is still right
   }
+  $("mcp-url").textContent = data.mcp_url;
+  $("mcp-url-2").textContent = data.mcp_url;
   const pick = $("client-pick");
   const byId = new Map(data.clients.map((c) => [c.id, c]));
   pick.replaceChildren(...data.clients.map((c) => new Option(c.name, c.id)));

@@ -14,7 +14,8 @@ function entryFor(item, now) {
   const li = el("li", "entry");
   li.dataset.id = item.id;
   const text = el("p", "entry__text", item.content);
-  const meta = el("p", "entry__meta", `${item.consumed_by_agent_id ?? "unknown agent"} · ${relative(item.consumed_at, now)}`);
+  const to = item.target ? ` (for ${item.target})` : "";
+  const meta = el("p", "entry__meta", `${item.consumed_by_agent_id ?? "unknown agent"}${to} · ${relative(item.consumed_at, now)}`);
   meta.title = `taken ${exact(item.consumed_at)}`;
   const again = el("button", "btn btn--small", "Send again");
   again.type = "button";
@@ -38,7 +39,7 @@ async function showMore() {
   ledgerShown += LEDGER_PAGE * 5;
   if (state.consumed.length < ledgerShown && state.consumed.length < state.consumedTotal) {
     try {
-      const { items } = await api.consumed(ledgerShown - state.consumed.length, state.consumed.length);
+      const { items } = await api.consumed(state.queue, ledgerShown - state.consumed.length, state.consumed.length);
       appendConsumed(items);
       return;
     } catch (err) {

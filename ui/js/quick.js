@@ -23,7 +23,7 @@ async function submit() {
     return;
   }
   try {
-    await api.add(text);
+    await api.add(text, localStorage.getItem("local-mcp.queue") || "default");
     box.value = "";
     location.assign("/quick-add/done");
   } catch (err) {

@@ -9,7 +9,7 @@
 
 import { api } from "./api.js";
 import { $, el, iconButton } from "./dom.js";
-import { abandonSnapshot, applyInstruction, beginSnapshot, KIND, on, replacePending, state } from "./state.js";
+import { abandonSnapshot, applyInstruction, beginSnapshot, currentQueue, KIND, on, replacePending, state } from "./state.js";
 import { toast } from "./toast.js";
 
 const CLAMP_CHARS = 280;
@@ -45,6 +45,11 @@ function ticketBody(item, index) {
     body.append(label, box, row);
     return body;
   }
+  if (item.target) {
+    const chip = el("span", "chip chip--target", `for ${item.target}`);
+    chip.title = `Only ${item.target} can take this instruction`;
+    body.append(chip);
+  }
   const p = el("p", "ticket__text");
   const long = fillText(p, item.content);
   body.append(p);
@@ -59,7 +64,7 @@ function ticketBody(item, index) {
 
 /** What a rendered ticket depends on: a changed key means re-render it. */
 function ticketKey(item, index, total) {
-  return `${item.updated_at}|${index}|${total}|${editing.has(item.id)}`;
+  return `${item.updated_at}|${index}|${total}|${editing.has(item.id)}|${item.target ?? ""}`;
 }
 
 function ticketFor(item, index, total) {
@@ -86,7 +91,9 @@ function renderRail() {
   $("rail-loading").hidden = state.loaded;
   $("rail-empty").hidden = !state.loaded || items.length > 0;
   const n = items.length;
-  $("rail-aside").textContent = n ? `${n} pending` : "";
+  const held = currentQueue()?.held;
+  $("rail-aside").textContent = `${n ? `${n} pending` : ""}${held ? `${n ? " · " : ""}held` : ""}`;
+  $("rail-held").hidden = !held;
   $("pending-count").textContent = `${n} pending`;
   document.title = n ? `(${n}) local-mcp` : "local-mcp";
 
@@ -156,7 +163,7 @@ async function saveEdit(id) {
     return;
   }
   try {
-    const { item } = await api.edit(id, text);
+    const { item } = await api.edit(id, { content: text });
     editing.delete(id);
     applyInstruction(KIND.updated, item);
     ticketEls.get(id)?.querySelector('[data-action="edit"]')?.focus();
@@ -203,7 +210,7 @@ function conflict(id, text, consumed) {
   requeue.type = "button";
   requeue.addEventListener("click", async () => {
     try {
-      const { item } = await api.add(text);
+      const { item } = await api.add(text, state.queue);
       applyInstruction(KIND.created, item);
       panel.remove();
     } catch (err) {
@@ -260,7 +267,7 @@ async function remove(id) {
     (focusTarget?.querySelector('[data-action="delete"]') ?? $("composer-text")).focus();
     toast("Instruction deleted.", "Undo", async () => {
       try {
-        const { item: again } = await api.add(item.content);
+        const { item: again } = await api.add(item.content, item.queue, item.target);
         applyInstruction(KIND.created, again);
         if (nextId && state.pending.some((p) => p.id === nextId)) {
           await moveTo(again.id, { before_id: nextId });
@@ -326,4 +333,6 @@ export function initRail() {
     }
     renderRail();
   });
+  // The held note follows the status report.
+  on("status", renderRail);
 }

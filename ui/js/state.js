@@ -1,6 +1,8 @@
-// The page's model of the queue, fed by the API and the event stream. Views
-// subscribe with on(); every mutation announces what changed. This module is
-// the only writer of `state`: views read it and call the functions below.
+// The page's model of the queue it shows, fed by the API and the event
+// stream. Views subscribe with on(); every mutation announces what changed.
+// This module is the only writer of `state`: views read it and call the
+// functions below. The page shows one queue at a time (`state.queue`);
+// events about other queues change only the counts in the switcher.
 
 const bus = new EventTarget();
 
@@ -12,8 +14,12 @@ export const KIND = {
   consumed: "instruction.consumed",
 };
 
+const QUEUE_KEY = "local-mcp.queue";
+
 export const state = {
-  /** Pending instructions in delivery order. */
+  /** The queue the page shows and queues into. */
+  queue: localStorage.getItem(QUEUE_KEY) || "default",
+  /** Pending instructions of that queue in delivery order. */
   pending: [],
   /** Consumed instructions shown in the ledger, newest first (a window, not all). */
   consumed: [],
@@ -89,9 +95,28 @@ export function appendConsumed(items) {
   emit("ledger", {});
 }
 
+/** The shown queue as the last status report describes it. */
+export function currentQueue() {
+  return state.status?.queues?.find((q) => q.name === state.queue) ?? null;
+}
+
+/** Show another queue: its rail and ledger are loaded afresh by the caller. */
+export function setQueue(name) {
+  if (name === state.queue) return;
+  state.queue = name;
+  localStorage.setItem(QUEUE_KEY, name);
+  state.pending = [];
+  state.consumed = [];
+  state.consumedTotal = currentQueue()?.consumed_count ?? 0;
+  state.loaded = false;
+  emit("queue-switch", name);
+  emit("queue", { kind: "load" });
+}
+
 export function setStatus(status) {
   state.status = status;
-  state.consumedTotal = status.queue.consumed_count;
+  // The shown queue's count; a queue nobody has used yet has none.
+  state.consumedTotal = currentQueue()?.consumed_count ?? 0;
   state.settings = status.settings;
   emit("status", status);
 }
@@ -114,6 +139,11 @@ export function applyInstruction(kind, item) {
 
 function mutate(kind, item) {
   const i = state.pending.findIndex((p) => p.id === item.id);
+  if (item.queue !== state.queue) {
+    // Another queue's, or moved out of this one.
+    if (i >= 0) state.pending.splice(i, 1);
+    return;
+  }
   if (kind === KIND.deleted) {
     if (i >= 0) state.pending.splice(i, 1);
   } else if (kind === KIND.consumed) {

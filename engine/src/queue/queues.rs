@@ -224,6 +224,7 @@ impl Queue {
         })
         .await
         .map(|events| {
+            self.mark_status_dirty();
             events
                 .into_iter()
                 .filter_map(|e| match e.data {

@@ -1,0 +1,101 @@
+// The queue switcher: one tab per queue with its pending count, waiting
+// agents and held state; making a queue; holding and releasing one queue or
+// all of them. Switching reloads the rail, the ledger and the connect box
+// for that queue.
+
+import { api } from "./api.js";
+import { $, el } from "./dom.js";
+import { currentQueue, on, setQueue, state } from "./state.js";
+import { toast } from "./toast.js";
+
+function tab(q) {
+  const b = el("button", "qtab");
+  b.type = "button";
+  b.dataset.queue = q.name;
+  b.setAttribute("aria-pressed", String(q.name === state.queue));
+  const name = el("span", "qtab__name", q.name);
+  const count = el("span", "qtab__count", String(q.pending_count));
+  count.setAttribute("aria-label", `${q.pending_count} pending`);
+  b.append(name, count);
+  if (q.waiting_agents.length) {
+    const dot = el("span", "qtab__waiting", `${q.waiting_agents.length} listening`);
+    dot.title = q.waiting_agents.join(", ");
+    b.append(dot);
+  }
+  if (q.held) b.append(el("span", "qtab__held", "held"));
+  return b;
+}
+
+function render() {
+  const queues = state.status?.queues ?? [];
+  // The shown queue stays in the switcher even before anything exists in it.
+  const shown = queues.some((q) => q.name === state.queue)
+    ? queues
+    : [...queues, { name: state.queue, pending_count: 0, waiting_agents: [], held: false }];
+  $("queue-tabs").replaceChildren(...shown.map(tab));
+  const cur = currentQueue();
+  const hold = $("queue-hold");
+  hold.textContent = cur?.held ? `Release ${state.queue}` : `Hold ${state.queue}`;
+  hold.dataset.held = String(Boolean(cur?.held));
+  hold.disabled = !cur;
+  const anyHeld = queues.some((q) => q.held);
+  const all = $("queue-hold-all");
+  all.textContent = anyHeld ? "Release all" : "Hold all";
+  all.dataset.held = String(anyHeld);
+}
+
+export function initQueues(reload, loadClients) {
+  const show = (name) => {
+    setQueue(name);
+    render();
+    reload();
+    loadClients();
+  };
+  $("queue-tabs").addEventListener("click", (e) => {
+    const b = e.target.closest("[data-queue]");
+    if (b) show(b.dataset.queue);
+  });
+  $("queue-hold").addEventListener("click", async (e) => {
+    const held = e.currentTarget.dataset.held === "true";
+    try {
+      await (held ? api.release(state.queue) : api.hold(state.queue));
+      toast(held ? `${state.queue} released: waiting agents get its instructions now.` : `${state.queue} held: nothing is delivered until you release it.`);
+    } catch (err) {
+      toast(`Not changed: ${err.message}`);
+    }
+  });
+  $("queue-hold-all").addEventListener("click", async (e) => {
+    const held = e.currentTarget.dataset.held === "true";
+    try {
+      await (held ? api.release() : api.hold());
+      toast(held ? "Every queue released." : "Every queue held.");
+    } catch (err) {
+      toast(`Not changed: ${err.message}`);
+    }
+  });
+  const form = $("queue-new");
+  $("queue-add").addEventListener("click", () => {
+    form.hidden = false;
+    $("queue-new-name").focus();
+  });
+  form.addEventListener("submit", async (e) => {
+    e.preventDefault();
+    const input = $("queue-new-name");
+    try {
+      const { item } = await api.createQueue(input.value.trim());
+      input.value = "";
+      form.hidden = true;
+      show(item.name);
+    } catch (err) {
+      // A name that exists already is simply shown.
+      if (err.status === 409) {
+        form.hidden = true;
+        show(input.value.trim().toLowerCase());
+      } else toast(`No queue made: ${err.message}`);
+    }
+  });
+  form.addEventListener("keydown", (e) => {
+    if (e.key === "Escape") form.hidden = true;
+  });
+  on("status", render);
+}
