@@ -1,5 +1,7 @@
-//! The tray icon: an image per agent state, a tooltip with the state and the
-//! pending count, and the menu. Updated from engine events (no polling).
+//! The tray icon: an image for the most urgent agent state across queues, a
+//! tooltip with the state, the pending count and held queues, and the menu
+//! (pending per queue, hold or release all). Updated from engine events (no
+//! polling).
 
 use tauri::image::Image;
 use tauri::menu::{CheckMenuItem, Menu, MenuItem, PredefinedMenuItem, Submenu};
@@ -17,6 +19,7 @@ pub const TRAY_ID: &str = "local-mcp";
 pub const QUICK_ADD: &str = "quick-add";
 pub const OPEN: &str = "open";
 pub const PENDING: &str = "pending";
+pub const HOLD_ALL: &str = "hold-all";
 /// Prefix of the "Copy MCP config" items; the client id follows.
 pub const COPY_CONFIG: &str = "copy-config:";
 pub const NOTIFY_CONSUMED: &str = "notify-consumed";
@@ -27,12 +30,21 @@ pub const QUIT: &str = "quit";
 /// The menu items that change after start-up.
 pub struct TrayItems {
     pub pending: MenuItem<Wry>,
+    /// Pending per queue: rebuilt when the lines change.
+    pub queues: Submenu<Wry>,
+    queue_labels: std::sync::Mutex<Vec<String>>,
+    pub hold_all: MenuItem<Wry>,
 }
+
+/// Whether a queue is held now: what "Hold all" / "Release all" toggles.
+static ANY_HELD: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 pub fn create(app: &AppHandle) -> tauri::Result<TrayItems> {
     let prefs = app.state::<Shell>().prefs.get();
     let autostart = app.autolaunch().is_enabled().unwrap_or(false);
     let pending = MenuItem::with_id(app, PENDING, "Nothing pending", false, None::<&str>)?;
+    let queues = Submenu::with_items(app, "Queues", false, &[])?;
+    let hold_all = MenuItem::with_id(app, HOLD_ALL, "Hold all queues", true, None::<&str>)?;
     let copy_items = Client::ALL
         .iter()
         .map(|c| MenuItem::with_id(app, format!("{COPY_CONFIG}{}", c.id()), c.name(), true, None::<&str>))
@@ -45,6 +57,8 @@ pub fn create(app: &AppHandle) -> tauri::Result<TrayItems> {
             &MenuItem::with_id(app, QUICK_ADD, "Quick add…", true, Some(crate::QUICK_ADD_SHORTCUT))?,
             &MenuItem::with_id(app, OPEN, "Open queue", true, None::<&str>)?,
             &pending,
+            &queues,
+            &hold_all,
             &PredefinedMenuItem::separator(app)?,
             &copy_config,
             &CheckMenuItem::with_id(
@@ -86,7 +100,12 @@ pub fn create(app: &AppHandle) -> tauri::Result<TrayItems> {
             }
         })
         .build(app)?;
-    Ok(TrayItems { pending })
+    Ok(TrayItems {
+        pending,
+        queues,
+        queue_labels: std::sync::Mutex::default(),
+        hold_all,
+    })
 }
 
 fn copy_config(app: &AppHandle, shell: &Shell, id: &str) {
@@ -97,6 +116,7 @@ fn copy_config(app: &AppHandle, shell: &Shell, id: &str) {
     let token = shell.credentials.token();
     let endpoint = snippets::Endpoint {
         mcp_url: &shell.mcp_url,
+        queue: None,
         token: token.as_deref(),
         bridge_program: &program,
     };
@@ -114,6 +134,17 @@ fn on_menu(app: &AppHandle, event: tauri::menu::MenuEvent) {
     }
     match event.id().as_ref() {
         QUICK_ADD => windows::show_quick_add(app),
+        HOLD_ALL => {
+            let queue = shell.engine.lock().unwrap_or_else(|p| p.into_inner()).as_ref().map(|e| e.queue.clone());
+            if let Some(queue) = queue {
+                let hold = !ANY_HELD.load(std::sync::atomic::Ordering::Relaxed);
+                tauri::async_runtime::spawn(async move {
+                    if let Err(e) = queue.set_held(None, hold).await {
+                        tracing::warn!(error = %e, "could not hold or release the queues");
+                    }
+                });
+            }
+        }
         OPEN => windows::show_main(app),
         NOTIFY_CONSUMED => {
             shell.prefs.update(|p| p.notify_consumed = !p.notify_consumed);
@@ -147,4 +178,25 @@ pub fn apply(app: &AppHandle, items: &TrayItems, view: &TrayView) {
     }
     let _ = tray.set_tooltip(Some(&view.tooltip));
     let _ = items.pending.set_text(&view.pending_label);
+    ANY_HELD.store(view.any_held, std::sync::atomic::Ordering::Relaxed);
+    let _ = items.hold_all.set_text(if view.any_held {
+        "Release all queues"
+    } else {
+        "Hold all queues"
+    });
+    let mut shown = items.queue_labels.lock().unwrap_or_else(|p| p.into_inner());
+    if *shown != view.queue_labels {
+        if let Ok(old) = items.queues.items() {
+            for item in old {
+                let _ = items.queues.remove(&item);
+            }
+        }
+        for label in &view.queue_labels {
+            if let Ok(line) = MenuItem::new(app, label, false, None::<&str>) {
+                let _ = items.queues.append(&line);
+            }
+        }
+        let _ = items.queues.set_enabled(!view.queue_labels.is_empty());
+        shown.clone_from(&view.queue_labels);
+    }
 }

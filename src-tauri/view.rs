@@ -32,6 +32,11 @@ pub struct TrayView {
     pub icon: TrayIcon,
     pub tooltip: String,
     pub pending_label: String,
+    /// One line per queue ("proj — 2 pending · held"), when there is more
+    /// than one queue or one is held.
+    pub queue_labels: Vec<String>,
+    /// Whether any queue is held ("Release all" rather than "Hold all").
+    pub any_held: bool,
 }
 
 fn pending_words(n: u64) -> String {
@@ -48,24 +53,31 @@ fn pending_words(n: u64) -> String {
 /// without bound. Snapshots are coalesced, so an agent that stopped and
 /// started again between two of them is not announced twice.
 pub fn newly_waiting(listening: &mut HashSet<String>, status: &StatusSnapshot) -> Vec<String> {
-    let now: HashSet<&str> = status
+    // An agent is its id within a queue.
+    let key = |a: &engine::model::AgentStatus| format!("{}\n{}", a.queue, a.agent_id);
+    let pending_in = |queue: &str| {
+        status
+            .queues
+            .iter()
+            .find(|q| q.name == queue)
+            .map_or(0, |q| q.pending_count)
+    };
+    let now: HashSet<String> = status
         .agents
         .iter()
         .filter(|a| a.state == AgentState::Listening)
-        .map(|a| a.agent_id.as_str())
+        .map(key)
         .collect();
     let started: Vec<String> = status
         .agents
         .iter()
-        .filter(|a| now.contains(a.agent_id.as_str()) && !listening.contains(&a.agent_id))
+        .filter(|a| now.contains(&key(a)) && !listening.contains(&key(a)))
+        // Waiting with work queued means a hold or a target elsewhere, not "waiting for you".
+        .filter(|a| pending_in(&a.queue) == 0)
         .map(|a| a.agent_id.clone())
         .collect();
-    *listening = now.into_iter().map(str::to_owned).collect();
-    if status.queue.pending_count == 0 {
-        started
-    } else {
-        Vec::new()
-    }
+    *listening = now;
+    started
 }
 
 /// What the person is told when the configured port was taken. Another
@@ -101,10 +113,37 @@ pub fn tray_view(status: &StatusSnapshot) -> TrayView {
         Some(id) if agent.state != AgentState::Offline => format!("{id} {state}"),
         _ => "no agent connected".into(),
     };
+    let held: Vec<&str> = status
+        .queues
+        .iter()
+        .filter(|q| q.held)
+        .map(|q| q.name.as_str())
+        .collect();
+    let held_note = match held.as_slice() {
+        [] => String::new(),
+        names => format!(" · held: {}", names.join(", ")),
+    };
+    let queue_labels = if status.queues.len() > 1 || !held.is_empty() {
+        status
+            .queues
+            .iter()
+            .map(|q| {
+                let mut label = format!("{} — {}", q.name, pending_words(q.pending_count));
+                if q.held {
+                    label.push_str(" · held");
+                }
+                label
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
     TrayView {
         icon,
-        tooltip: format!("local-mcp — {who} · {pending}"),
+        tooltip: format!("local-mcp — {who} · {pending}{held_note}"),
         pending_label: capitalize(&pending),
+        queue_labels,
+        any_held: !held.is_empty(),
     }
 }
 
@@ -223,8 +262,33 @@ mod tests {
                 pending_count: pending,
                 consumed_count: 0,
             },
+            queues: vec![queue("default", pending, false)],
             settings: Settings::default(),
         }
+    }
+
+    fn queue(name: &str, pending: u64, held: bool) -> engine::model::QueueInfo {
+        engine::model::QueueInfo {
+            name: name.into(),
+            held,
+            archived: false,
+            created_at: "t".into(),
+            pending_count: pending,
+            consumed_count: 0,
+            waiting_agents: vec![],
+        }
+    }
+
+    #[test]
+    fn several_queues_are_listed_and_a_hold_shows() {
+        let mut s = status(Some("copilot"), AgentState::Listening, 3);
+        let v = tray_view(&s);
+        assert!(v.queue_labels.is_empty() && !v.any_held, "one queue: the pending line says it all");
+        s.queues = vec![queue("default", 1, false), queue("proj", 2, true)];
+        let v = tray_view(&s);
+        assert_eq!(v.queue_labels, ["default — 1 pending", "proj — 2 pending · held"]);
+        assert!(v.any_held);
+        assert!(v.tooltip.ends_with("3 pending · held: proj"), "{}", v.tooltip);
     }
 
     fn with_agents(pending: u64, agents: &[(&str, AgentState)]) -> StatusSnapshot {
@@ -233,6 +297,8 @@ mod tests {
             .iter()
             .map(|(id, state)| engine::model::AgentStatus {
                 agent_id: (*id).into(),
+                queue: "default".into(),
+                stop_requested: false,
                 state: *state,
                 connected: *state != AgentState::Offline,
                 waiting: *state == AgentState::Listening,
@@ -258,9 +324,14 @@ mod tests {
         // With instructions pending nobody waits for the person; the state is still followed.
         let busy = with_agents(2, &[("c", Listening)]);
         assert!(newly_waiting(&mut seen, &busy).is_empty());
+        // Work queued in another queue does not count: that agent waits for the person.
+        let mut elsewhere = with_agents(2, &[("d", Listening)]);
+        elsewhere.agents[0].queue = "proj".into();
+        let mut fresh = HashSet::new();
+        assert_eq!(newly_waiting(&mut fresh, &elsewhere), ["d"]);
         assert_eq!(
             seen,
-            HashSet::from(["c".to_owned()]),
+            HashSet::from(["default\nc".to_owned()]),
             "agents gone from the report are forgotten"
         );
         assert!(newly_waiting(&mut seen, &with_agents(0, &[("c", Listening)])).is_empty());
