@@ -76,10 +76,14 @@ impl Server {
     }
 
     async fn add(&self, content: &str) {
+        self.add_to(content, "default", None).await;
+    }
+
+    async fn add_to(&self, content: &str, queue: &str, target: Option<&str>) {
         let r = self
             .http
             .post(format!("{}/api/instructions", self.url))
-            .json(&json!({"content": content}))
+            .json(&json!({"content": content, "queue": queue, "target": target}))
             .send()
             .await
             .unwrap();
@@ -88,10 +92,15 @@ impl Server {
 
     /// One stateless `tools/call get_user_request`; returns the result_type.
     async fn call(&self, agent: &str) -> String {
+        self.call_in("default", agent).await
+    }
+
+    /// The same, as an agent of `queue` (its `/mcp/q/<queue>` URL).
+    async fn call_in(&self, queue: &str, agent: &str) -> String {
         let body = json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"get_user_request","arguments":{"agent_id":agent}}});
         let resp = self
             .http
-            .post(format!("{}/mcp", self.url))
+            .post(format!("{}{}", self.url, engine::model::mcp_path(queue)))
             .header("accept", "application/json, text/event-stream")
             .json(&body)
             .send()
@@ -241,6 +250,56 @@ async fn main() {
         "< 1 ms".into(),
     ));
     rows.push(("wake latency, p99".into(), ms(pct(&wake, 0.99)), String::new()));
+
+    // The same for an instruction addressed to one agent while 31 others wait
+    // in 4 queues (7 of them in its own): only its agent is woken.
+    let mut crowd = Vec::new();
+    for a in 0..31 {
+        let s = s.clone();
+        crowd.push(tokio::spawn(async move { s.call_in(&format!("q{}", a % 4), &format!("crowd-{a}")).await }));
+    }
+    s.until_status(
+        |st| {
+            st["agents"]
+                .as_array()
+                .is_some_and(|a| a.iter().filter(|a| a["waiting"] == true).count() >= 31)
+        },
+        Duration::from_millis(5),
+    )
+    .await;
+    let mut targeted = Vec::new();
+    for i in 0..200 {
+        let waiter = {
+            let s = s.clone();
+            tokio::spawn(async move {
+                let r = s.call_in("q0", "target").await;
+                (r, Instant::now())
+            })
+        };
+        s.until_status(
+            |st| {
+                st["agents"]
+                    .as_array()
+                    .is_some_and(|a| a.iter().any(|a| a["agent_id"] == "target" && a["waiting"] == true))
+            },
+            Duration::from_millis(1),
+        )
+        .await;
+        s.add_to(&format!("for target {i}"), "q0", Some("target")).await;
+        let acked = Instant::now();
+        let (r, got) = waiter.await.unwrap();
+        assert_eq!(r, "instruction");
+        targeted.push(got.saturating_duration_since(acked));
+    }
+    for c in crowd {
+        c.abort();
+    }
+    targeted.sort();
+    rows.push((
+        "wake latency, targeted, 31 others waiting in 4 queues, p50".into(),
+        ms(pct(&targeted, 0.5)),
+        "< 1 ms".into(),
+    ));
 
     // Memory with 1,000 concurrent waiting calls.
     let mut held = Vec::new();
