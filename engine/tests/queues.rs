@@ -52,6 +52,19 @@ async fn an_agent_takes_only_from_the_queue_its_url_names() {
     let text = status.text().await.unwrap();
     assert!(text.contains("\"isError\":true") && text.contains("not valid"), "{text}");
 
+    // The queue resource shows the caller's queue.
+    s.add_to("still pending in a", "repo-a", None).await;
+    let read = a
+        .read_resource(rmcp::model::ReadResourceRequestParams::new("local-mcp://queue"))
+        .await
+        .unwrap();
+    let text = match &read.contents[0] {
+        rmcp::model::ResourceContents::TextResourceContents { text, .. } => text.clone(),
+        other => panic!("{other:?}"),
+    };
+    let v: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!((v["queue"].as_str(), v["pending_count"].as_u64()), (Some("repo-a"), Some(1)));
+
     // Queues were created on first use and are listed with their counts.
     let queues = s.get_json("/api/queues").await;
     let names: Vec<&str> = queues["items"].as_array().unwrap().iter().map(|q| q["name"].as_str().unwrap()).collect();

@@ -1,5 +1,6 @@
 """The command line against a running server, found through its connection-info
-file as a new user's shell would (no flags): status, add, list, config, completions."""
+file as a new user's shell would (no flags): status, add, list, hold, release,
+stop, config, completions."""
 
 import json
 import os
@@ -44,6 +45,56 @@ def test_status_add_list(server):
     blank = cli(server, "add", "-", stdin="   \n")
     assert blank.returncode == 1 and "empty" in blank.stderr
     assert len(server.pending()) == 2, "nothing queued"
+
+
+def test_queues_targets_hold_and_stop(server):
+    r = cli(server, "add", "--queue", "Repo-A", "--to", "claude", "Rebase", "on", "main")
+    assert r.returncode == 0 and "in repo-a for claude" in r.stdout, r.stdout + r.stderr
+    assert cli(server, "add", "elsewhere").returncode == 0
+    listed = cli(server, "list", "--queue", "repo-a")
+    assert listed.returncode == 0 and "[→ claude] Rebase on main" in listed.stdout and "elsewhere" not in listed.stdout
+    everything = cli(server, "list").stdout
+    assert "[repo-a → claude] Rebase on main" in everything and "elsewhere" in everything
+    bad = cli(server, "list", "--queue", "no/slashes")
+    assert bad.returncode == 1 and "not valid" in bad.stderr
+
+    r = cli(server, "hold", "repo-a")
+    assert r.returncode == 0 and "held: repo-a" in r.stdout
+    assert "queue repo-a was already held" in cli(server, "hold", "repo-a").stdout
+    status = cli(server, "status", "--queue", "repo-a")
+    assert status.returncode == 0 and "queue repo-a: 1 pending, 0 delivered, HELD" in status.stdout
+    assert "/mcp/q/repo-a" in status.stdout and "queue default" not in status.stdout
+    assert "released: repo-a" in cli(server, "release").stdout
+    assert cli(server, "hold", "nope").returncode == 1
+
+    # Stop needs an agent that has called there.
+    missing = cli(server, "stop", "claude", "--queue", "repo-a")
+    assert missing.returncode == 1 and "no agent claude" in missing.stderr
+    if server.mode == "stateless":  # `consume` is one raw call, which needs no session
+        got = consume(server, "claude", "repo-a")
+        assert got["instruction"]["content"] == "Rebase on main"
+        r = cli(server, "stop", "claude", "--queue", "repo-a")
+        assert r.returncode == 0 and "asked claude to stop" in r.stdout
+        assert consume(server, "claude", "repo-a")["result_type"] == "stop"
+
+    # The client configuration points at the queue.
+    assert json.loads(cli(server, "config", "vscode", "--queue", "repo-a").stdout)["servers"]["local-mcp"]["url"] == server.queue_url("repo-a")
+    desktop = json.loads(cli(server, "config", "claude-desktop", "--queue", "repo-a").stdout)
+    assert desktop["mcpServers"]["local-mcp"]["args"] == ["stdio", "--queue", "repo-a"]
+
+
+def consume(server, agent, queue):
+    """One raw stateless tools/call from `agent` of `queue`."""
+    import urllib.request
+
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                       "params": {"name": "get_user_request", "arguments": {"agent_id": agent}}}).encode()
+    req = urllib.request.Request(server.queue_url(queue), data=body, method="POST",
+                                 headers={"content-type": "application/json", "accept": "application/json, text/event-stream"})
+    with urllib.request.urlopen(req) as r:
+        text = r.read().decode()
+    line = next(l for l in reversed(text.splitlines()) if l.startswith("data:") and '"result"' in l)
+    return json.loads(line[5:])["result"]["structuredContent"]
 
 
 def test_config_prints_each_clients_snippet_for_the_running_server(server):

@@ -96,3 +96,53 @@ pub fn migrate(conn: &mut Connection) -> Result<()> {
     tx.commit()?;
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A database written by the first release (schema 1) keeps everything:
+    /// instructions go to `default`, for anyone; agents keep their activity.
+    #[test]
+    fn a_version_1_database_moves_into_the_default_queue() {
+        let mut conn = Connection::open_in_memory().unwrap();
+        conn.execute_batch(MIGRATIONS[0]).unwrap();
+        conn.execute_batch(
+            "PRAGMA user_version = 1;
+             INSERT INTO instructions VALUES ('p', 'pending one', 'pending', 't', 't', NULL, NULL, 2);
+             INSERT INTO instructions VALUES ('c', 'done one', 'consumed', 't', 't', 't', 'copilot', 1);
+             INSERT INTO agent_activity VALUES ('copilot', 't1', 't2', 'instruction');",
+        )
+        .unwrap();
+        migrate(&mut conn).unwrap();
+        let rows: Vec<(String, String, Option<String>)> = conn
+            .prepare("SELECT id, queue, target FROM instructions ORDER BY id")
+            .unwrap()
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        assert_eq!(
+            rows,
+            [("c".into(), "default".into(), None), ("p".into(), "default".into(), None)]
+        );
+        let agent: (String, String, String, Option<String>) = conn
+            .query_row(
+                "SELECT queue, agent_id, last_result_type, stop_requested_at FROM agent_activity",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
+            )
+            .unwrap();
+        assert_eq!(agent, ("default".into(), "copilot".into(), "instruction".into(), None));
+        let queues: Vec<String> = conn
+            .prepare("SELECT name FROM queues")
+            .unwrap()
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        assert_eq!(queues, ["default"]);
+        let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0)).unwrap();
+        assert_eq!(version, SCHEMA_VERSION);
+    }
+}
