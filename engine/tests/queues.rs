@@ -205,8 +205,8 @@ async fn queues_are_renamed_archived_and_validated() {
     assert_eq!(listed["items"][0]["content"], "moves along");
     // A queue with pending work cannot be archived; default can never be.
     assert_eq!(s.patch("/api/queues/project", json!({ "archived": true })).await.0, 409);
-    assert_eq!(s.patch("/api/queues/default", json!({ "archived": true })).await.0, 400);
-    assert_eq!(s.patch("/api/queues/default", json!({ "name": "x" })).await.0, 400);
+    assert_eq!(s.patch("/api/queues/default", json!({ "archived": true })).await.0, 409);
+    assert_eq!(s.patch("/api/queues/default", json!({ "name": "x" })).await.0, 409);
     // Moving the instruction to another queue, then archiving.
     let id = listed["items"][0]["id"].as_str().unwrap().to_owned();
     let (status, moved) = s.patch(&format!("/api/instructions/{id}"), json!({ "queue": "default", "target": null })).await;

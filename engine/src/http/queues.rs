@@ -60,7 +60,7 @@ async fn list(State(s): State<AppState>, ApiQuery(q): ApiQuery<ListQuery>) -> Re
 #[serde(deny_unknown_fields)]
 pub struct NewQueue {
     /// 1–64 characters of a-z 0-9 . _ - (upper case is lowered)
-    #[schema(pattern = "^[A-Za-z0-9._-]{1,64}$")]
+    #[schema(min_length = 1, max_length = 64, pattern = "^[A-Za-z0-9._-]*[A-Za-z0-9_-][A-Za-z0-9._-]*$")]
     name: String,
 }
 
@@ -75,7 +75,7 @@ async fn create(State(s): State<AppState>, ApiJson(body): ApiJson<NewQueue>) -> 
 }
 
 /// One queue.
-#[utoipa::path(get, path = "/api/queues/{name}", tag = "queues", params(("name" = String, Path, description = "Queue name")),
+#[utoipa::path(get, path = "/api/queues/{name}", tag = "queues", params(("name" = String, Path, description = "Queue name", min_length = 1, max_length = 64, pattern = "^[A-Za-z0-9._-]*[A-Za-z0-9_-][A-Za-z0-9._-]*$")),
     responses((status = 200, description = "The queue", body = QueueBody),
         (status = 400, description = "Not a valid queue name", body = ErrorBody),
         (status = 404, description = "No such queue", body = ErrorBody)))]
@@ -86,12 +86,12 @@ async fn get_one(State(s): State<AppState>, ApiPath(name): ApiPath<String>) -> R
 }
 
 /// Rename, archive or restore, hold or release a queue.
-#[utoipa::path(patch, path = "/api/queues/{name}", tag = "queues", params(("name" = String, Path, description = "Queue name")),
+#[utoipa::path(patch, path = "/api/queues/{name}", tag = "queues", params(("name" = String, Path, description = "Queue name", min_length = 1, max_length = 64, pattern = "^[A-Za-z0-9._-]*[A-Za-z0-9_-][A-Za-z0-9._-]*$")),
     request_body = QueuePatch,
     responses((status = 200, description = "The queue after the change", body = QueueBody),
-        (status = 400, description = "Invalid name, an empty change, or renaming/archiving `default`", body = ErrorBody),
+        (status = 400, description = "Not a valid queue name", body = ErrorBody),
         (status = 404, description = "No such queue", body = ErrorBody),
-        (status = 409, description = "The new name is taken, or the queue still has pending instructions (archive)", body = ErrorBody)))]
+        (status = 409, description = "The new name is taken, the queue still has pending instructions (archive), or it is `default` (never renamed or archived)", body = ErrorBody)))]
 async fn update(
     State(s): State<AppState>,
     ApiPath(name): ApiPath<String>,
@@ -107,7 +107,7 @@ async fn update(
 pub struct HoldBody {
     /// One queue; absent: every queue.
     #[serde(default)]
-    #[schema(pattern = "^[A-Za-z0-9._-]{1,64}$")]
+    #[schema(min_length = 1, max_length = 64, pattern = "^[A-Za-z0-9._-]*[A-Za-z0-9_-][A-Za-z0-9._-]*$")]
     queue: Option<String>,
 }
 
@@ -143,12 +143,12 @@ async fn release(State(s): State<AppState>, ApiJson(body): ApiJson<HoldBody>) ->
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct StopBody {
-    /// The agent to stop.
-    #[schema(min_length = 1, max_length = 128)]
+    /// The agent to stop (its id as it calls: not blank, no control characters).
+    #[schema(min_length = 1, max_length = 128, pattern = "^[^\\u0000-\\u001f\\u007f-\\u009f]*[^\\s\\u0000-\\u001f\\u007f-\\u009f][^\\u0000-\\u001f\\u007f-\\u009f]*$")]
     agent_id: String,
     /// Its queue (default `default`).
     #[serde(default)]
-    #[schema(pattern = "^[A-Za-z0-9._-]{1,64}$")]
+    #[schema(min_length = 1, max_length = 64, pattern = "^[A-Za-z0-9._-]*[A-Za-z0-9_-][A-Za-z0-9._-]*$")]
     queue: Option<String>,
 }
 

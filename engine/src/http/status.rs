@@ -49,6 +49,7 @@ async fn status(State(s): State<AppState>) -> Result<Json<StatusSnapshot>> {
 #[into_params(parameter_in = Query)]
 pub struct ClientsQuery {
     /// Configure agents of this queue (default `default`).
+    #[param(min_length = 1, max_length = 64, pattern = "^[A-Za-z0-9._-]*[A-Za-z0-9_-][A-Za-z0-9._-]*$")]
     queue: Option<String>,
 }
 
@@ -68,7 +69,10 @@ pub struct ClientsBody {
     responses((status = 200, description = "The MCP configuration each client expects", body = ClientsBody),
         (status = 400, description = "Not a valid queue name", body = super::error::ErrorBody)))]
 async fn clients(State(s): State<AppState>, ApiQuery(q): ApiQuery<ClientsQuery>) -> Result<Json<ClientsBody>> {
-    let queue = crate::model::queue_or_default(q.queue.as_deref())?;
+    let queue = match q.queue.as_deref() {
+        Some(name) => crate::model::queue_name(name)?,
+        None => crate::model::DEFAULT_QUEUE.to_owned(),
+    };
     let mcp_url = format!("{}{}", s.queue.facts().url, crate::model::mcp_path(&queue));
     let program = snippets::bridge_program();
     let endpoint = snippets::Endpoint {

@@ -95,10 +95,12 @@ pub struct NewInstruction {
     pub content: String,
     /// The queue (default `default`); created if it does not exist yet.
     #[serde(default)]
-    #[schema(pattern = "^[A-Za-z0-9._-]{1,64}$")]
+    #[schema(min_length = 1, max_length = 64, pattern = "^[A-Za-z0-9._-]*[A-Za-z0-9_-][A-Za-z0-9._-]*$")]
     pub queue: Option<String>,
-    /// One agent id this instruction is for; absent or null: anyone in the queue.
+    /// One agent id this instruction is for (at most 128 characters, no
+    /// control characters); absent, null or blank: anyone in the queue.
     #[serde(default)]
+    #[schema(max_length = 128, pattern = "^[^\\u0000-\\u001f\\u007f-\\u009f]*$")]
     pub target: Option<String>,
 }
 
@@ -117,7 +119,8 @@ impl From<&str> for NewInstruction {
     }
 }
 
-/// A change to a pending instruction: any of its text, queue and target.
+/// A change to a pending instruction: any of its text, queue and target
+/// (none of them: nothing changes, but the answer still says whether it is pending).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct InstructionPatch {
@@ -127,11 +130,11 @@ pub struct InstructionPatch {
     pub content: Option<String>,
     /// Move it to this queue (at the back of it).
     #[serde(default)]
-    #[schema(pattern = "^[A-Za-z0-9._-]{1,64}$")]
+    #[schema(min_length = 1, max_length = 64, pattern = "^[A-Za-z0-9._-]*[A-Za-z0-9_-][A-Za-z0-9._-]*$")]
     pub queue: Option<String>,
-    /// Readdress it: an agent id, or null for anyone in the queue.
+    /// Readdress it: an agent id (as for a new instruction), or null for anyone in the queue.
     #[serde(default, deserialize_with = "present")]
-    #[schema(value_type = Option<String>)]
+    #[schema(value_type = Option<String>, max_length = 128, pattern = "^[^\\u0000-\\u001f\\u007f-\\u009f]*$")]
     pub target: Option<Option<String>>,
 }
 
@@ -143,9 +146,6 @@ impl InstructionPatch {
         }
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.content.is_none() && self.queue.is_none() && self.target.is_none()
-    }
 }
 
 /// `Some(None)` for an explicit `null`, so "readdress to anyone" differs from "not given".
@@ -158,7 +158,7 @@ fn present<'de, D: Deserializer<'de>>(d: D) -> std::result::Result<Option<Option
 #[serde(deny_unknown_fields)]
 pub struct QueuePatch {
     #[serde(default)]
-    #[schema(pattern = "^[A-Za-z0-9._-]{1,64}$")]
+    #[schema(min_length = 1, max_length = 64, pattern = "^[A-Za-z0-9._-]*[A-Za-z0-9_-][A-Za-z0-9._-]*$")]
     pub name: Option<String>,
     #[serde(default)]
     pub archived: Option<bool>,
@@ -200,7 +200,6 @@ mod tests {
         assert_eq!(p.target, Some(None));
         let p: InstructionPatch = serde_json::from_str(r#"{"content": "x"}"#).unwrap();
         assert_eq!(p.target, None);
-        assert!(!p.is_empty());
-        assert!(serde_json::from_str::<InstructionPatch>("{}").unwrap().is_empty());
+        assert_eq!(serde_json::from_str::<InstructionPatch>("{}").unwrap(), InstructionPatch::default());
     }
 }

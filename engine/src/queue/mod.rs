@@ -19,7 +19,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::events::{Bus, Event, EventData, EventKind};
 use crate::model::{
-    agent_id, queue_or_default, Instruction, InstructionPatch, InstructionStatus, Listing, MoveTo, NewInstruction,
+    agent_id, Instruction, InstructionPatch, InstructionStatus, Listing, MoveTo, NewInstruction,
     QueueCounts, QueueRecord, RequeuePlace, Settings, SettingsPatch, MAX_INSTRUCTION_BYTES,
 };
 use crate::store::{Db, Durability, PendingChange, Store};
@@ -144,7 +144,11 @@ impl Queue {
     pub async fn add(&self, new: impl Into<NewInstruction>) -> Result<Instruction> {
         let new = new.into();
         let content = validate_content(new.content)?;
-        let queue = queue_or_default(new.queue.as_deref())?;
+        // A queue given must be a valid name (blank is not "default" here: it is a mistake).
+        let queue = match new.queue.as_deref() {
+            Some(q) => crate::model::queue_name(q)?,
+            None => crate::model::DEFAULT_QUEUE.to_owned(),
+        };
         let target = agent_id(new.target.as_deref())?;
         self.ensure_queue(&queue).await?;
         let item = self
@@ -170,11 +174,6 @@ impl Queue {
     /// Change a pending instruction's text, queue (it goes to the back of
     /// the new one) or target.
     pub async fn edit(&self, id: String, patch: InstructionPatch) -> Result<Instruction> {
-        if patch.is_empty() {
-            return Err(Error::Invalid(
-                "give at least one of content, queue and target to change".into(),
-            ));
-        }
         let content = patch.content.map(validate_content).transpose()?;
         let queue = patch.queue.as_deref().map(crate::model::queue_name).transpose()?;
         let target = patch.target.map(|t| agent_id(t.as_deref())).transpose()?;

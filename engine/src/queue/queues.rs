@@ -90,11 +90,8 @@ impl Queue {
     pub async fn update_queue(&self, name: &str, patch: QueuePatch) -> Result<QueueInfo> {
         let name = queue_name(name)?;
         let new_name = patch.name.as_deref().map(queue_name).transpose()?.filter(|n| *n != name);
-        if patch.name.is_none() && patch.archived.is_none() && patch.held.is_none() {
-            return Err(Error::Invalid("give at least one of name, archived and held".into()));
-        }
         if name == DEFAULT_QUEUE && (new_name.is_some() || patch.archived == Some(true)) {
-            return Err(Error::Invalid(
+            return Err(Error::Conflict(
                 "the default queue is where plain /mcp agents go: it cannot be renamed or archived".into(),
             ));
         }
