@@ -19,6 +19,13 @@ step "system packages (desktop build, Chromium, Xvfb, WebDriver)"
 bash scripts/setup-system.sh test
 export PATH="$HOME/.cargo/bin:$PATH"
 
+step "Rust formatting (rustfmt.toml)"
+if cargo fmt --version >/dev/null 2>&1; then
+  cargo fmt --all -- --check
+else
+  echo "rustfmt is not installed with this toolchain; skipping the format check"
+fi
+
 step "build the binaries and tests"
 # One build of everything (bins, tests, benches) with one feature set, so
 # `cargo test` below reuses it and the binaries the end-to-end tests launch exist.

@@ -135,7 +135,12 @@ fn on_menu(app: &AppHandle, event: tauri::menu::MenuEvent) {
     match event.id().as_ref() {
         QUICK_ADD => windows::show_quick_add(app),
         HOLD_ALL => {
-            let queue = shell.engine.lock().unwrap_or_else(|p| p.into_inner()).as_ref().map(|e| e.queue.clone());
+            let queue = shell
+                .engine
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .as_ref()
+                .map(|e| e.queue.clone());
             if let Some(queue) = queue {
                 let hold = !ANY_HELD.load(std::sync::atomic::Ordering::Relaxed);
                 tauri::async_runtime::spawn(async move {

@@ -283,7 +283,10 @@ mod tests {
     fn several_queues_are_listed_and_a_hold_shows() {
         let mut s = status(Some("copilot"), AgentState::Listening, 3);
         let v = tray_view(&s);
-        assert!(v.queue_labels.is_empty() && !v.any_held, "one queue: the pending line says it all");
+        assert!(
+            v.queue_labels.is_empty() && !v.any_held,
+            "one queue: the pending line says it all"
+        );
         s.queues = vec![queue("default", 1, false), queue("proj", 2, true)];
         let v = tray_view(&s);
         assert_eq!(v.queue_labels, ["default — 1 pending", "proj — 2 pending · held"]);

@@ -256,7 +256,9 @@ async fn main() {
     let mut crowd = Vec::new();
     for a in 0..31 {
         let s = s.clone();
-        crowd.push(tokio::spawn(async move { s.call_in(&format!("q{}", a % 4), &format!("crowd-{a}")).await }));
+        crowd.push(tokio::spawn(async move {
+            s.call_in(&format!("q{}", a % 4), &format!("crowd-{a}")).await
+        }));
     }
     s.until_status(
         |st| {

@@ -259,7 +259,10 @@ mod tests {
             ..endpoint(None)
         };
         let v: serde_json::Value = serde_json::from_str(&snippet(Client::ClaudeDesktop, &queued)).unwrap();
-        assert_eq!(v["mcpServers"]["local-mcp"]["args"], json!(["stdio", "--queue", "repo-a"]));
+        assert_eq!(
+            v["mcpServers"]["local-mcp"]["args"],
+            json!(["stdio", "--queue", "repo-a"])
+        );
     }
 
     #[test]

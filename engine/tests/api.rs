@@ -423,7 +423,15 @@ async fn clients_snippets_come_from_the_engine_and_never_carry_the_token() {
     let ids: Vec<_> = clients.iter().map(|c| c["id"].as_str().unwrap()).collect();
     assert_eq!(
         ids,
-        ["vscode", "claude-code", "claude-code-project", "cursor", "codex", "windsurf", "claude-desktop"]
+        [
+            "vscode",
+            "claude-code",
+            "claude-code-project",
+            "cursor",
+            "codex",
+            "windsurf",
+            "claude-desktop"
+        ]
     );
     let text = body.to_string();
     assert!(!text.contains("s3cret-token"), "the page never sees the token");
@@ -442,6 +450,9 @@ async fn clients_snippets_come_from_the_engine_and_never_carry_the_token() {
     assert_eq!(body["queue"], "repo-a");
     assert_eq!(body["mcp_url"], format!("{}/mcp/q/repo-a", s.url));
     let text = body.to_string();
-    assert!(text.contains("/mcp/q/repo-a") && text.contains(r#"\"--queue\""#), "{text}");
+    assert!(
+        text.contains("/mcp/q/repo-a") && text.contains(r#"\"--queue\""#),
+        "{text}"
+    );
     s.stop().await;
 }

@@ -200,7 +200,9 @@ async fn sigkill_at_random_moments_loses_and_duplicates_nothing() {
         .unwrap();
     type Row = (String, String, Option<String>, String, Option<String>);
     let stored: HashMap<String, Row> = rows
-        .query_map([], |r| Ok((r.get(0)?, (r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?))))
+        .query_map([], |r| {
+            Ok((r.get(0)?, (r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?)))
+        })
         .unwrap()
         .map(Result::unwrap)
         .collect();
@@ -223,7 +225,11 @@ async fn sigkill_at_random_moments_loses_and_duplicates_nothing() {
             Some(agent.as_str()),
             "{id} is recorded as taken by its receiver"
         );
-        assert!(agent.starts_with(&format!("{}-", row.3)), "{id} of queue {} went to {agent}", row.3);
+        assert!(
+            agent.starts_with(&format!("{}-", row.3)),
+            "{id} of queue {} went to {agent}",
+            row.3
+        );
         if let Some(target) = &row.4 {
             assert_eq!(target, agent, "{id} was addressed to {target}");
         }

@@ -145,7 +145,9 @@ async fn run(ops: Vec<Op>) {
             }
             Op::Edit(i, t) => {
                 if let Some(it) = pick(&m.pending, i).cloned() {
-                    q.edit(it.id.clone(), InstructionPatch::content(t.clone())).await.unwrap();
+                    q.edit(it.id.clone(), InstructionPatch::content(t.clone()))
+                        .await
+                        .unwrap();
                     m.pending.iter_mut().find(|p| p.id == it.id).unwrap().content = t;
                 }
             }
@@ -215,7 +217,10 @@ async fn run(ops: Vec<Op>) {
                     continue;
                 }
                 let rail = r.unwrap();
-                assert!(rail.iter().all(|i| i.queue == it.queue), "the answer is the queue's rail");
+                assert!(
+                    rail.iter().all(|i| i.queue == it.queue),
+                    "the answer is the queue's rail"
+                );
                 let moving = m.remove(&it.id);
                 let at = m.pending.iter().position(|p| p.id == anchor.id).unwrap();
                 m.pending.insert(if before { at } else { at + 1 }, moving);
@@ -241,7 +246,10 @@ async fn run(ops: Vec<Op>) {
                 if let Some(it) = pick(&m.consumed, i).cloned() {
                     let place = if front { RequeuePlace::Front } else { RequeuePlace::Back };
                     let item = q.requeue(it.id.clone(), place).await.unwrap();
-                    assert_eq!((&item.content, &item.queue, &item.target), (&it.content, &it.queue, &it.target));
+                    assert_eq!(
+                        (&item.content, &item.queue, &item.target),
+                        (&it.content, &it.queue, &it.target)
+                    );
                     let copy = Item { id: item.id, ..it };
                     if front {
                         m.pending.insert(0, copy)
@@ -267,7 +275,12 @@ async fn run(ops: Vec<Op>) {
                         }
                     }
                     // A queue nobody has used yet does not exist.
-                    Err(Error::NotFound(_)) => assert!(q.queues(true).await.unwrap().iter().all(|i| Some(i.name.as_str()) != name)),
+                    Err(Error::NotFound(_)) => assert!(q
+                        .queues(true)
+                        .await
+                        .unwrap()
+                        .iter()
+                        .all(|i| Some(i.name.as_str()) != name)),
                     Err(e) => panic!("{e}"),
                 }
             }
@@ -300,7 +313,10 @@ async fn run(ops: Vec<Op>) {
                     match m.takes(queue, agent).first().cloned() {
                         Some(want) => {
                             let got = r.instruction.expect("an instruction while the model has one");
-                            assert_eq!((&got.id, &got.content, &got.target), (&want.id, &want.content, &want.target));
+                            assert_eq!(
+                                (&got.id, &got.content, &got.target),
+                                (&want.id, &want.content, &want.target)
+                            );
                             let item = m.remove(&want.id);
                             m.consumed.push(item);
                         }
@@ -332,10 +348,18 @@ async fn run(ops: Vec<Op>) {
         got.sort_unstable();
         let mut want: Vec<&str> = m.consumed.iter().map(|c| c.id.as_str()).collect();
         want.sort_unstable();
-        assert_eq!(got.iter().map(|g| g.0).collect::<Vec<_>>(), want, "ledger differs from the model");
+        assert_eq!(
+            got.iter().map(|g| g.0).collect::<Vec<_>>(),
+            want,
+            "ledger differs from the model"
+        );
         for c in &consumed {
             if let Some(t) = &c.target {
-                assert_eq!(c.consumed_by_agent_id.as_ref(), Some(t), "a targeted instruction reached another agent");
+                assert_eq!(
+                    c.consumed_by_agent_id.as_ref(),
+                    Some(t),
+                    "a targeted instruction reached another agent"
+                );
             }
         }
     }

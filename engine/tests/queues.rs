@@ -32,13 +32,22 @@ async fn an_agent_takes_only_from_the_queue_its_url_names() {
     assert_eq!(r["instruction"]["content"], "for a");
     // Nothing left for repo-a, though default has one.
     let r = take(&a, "claude").await;
-    assert_eq!((r["result_type"].as_str(), r["remaining_pending"].as_u64()), (Some("default_response"), Some(0)));
+    assert_eq!(
+        (r["result_type"].as_str(), r["remaining_pending"].as_u64()),
+        (Some("default_response"), Some(0))
+    );
     // Plain /mcp is default; the argument serves clients with one global configuration.
     s.add_to("b via argument", "b", None).await;
     let r = common::get_user_request_with(&plain, json!({ "agent_id": "codex", "queue": "b" })).await;
-    assert_eq!((r["queue"].as_str(), r["instruction"]["content"].as_str()), (Some("b"), Some("b via argument")));
+    assert_eq!(
+        (r["queue"].as_str(), r["instruction"]["content"].as_str()),
+        (Some("b"), Some("b via argument"))
+    );
     let r = take(&plain, "codex").await;
-    assert_eq!((r["queue"].as_str(), r["instruction"]["content"].as_str()), (Some("default"), Some("for default")));
+    assert_eq!(
+        (r["queue"].as_str(), r["instruction"]["content"].as_str()),
+        (Some("default"), Some("for default"))
+    );
 
     // A bad queue name is a tool error naming the rule, never a protocol error.
     let params = rmcp::model::CallToolRequestParams::new("get_user_request")
@@ -46,11 +55,20 @@ async fn an_agent_takes_only_from_the_queue_its_url_names() {
     let bad = plain.call_tool(params).await.expect("a tool result");
     assert_eq!(bad.is_error, Some(true));
     assert!(format!("{:?}", bad.content).contains("a-z, 0-9"), "{:?}", bad.content);
-    let status = s.http.post(s.api("/mcp/q/no%20spaces")).header("content-type", "application/json")
+    let status = s
+        .http
+        .post(s.api("/mcp/q/no%20spaces"))
+        .header("content-type", "application/json")
         .header("accept", "application/json, text/event-stream")
-        .body(common::raw_call_body(1, "x")).send().await.unwrap();
+        .body(common::raw_call_body(1, "x"))
+        .send()
+        .await
+        .unwrap();
     let text = status.text().await.unwrap();
-    assert!(text.contains("\"isError\":true") && text.contains("not valid"), "{text}");
+    assert!(
+        text.contains("\"isError\":true") && text.contains("not valid"),
+        "{text}"
+    );
 
     // The queue resource shows the caller's queue.
     s.add_to("still pending in a", "repo-a", None).await;
@@ -63,11 +81,19 @@ async fn an_agent_takes_only_from_the_queue_its_url_names() {
         other => panic!("{other:?}"),
     };
     let v: Value = serde_json::from_str(&text).unwrap();
-    assert_eq!((v["queue"].as_str(), v["pending_count"].as_u64()), (Some("repo-a"), Some(1)));
+    assert_eq!(
+        (v["queue"].as_str(), v["pending_count"].as_u64()),
+        (Some("repo-a"), Some(1))
+    );
 
     // Queues were created on first use and are listed with their counts.
     let queues = s.get_json("/api/queues").await;
-    let names: Vec<&str> = queues["items"].as_array().unwrap().iter().map(|q| q["name"].as_str().unwrap()).collect();
+    let names: Vec<&str> = queues["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|q| q["name"].as_str().unwrap())
+        .collect();
     assert_eq!(names, ["default", "b", "repo-a"]);
     s.stop().await;
 }
@@ -84,7 +110,13 @@ async fn a_targeted_instruction_wakes_only_its_agent() {
     let item = s.add_to("only for second", "t", Some("second")).await;
     assert_eq!(item["target"], "second");
     let (r, _client) = calls.pop().unwrap().await.unwrap();
-    assert_eq!((r["instruction"]["content"].as_str(), r["instruction"]["target"].as_str()), (Some("only for second"), Some("second")));
+    assert_eq!(
+        (
+            r["instruction"]["content"].as_str(),
+            r["instruction"]["target"].as_str()
+        ),
+        (Some("only for second"), Some("second"))
+    );
     // The first agent, waiting longer, was not woken and still waits.
     tokio::time::sleep(Duration::from_millis(200)).await;
     s.until_waiting_in("t", "first", true).await;
@@ -92,9 +124,21 @@ async fn a_targeted_instruction_wakes_only_its_agent() {
     let (r, _client) = calls.pop().unwrap().await.unwrap();
     assert_eq!(r["instruction"]["content"], "for anyone");
     let consumed = s.get_json("/api/instructions?status=consumed&queue=t").await;
-    let by: HashMap<&str, &str> = consumed["items"].as_array().unwrap().iter()
-        .map(|i| (i["content"].as_str().unwrap(), i["consumed_by_agent_id"].as_str().unwrap())).collect();
-    assert_eq!(by, HashMap::from([("only for second", "second"), ("for anyone", "first")]));
+    let by: HashMap<&str, &str> = consumed["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| {
+            (
+                i["content"].as_str().unwrap(),
+                i["consumed_by_agent_id"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        by,
+        HashMap::from([("only for second", "second"), ("for anyone", "first")])
+    );
 }
 
 #[tokio::test]
@@ -111,7 +155,11 @@ async fn waiting_agents_are_served_longest_waiting_first() {
     }
     for (n, call) in calls.into_iter().enumerate() {
         let (agent, r) = call.await.unwrap();
-        assert_eq!(r["instruction"]["content"], format!("job {}", n + 1), "{agent} waited longest but one");
+        assert_eq!(
+            r["instruction"]["content"],
+            format!("job {}", n + 1),
+            "{agent} waited longest but one"
+        );
     }
 }
 
@@ -125,15 +173,27 @@ async fn hold_delays_delivery_and_release_wakes_waiting_calls() {
     s.add_to("held back", "h", None).await;
     // While held, calls wait and end as usual with nothing delivered.
     let r = take(&client, "w").await;
-    assert_eq!((r["result_type"].as_str(), r["remaining_pending"].as_u64()), (Some("default_response"), Some(1)));
+    assert_eq!(
+        (r["result_type"].as_str(), r["remaining_pending"].as_u64()),
+        (Some("default_response"), Some(1))
+    );
     // Another queue is not held.
     s.add_to("free", "other", None).await;
     let other = s.mcp_at("/mcp/q/other").await;
     assert_eq!(take(&other, "o").await["instruction"]["content"], "free");
     // The held state shows in status and survives in the store.
     let st = s.get_json("/api/status").await;
-    let h = st["queues"].as_array().unwrap().iter().find(|q| q["name"] == "h").unwrap().clone();
-    assert_eq!((h["held"].as_bool(), h["pending_count"].as_u64()), (Some(true), Some(1)));
+    let h = st["queues"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|q| q["name"] == "h")
+        .unwrap()
+        .clone();
+    assert_eq!(
+        (h["held"].as_bool(), h["pending_count"].as_u64()),
+        (Some(true), Some(1))
+    );
     s.set_config(json!({ "default_wait_seconds": 30 })).await;
     let waiting = {
         let started = tokio::time::Instant::now();
@@ -144,7 +204,10 @@ async fn hold_delays_delivery_and_release_wakes_waiting_calls() {
     assert_eq!((status, body["changed"][0]["name"].as_str()), (200, Some("h")));
     let (r, took) = waiting.await.unwrap();
     assert_eq!(r["instruction"]["content"], "held back");
-    assert!(took < Duration::from_secs(10), "release woke the call at once ({took:?})");
+    assert!(
+        took < Duration::from_secs(10),
+        "release woke the call at once ({took:?})"
+    );
 }
 
 #[tokio::test]
@@ -155,7 +218,10 @@ async fn hold_survives_a_restart() {
     let dir = s.stop().await;
     let s = common::start_in(dir, |_| {}).await;
     let queues = s.get_json("/api/queues").await;
-    assert!(queues["items"].as_array().unwrap().iter().all(|q| q["held"] == true), "{queues}");
+    assert!(
+        queues["items"].as_array().unwrap().iter().all(|q| q["held"] == true),
+        "{queues}"
+    );
     s.stop().await;
 }
 
@@ -164,26 +230,44 @@ async fn stop_ends_an_agents_loop_once() {
     let s = Arc::new(common::start(|c| c.settings.default_wait_seconds = 30).await);
     let client = Arc::new(s.mcp_at("/mcp/q/s").await);
     // Unknown agents cannot be stopped.
-    let (status, body) = s.post("/api/agents/stop", json!({ "agent_id": "ghost", "queue": "s" })).await;
+    let (status, body) = s
+        .post("/api/agents/stop", json!({ "agent_id": "ghost", "queue": "s" }))
+        .await;
     assert_eq!(status, 404, "{body}");
     let waiting = {
         let client = client.clone();
         tokio::spawn(async move { take(&client, "looper").await })
     };
     s.until_waiting_in("s", "looper", true).await;
-    let (status, _) = s.post("/api/agents/stop", json!({ "agent_id": "looper", "queue": "s" })).await;
+    let (status, _) = s
+        .post("/api/agents/stop", json!({ "agent_id": "looper", "queue": "s" }))
+        .await;
     assert_eq!(status, 204);
     let r = waiting.await.unwrap();
     assert_eq!(r["result_type"], "stop");
     assert!(r["response"].as_str().unwrap().contains("Stop calling"), "{r}");
     let st = s.get_json("/api/status").await;
-    let agent = st["agents"].as_array().unwrap().iter().find(|a| a["agent_id"] == "looper").unwrap().clone();
-    assert_eq!((agent["state"].as_str(), agent["stop_requested"].as_bool()), (Some("offline"), Some(false)));
+    let agent = st["agents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["agent_id"] == "looper")
+        .unwrap()
+        .clone();
+    assert_eq!(
+        (agent["state"].as_str(), agent["stop_requested"].as_bool()),
+        (Some("offline"), Some(false))
+    );
     // One-shot: the next call works normally.
     s.add_to("after stop", "s", None).await;
     assert_eq!(take(&client, "looper").await["instruction"]["content"], "after stop");
     // A stop for an agent that is not waiting is kept for its next call.
-    assert_eq!(s.post("/api/agents/stop", json!({ "agent_id": "looper", "queue": "s" })).await.0, 204);
+    assert_eq!(
+        s.post("/api/agents/stop", json!({ "agent_id": "looper", "queue": "s" }))
+            .await
+            .0,
+        204
+    );
     s.add_to("not yet", "s", None).await;
     assert_eq!(take(&client, "looper").await["result_type"], "stop");
     assert_eq!(take(&client, "looper").await["instruction"]["content"], "not yet");
@@ -209,17 +293,31 @@ async fn queues_are_renamed_archived_and_validated() {
     assert_eq!(s.patch("/api/queues/default", json!({ "name": "x" })).await.0, 409);
     // Moving the instruction to another queue, then archiving.
     let id = listed["items"][0]["id"].as_str().unwrap().to_owned();
-    let (status, moved) = s.patch(&format!("/api/instructions/{id}"), json!({ "queue": "default", "target": null })).await;
-    assert_eq!((status, moved["item"]["queue"].as_str(), moved["item"]["target"].clone()), (200, Some("default"), Value::Null));
+    let (status, moved) = s
+        .patch(
+            &format!("/api/instructions/{id}"),
+            json!({ "queue": "default", "target": null }),
+        )
+        .await;
+    assert_eq!(
+        (status, moved["item"]["queue"].as_str(), moved["item"]["target"].clone()),
+        (200, Some("default"), Value::Null)
+    );
     let (status, body) = s.patch("/api/queues/project", json!({ "archived": true })).await;
     assert_eq!((status, body["item"]["archived"].as_bool()), (200, Some(true)));
-    let names: Vec<String> = s.get_json("/api/queues").await["items"].as_array().unwrap().iter()
-        .map(|q| q["name"].as_str().unwrap().to_owned()).collect();
+    let names: Vec<String> = s.get_json("/api/queues").await["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|q| q["name"].as_str().unwrap().to_owned())
+        .collect();
     assert_eq!(names, ["default"], "archived queues are hidden");
     // A consumed instruction cannot be readdressed.
     let client = s.mcp().await;
     take(&client, "a").await;
-    let (status, _) = s.patch(&format!("/api/instructions/{id}"), json!({ "target": "b" })).await;
+    let (status, _) = s
+        .patch(&format!("/api/instructions/{id}"), json!({ "target": "b" }))
+        .await;
     assert_eq!(status, 409);
     s.stop().await;
 }
@@ -273,7 +371,10 @@ async fn contention_across_queues_loses_duplicates_and_misroutes_nothing() {
                 let q = QUEUES[n % QUEUES.len()];
                 let target = (n % 3 == 0).then(|| format!("{q}-agent-{}", (n / 3) % AGENTS_PER_QUEUE));
                 let item = s.add_to(&format!("n{n}"), q, target.as_deref()).await;
-                expected.lock().unwrap().insert(item["id"].as_str().unwrap().to_owned(), (q, target));
+                expected
+                    .lock()
+                    .unwrap()
+                    .insert(item["id"].as_str().unwrap().to_owned(), (q, target));
             }
         }));
     }
@@ -297,6 +398,9 @@ async fn contention_across_queues_loses_duplicates_and_misroutes_nothing() {
     println!("contention: {INSTRUCTIONS} instructions, lost {lost}, duplicated {duplicated}, misrouted {misrouted}");
     assert_eq!((lost, duplicated, misrouted), (0, 0, 0));
     let st = s.get_json("/api/status").await;
-    assert_eq!(st["queue"], json!({ "pending_count": 0, "consumed_count": INSTRUCTIONS }));
+    assert_eq!(
+        st["queue"],
+        json!({ "pending_count": 0, "consumed_count": INSTRUCTIONS })
+    );
     assert_eq!(s.engine.queue.integrity_check().await.unwrap(), "ok");
 }

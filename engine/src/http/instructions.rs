@@ -52,7 +52,11 @@ pub struct ListQuery {
     #[param(value_type = Option<i64>, minimum = 0, maximum = 4294967295_i64)]
     offset: u32,
     /// Only this queue's instructions.
-    #[param(min_length = 1, max_length = 64, pattern = "^[A-Za-z0-9._-]*[A-Za-z0-9_-][A-Za-z0-9._-]*$")]
+    #[param(
+        min_length = 1,
+        max_length = 64,
+        pattern = "^[A-Za-z0-9._-]*[A-Za-z0-9_-][A-Za-z0-9._-]*$"
+    )]
     queue: Option<String>,
     /// Only instructions addressed to this agent id.
     target: Option<String>,

@@ -60,7 +60,11 @@ async fn list(State(s): State<AppState>, ApiQuery(q): ApiQuery<ListQuery>) -> Re
 #[serde(deny_unknown_fields)]
 pub struct NewQueue {
     /// 1–64 characters of a-z 0-9 . _ - (upper case is lowered)
-    #[schema(min_length = 1, max_length = 64, pattern = "^[A-Za-z0-9._-]*[A-Za-z0-9_-][A-Za-z0-9._-]*$")]
+    #[schema(
+        min_length = 1,
+        max_length = 64,
+        pattern = "^[A-Za-z0-9._-]*[A-Za-z0-9_-][A-Za-z0-9._-]*$"
+    )]
     name: String,
 }
 
@@ -107,7 +111,11 @@ async fn update(
 pub struct HoldBody {
     /// One queue; absent: every queue.
     #[serde(default)]
-    #[schema(min_length = 1, max_length = 64, pattern = "^[A-Za-z0-9._-]*[A-Za-z0-9_-][A-Za-z0-9._-]*$")]
+    #[schema(
+        min_length = 1,
+        max_length = 64,
+        pattern = "^[A-Za-z0-9._-]*[A-Za-z0-9_-][A-Za-z0-9._-]*$"
+    )]
     queue: Option<String>,
 }
 
@@ -144,11 +152,19 @@ async fn release(State(s): State<AppState>, ApiJson(body): ApiJson<HoldBody>) ->
 #[serde(deny_unknown_fields)]
 pub struct StopBody {
     /// The agent to stop (its id as it calls: not blank, no control characters).
-    #[schema(min_length = 1, max_length = 128, pattern = "^[^\\u0000-\\u001f\\u007f-\\u009f]*[^\\s\\u0000-\\u001f\\u007f-\\u009f][^\\u0000-\\u001f\\u007f-\\u009f]*$")]
+    #[schema(
+        min_length = 1,
+        max_length = 128,
+        pattern = "^[^\\u0000-\\u001f\\u007f-\\u009f]*[^\\s\\u0000-\\u001f\\u007f-\\u009f][^\\u0000-\\u001f\\u007f-\\u009f]*$"
+    )]
     agent_id: String,
     /// Its queue (default `default`).
     #[serde(default)]
-    #[schema(min_length = 1, max_length = 64, pattern = "^[A-Za-z0-9._-]*[A-Za-z0-9_-][A-Za-z0-9._-]*$")]
+    #[schema(
+        min_length = 1,
+        max_length = 64,
+        pattern = "^[A-Za-z0-9._-]*[A-Za-z0-9_-][A-Za-z0-9._-]*$"
+    )]
     queue: Option<String>,
 }
 

@@ -49,7 +49,11 @@ async fn status(State(s): State<AppState>) -> Result<Json<StatusSnapshot>> {
 #[into_params(parameter_in = Query)]
 pub struct ClientsQuery {
     /// Configure agents of this queue (default `default`).
-    #[param(min_length = 1, max_length = 64, pattern = "^[A-Za-z0-9._-]*[A-Za-z0-9_-][A-Za-z0-9._-]*$")]
+    #[param(
+        min_length = 1,
+        max_length = 64,
+        pattern = "^[A-Za-z0-9._-]*[A-Za-z0-9_-][A-Za-z0-9._-]*$"
+    )]
     queue: Option<String>,
 }
 
@@ -82,7 +86,11 @@ async fn clients(State(s): State<AppState>, ApiQuery(q): ApiQuery<ClientsQuery>)
         bridge_program: &program,
     };
     let clients = snippets::all(&endpoint);
-    Ok(Json(ClientsBody { queue, mcp_url, clients }))
+    Ok(Json(ClientsBody {
+        queue,
+        mcp_url,
+        clients,
+    }))
 }
 
 const TOKEN_PLACEHOLDER: &str = "<your API token>";

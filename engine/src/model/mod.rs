@@ -9,8 +9,8 @@ mod settings;
 mod status;
 
 pub use queues::{
-    mcp_path, queue_from_path, queue_name, queue_or_default, InstructionPatch, NewInstruction, QueueInfo, QueuePatch, QueueRecord, DEFAULT_QUEUE,
-    MAX_QUEUE_NAME_CHARS, MCP_PATH,
+    mcp_path, queue_from_path, queue_name, queue_or_default, InstructionPatch, NewInstruction, QueueInfo, QueuePatch,
+    QueueRecord, DEFAULT_QUEUE, MAX_QUEUE_NAME_CHARS, MCP_PATH,
 };
 pub use settings::{field, Field, Kind, Settings, SettingsPatch, FIELDS};
 pub use status::{AgentSummary, ServerState, ServerSummary, StatusSnapshot};
@@ -67,7 +67,13 @@ pub struct Instruction {
 
 impl Instruction {
     /// A new pending instruction with a fresh id, created and updated `now`.
-    pub fn new_pending(content: String, queue: String, target: Option<String>, position: i64, now: String) -> Instruction {
+    pub fn new_pending(
+        content: String,
+        queue: String,
+        target: Option<String>,
+        position: i64,
+        now: String,
+    ) -> Instruction {
         Instruction {
             id: uuid::Uuid::new_v4().to_string(),
             content,
@@ -95,7 +101,9 @@ pub fn agent_id(raw: Option<&str>) -> crate::Result<Option<String>> {
         )));
     }
     if id.chars().any(char::is_control) {
-        return Err(crate::Error::Invalid("agent ids must not contain control characters".into()));
+        return Err(crate::Error::Invalid(
+            "agent ids must not contain control characters".into(),
+        ));
     }
     Ok(Some(id.to_owned()))
 }

@@ -95,7 +95,11 @@ pub struct NewInstruction {
     pub content: String,
     /// The queue (default `default`); created if it does not exist yet.
     #[serde(default)]
-    #[schema(min_length = 1, max_length = 64, pattern = "^[A-Za-z0-9._-]*[A-Za-z0-9_-][A-Za-z0-9._-]*$")]
+    #[schema(
+        min_length = 1,
+        max_length = 64,
+        pattern = "^[A-Za-z0-9._-]*[A-Za-z0-9_-][A-Za-z0-9._-]*$"
+    )]
     pub queue: Option<String>,
     /// One agent id this instruction is for (at most 128 characters, no
     /// control characters); absent, null or blank: anyone in the queue.
@@ -130,7 +134,11 @@ pub struct InstructionPatch {
     pub content: Option<String>,
     /// Move it to this queue (at the back of it).
     #[serde(default)]
-    #[schema(min_length = 1, max_length = 64, pattern = "^[A-Za-z0-9._-]*[A-Za-z0-9_-][A-Za-z0-9._-]*$")]
+    #[schema(
+        min_length = 1,
+        max_length = 64,
+        pattern = "^[A-Za-z0-9._-]*[A-Za-z0-9_-][A-Za-z0-9._-]*$"
+    )]
     pub queue: Option<String>,
     /// Readdress it: an agent id (as for a new instruction), or null for anyone in the queue.
     #[serde(default, deserialize_with = "present")]
@@ -145,7 +153,6 @@ impl InstructionPatch {
             ..InstructionPatch::default()
         }
     }
-
 }
 
 /// `Some(None)` for an explicit `null`, so "readdress to anyone" differs from "not given".
@@ -158,7 +165,11 @@ fn present<'de, D: Deserializer<'de>>(d: D) -> std::result::Result<Option<Option
 #[serde(deny_unknown_fields)]
 pub struct QueuePatch {
     #[serde(default)]
-    #[schema(min_length = 1, max_length = 64, pattern = "^[A-Za-z0-9._-]*[A-Za-z0-9_-][A-Za-z0-9._-]*$")]
+    #[schema(
+        min_length = 1,
+        max_length = 64,
+        pattern = "^[A-Za-z0-9._-]*[A-Za-z0-9_-][A-Za-z0-9._-]*$"
+    )]
     pub name: Option<String>,
     #[serde(default)]
     pub archived: Option<bool>,
@@ -200,6 +211,9 @@ mod tests {
         assert_eq!(p.target, Some(None));
         let p: InstructionPatch = serde_json::from_str(r#"{"content": "x"}"#).unwrap();
         assert_eq!(p.target, None);
-        assert_eq!(serde_json::from_str::<InstructionPatch>("{}").unwrap(), InstructionPatch::default());
+        assert_eq!(
+            serde_json::from_str::<InstructionPatch>("{}").unwrap(),
+            InstructionPatch::default()
+        );
     }
 }

@@ -187,7 +187,10 @@ mod tests {
             agent_state(&activity(4000, Some((4000, "instruction"))), false, 30),
             AgentState::Offline
         );
-        assert_eq!(agent_state(&activity(1, Some((1, "stop"))), false, 30), AgentState::Offline);
+        assert_eq!(
+            agent_state(&activity(1, Some((1, "stop"))), false, 30),
+            AgentState::Offline
+        );
     }
 
     #[test]
@@ -199,7 +202,10 @@ mod tests {
         let other = calls.begin("q", "b");
         let elsewhere = calls.begin("r", "a");
         assert!(!first.superseded.is_cancelled(), "another agent must not supersede");
-        assert!(!first.superseded.is_cancelled(), "the same id in another queue is another agent");
+        assert!(
+            !first.superseded.is_cancelled(),
+            "the same id in another queue is another agent"
+        );
         let second = calls.begin("q", "a");
         assert!(first.superseded.is_cancelled());
         assert!(!second.superseded.is_cancelled());

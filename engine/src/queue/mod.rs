@@ -19,8 +19,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::events::{Bus, Event, EventData, EventKind};
 use crate::model::{
-    agent_id, Instruction, InstructionPatch, InstructionStatus, Listing, MoveTo, NewInstruction,
-    QueueCounts, QueueRecord, RequeuePlace, Settings, SettingsPatch, MAX_INSTRUCTION_BYTES,
+    agent_id, Instruction, InstructionPatch, InstructionStatus, Listing, MoveTo, NewInstruction, QueueCounts,
+    QueueRecord, RequeuePlace, Settings, SettingsPatch, MAX_INSTRUCTION_BYTES,
 };
 use crate::store::{Db, Durability, PendingChange, Store};
 use crate::{time, Error, Result};
@@ -57,6 +57,9 @@ struct Inner {
     dispatch: dispatch::Dispatch,
     /// Live `get_user_request` calls per agent (supersede, "waiting", stop).
     calls: agents::Calls,
+    /// (queue, agent) with a stop request not delivered yet: mirrors the
+    /// stored requests so a claim touches them only when there is one.
+    stops: std::sync::Mutex<std::collections::HashSet<(String, String)>>,
     /// Set when the status snapshot is out of date; a task publishes a fresh one.
     status_dirty: Notify,
     shutdown: CancellationToken,
@@ -68,11 +71,11 @@ impl Queue {
     /// Spawns the status publisher, which stops with `shutdown`.
     pub fn new(store: Store, seed: &Settings, facts: ServerFacts, shutdown: CancellationToken) -> Result<Queue> {
         seed.validate()?;
-        let (settings, queues) = store.write(
+        let (settings, queues, stops) = store.write(
             Durability::Full,
             |db| {
                 db.seed_settings(seed)?;
-                Ok((db.settings()?, db.queues()?))
+                Ok((db.settings()?, db.queues()?, db.pending_stops()?))
             },
             |_| (),
         )?;
@@ -85,6 +88,7 @@ impl Queue {
                 queues: RwLock::new(queues.into_iter().map(|q| (q.name.clone(), q)).collect()),
                 dispatch: dispatch::Dispatch::default(),
                 calls: agents::Calls::default(),
+                stops: std::sync::Mutex::new(stops.into_iter().collect()),
                 status_dirty: Notify::new(),
                 shutdown,
             }),
@@ -237,49 +241,49 @@ impl Queue {
         let queue = self
             .blocking(move |i| {
                 i.write_instruction_event(EventKind::InstructionUpdated, |db| {
-                let Some(queue) = db
-                    .get_instruction(&id)?
-                    .filter(|i| i.status == InstructionStatus::Pending)
-                    .map(|i| i.queue)
-                else {
-                    return Err(pending_only(db, &id, "moved")?);
-                };
-                let mut order = db.pending_ids(&queue)?;
-                let Some(from) = order.iter().position(|x| *x == id) else {
-                    return Err(pending_only(db, &id, "moved")?);
-                };
-                let moving = order.remove(from);
-                let at = match (&to.before_id, &to.after_id, to.to) {
-                    (Some(anchor), _, _) | (_, Some(anchor), _) => {
-                        if *anchor == moving {
-                            return Err(Error::Invalid(
-                                "an instruction cannot be moved relative to itself".into(),
-                            ));
-                        }
-                        let a = order.iter().position(|x| x == anchor).ok_or_else(|| {
-                            Error::Conflict(format!(
+                    let Some(queue) = db
+                        .get_instruction(&id)?
+                        .filter(|i| i.status == InstructionStatus::Pending)
+                        .map(|i| i.queue)
+                    else {
+                        return Err(pending_only(db, &id, "moved")?);
+                    };
+                    let mut order = db.pending_ids(&queue)?;
+                    let Some(from) = order.iter().position(|x| *x == id) else {
+                        return Err(pending_only(db, &id, "moved")?);
+                    };
+                    let moving = order.remove(from);
+                    let at = match (&to.before_id, &to.after_id, to.to) {
+                        (Some(anchor), _, _) | (_, Some(anchor), _) => {
+                            if *anchor == moving {
+                                return Err(Error::Invalid(
+                                    "an instruction cannot be moved relative to itself".into(),
+                                ));
+                            }
+                            let a = order.iter().position(|x| x == anchor).ok_or_else(|| {
+                                Error::Conflict(format!(
                                 "instruction {anchor} is not pending in queue {queue}; reload the queue and try again"
                             ))
-                        })?;
-                        if to.before_id.is_some() {
-                            a
-                        } else {
-                            a + 1
+                            })?;
+                            if to.before_id.is_some() {
+                                a
+                            } else {
+                                a + 1
+                            }
                         }
+                        (_, _, Some(RequeuePlace::Front)) => 0,
+                        _ => order.len(),
+                    };
+                    order.insert(at, moving);
+                    let base = db.min_pending_position(&queue)?.unwrap_or(1);
+                    let mut changed = db.set_pending_order(&order, base, &time::now())?;
+                    // The moved one is logged even when its number did not change
+                    // (front of a one-item rail): the caller learns its queue here.
+                    if changed.is_empty() {
+                        changed.extend(db.get_instruction(&order[at])?);
                     }
-                    (_, _, Some(RequeuePlace::Front)) => 0,
-                    _ => order.len(),
-                };
-                order.insert(at, moving);
-                let base = db.min_pending_position(&queue)?.unwrap_or(1);
-                let mut changed = db.set_pending_order(&order, base, &time::now())?;
-                // The moved one is logged even when its number did not change
-                // (front of a one-item rail): the caller learns its queue here.
-                if changed.is_empty() {
-                    changed.extend(db.get_instruction(&order[at])?);
-                }
-                Ok(changed)
-            })
+                    Ok(changed)
+                })
             })
             .await?
             .into_iter()
@@ -378,6 +382,10 @@ impl Queue {
 }
 
 impl Inner {
+    fn stops(&self) -> std::sync::MutexGuard<'_, std::collections::HashSet<(String, String)>> {
+        self.stops.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
     /// Whether `queue` is held (a queue not known yet is not).
     fn is_held(&self, queue: &str) -> bool {
         self.queues

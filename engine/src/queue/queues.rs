@@ -16,8 +16,18 @@ impl Queue {
         let (records, tallies) = self
             .blocking(|i| i.store.read(|db| Ok((db.queues()?, db.queue_tallies()?))))
             .await?;
+        Ok(self.queue_infos(records, &tallies, with_archived))
+    }
+
+    /// Queue rows with their counts and the agents waiting in each now.
+    pub(super) fn queue_infos(
+        &self,
+        records: Vec<QueueRecord>,
+        tallies: &[crate::store::QueueTally],
+        with_archived: bool,
+    ) -> Vec<QueueInfo> {
         let waiting = self.inner.calls.waiting_agents();
-        Ok(records
+        records
             .into_iter()
             .filter(|r| with_archived || !r.archived)
             .map(|r| {
@@ -38,7 +48,7 @@ impl Queue {
                     created_at: r.created_at,
                 }
             })
-            .collect())
+            .collect()
     }
 
     /// One queue, archived or not.
@@ -89,7 +99,12 @@ impl Queue {
     /// Rename, archive or restore, hold or release one queue.
     pub async fn update_queue(&self, name: &str, patch: QueuePatch) -> Result<QueueInfo> {
         let name = queue_name(name)?;
-        let new_name = patch.name.as_deref().map(queue_name).transpose()?.filter(|n| *n != name);
+        let new_name = patch
+            .name
+            .as_deref()
+            .map(queue_name)
+            .transpose()?
+            .filter(|n| *n != name);
         if name == DEFAULT_QUEUE && (new_name.is_some() || patch.archived == Some(true)) {
             return Err(Error::Conflict(
                 "the default queue is where plain /mcp agents go: it cannot be renamed or archived".into(),
@@ -170,7 +185,12 @@ impl Queue {
             }
         }
         self.mark_status_dirty();
-        tracing::info!(queue = queue.as_deref().unwrap_or("(all)"), held, changed = changed.len(), "hold changed");
+        tracing::info!(
+            queue = queue.as_deref().unwrap_or("(all)"),
+            held,
+            changed = changed.len(),
+            "hold changed"
+        );
         Ok(changed)
     }
 
@@ -181,11 +201,15 @@ impl Queue {
         let agent = agent_id(Some(agent))?.ok_or_else(|| Error::Invalid("agent_id must not be blank".into()))?;
         let (q, a) = (queue.clone(), agent.clone());
         let known = self
-            .blocking(move |i| i.store.write(Durability::Full, |db| db.request_stop(&q, &a, &time::now()), |_| ()))
+            .blocking(move |i| {
+                i.store
+                    .write(Durability::Full, |db| db.request_stop(&q, &a, &time::now()), |_| ())
+            })
             .await?;
         if !known {
             return Err(Error::NotFound(format!("no agent {agent} has called in queue {queue}")));
         }
+        self.inner.stops().insert((queue.clone(), agent.clone()));
         self.inner.calls.stop(&queue, &agent);
         self.mark_status_dirty();
         tracing::info!(queue = %queue, agent_id = %agent, "agent stop requested");
@@ -206,7 +230,12 @@ impl Queue {
                     let now = time::now();
                     changed
                         .into_iter()
-                        .map(|c| log_event(db, Event::new(EventKind::QueueUpdated, now.clone(), EventData::Queue(c), None)))
+                        .map(|c| {
+                            log_event(
+                                db,
+                                Event::new(EventKind::QueueUpdated, now.clone(), EventData::Queue(c), None),
+                            )
+                        })
                         .collect::<Result<Vec<_>>>()
                 },
                 |events| {

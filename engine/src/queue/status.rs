@@ -7,7 +7,7 @@
 
 use super::{agent_state, Queue};
 use crate::events::{Event, EventData, EventKind};
-use crate::model::{AgentState, AgentStatus, AgentSummary, ServerState, ServerSummary, StatusSnapshot};
+use crate::model::{AgentState, AgentStatus, AgentSummary, QueueCounts, ServerState, ServerSummary, StatusSnapshot};
 use crate::{time, Result};
 
 /// How many agents the report lists, most relevant first.
@@ -25,9 +25,17 @@ fn rank(s: AgentState) -> u8 {
 impl Queue {
     /// The current status report.
     pub async fn status(&self) -> Result<StatusSnapshot> {
-        let (activity, queue) = self
-            .blocking(|i| i.store.read(|db| Ok((db.agents(AGENTS_LISTED)?, db.counts()?))))
+        // One pass over the instructions gives every queue's counts; the totals are their sums.
+        let (activity, records, tallies) = self
+            .blocking(|i| {
+                i.store
+                    .read(|db| Ok((db.agents(AGENTS_LISTED)?, db.queues()?, db.queue_tallies()?)))
+            })
             .await?;
+        let queue = QueueCounts {
+            pending_count: tallies.iter().map(|t| t.pending).sum(),
+            consumed_count: tallies.iter().map(|t| t.consumed).sum(),
+        };
         let settings = self.settings();
         let mut agents: Vec<AgentStatus> = activity
             .into_iter()
@@ -83,7 +91,7 @@ impl Queue {
                 waiting: false,
             },
         };
-        let queues = self.queues(false).await?;
+        let queues = self.queue_infos(records, &tallies, false);
         let facts = self.facts();
         Ok(StatusSnapshot {
             server: ServerSummary {

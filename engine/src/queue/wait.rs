@@ -111,7 +111,8 @@ impl Queue {
                         superseded: &call.superseded,
                         stopped: &call.stopped,
                     };
-                    self.wait_and_claim(&agent, &line.place, signals, started + wait).await?
+                    self.wait_and_claim(&agent, &line.place, signals, started + wait)
+                        .await?
                 }
             }
         };
@@ -238,7 +239,8 @@ impl Queue {
                 Durability::Normal,
                 |db| {
                     let now = time::now();
-                    if db.take_stop(&queue, &agent)? {
+                    let key = (queue.clone(), agent.clone());
+                    if i.stops().contains(&key) && db.take_stop(&queue, &agent)? {
                         db.touch_agent(&queue, &agent, &now, Some(ResultType::Stop))?;
                         return Ok((Claim::Stopped(db.eligible_count(&queue, &agent)?), None));
                     }
@@ -269,9 +271,12 @@ impl Queue {
                     let remaining = db.eligible_count(&queue, &agent)?;
                     Ok((Claim::Got(item, remaining), Some(event)))
                 },
-                |(_, event)| {
+                |(claim, event)| {
                     if let Some(event) = event {
                         i.bus.publish(event.clone());
+                    }
+                    if matches!(claim, Claim::Stopped(_)) {
+                        i.stops().remove(&(queue.clone(), agent.clone()));
                     }
                 },
             )
@@ -292,7 +297,9 @@ impl Queue {
                     db.touch_agent(&queue, &agent, &time::now(), Some(ResultType::Stop))?;
                     db.eligible_count(&queue, &agent)
                 },
-                |_| (),
+                |_| {
+                    i.stops().remove(&(queue.clone(), agent.clone()));
+                },
             )
         })
         .await

@@ -50,7 +50,9 @@ const MIGRATIONS: &[&str] = &[
     ALTER TABLE instructions ADD COLUMN queue TEXT NOT NULL DEFAULT 'default';
     ALTER TABLE instructions ADD COLUMN target TEXT;
     DROP INDEX instructions_pending_by_position;
-    CREATE INDEX instructions_pending_by_queue ON instructions(queue, position) WHERE status = 'pending';
+    -- Covers the claim (its queue in order, the target checked in the index)
+    -- and the count of what one agent may take, without reading rows.
+    CREATE INDEX instructions_pending_by_queue ON instructions(queue, position, target) WHERE status = 'pending';
     CREATE TABLE queues (
         name TEXT PRIMARY KEY NOT NULL,
         held INTEGER NOT NULL DEFAULT 0 CHECK (held IN (0, 1)),
@@ -124,7 +126,10 @@ mod tests {
             .collect();
         assert_eq!(
             rows,
-            [("c".into(), "default".into(), None), ("p".into(), "default".into(), None)]
+            [
+                ("c".into(), "default".into(), None),
+                ("p".into(), "default".into(), None)
+            ]
         );
         let agent: (String, String, String, Option<String>) = conn
             .query_row(

@@ -23,7 +23,7 @@ use rusqlite::{Connection, TransactionBehavior};
 
 use crate::{paths, Error, Result};
 
-pub use queries::{Db, PendingChange, StoredEvent};
+pub use queries::{Db, PendingChange, QueueTally, StoredEvent};
 
 /// How hard a commit must try to reach the disk.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

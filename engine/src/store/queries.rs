@@ -5,7 +5,8 @@
 use rusqlite::{params, Connection, OptionalExtension, Row};
 
 use crate::model::{
-    AgentActivity, Instruction, InstructionStatus, Listing, QueueCounts, QueueRecord, ResultType, Settings, StatusFilter,
+    AgentActivity, Instruction, InstructionStatus, Listing, QueueCounts, QueueRecord, ResultType, Settings,
+    StatusFilter,
 };
 use crate::Result;
 
@@ -189,7 +190,9 @@ impl<'c> Db<'c> {
     /// may take (addressed to it or to anyone), in one statement; with `id`,
     /// only that instruction, if it is still one it may take. Runs inside the
     /// caller's `BEGIN IMMEDIATE` transaction, so two claims can never pick
-    /// the same row: each instruction is delivered at most once.
+    /// the same row: each instruction is delivered at most once. Positions
+    /// are unique within a queue's pending rail, so `position` alone orders
+    /// it and the walk down the index stops at the first match.
     pub fn claim(&self, queue: &str, agent_id: &str, id: Option<&str>, now: &str) -> Result<Option<Instruction>> {
         Ok(self
             .conn
@@ -199,7 +202,7 @@ impl<'c> Db<'c> {
                  WHERE id = (SELECT id FROM instructions
                              WHERE status = 'pending' AND queue = ?3 AND (target IS NULL OR target = ?1)
                                AND (?4 IS NULL OR id = ?4)
-                             ORDER BY position, created_at LIMIT 1)
+                             ORDER BY position LIMIT 1)
                  RETURNING {INSTRUCTION_COLUMNS}"
             ))?
             .query_row(params![agent_id, now, queue, id], instruction_from_row)
@@ -404,6 +407,17 @@ impl<'c> Db<'c> {
             > 0)
     }
 
+    /// Agents with a stop request not delivered yet, as (queue, agent id).
+    pub fn pending_stops(&self) -> Result<Vec<(String, String)>> {
+        let mut stmt = self
+            .conn
+            .prepare_cached("SELECT queue, agent_id FROM agent_activity WHERE stop_requested_at IS NOT NULL")?;
+        let rows = stmt
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        Ok(rows)
+    }
+
     /// Consume a pending stop request (one-shot); `true` if there was one.
     pub fn take_stop(&self, queue: &str, agent_id: &str) -> Result<bool> {
         Ok(self
@@ -441,9 +455,9 @@ impl<'c> Db<'c> {
 
     /// Every queue, `default` first, then by name.
     pub fn queues(&self) -> Result<Vec<QueueRecord>> {
-        let mut stmt = self.conn.prepare_cached(
-            "SELECT name, held, archived, created_at FROM queues ORDER BY name <> 'default', name",
-        )?;
+        let mut stmt = self
+            .conn
+            .prepare_cached("SELECT name, held, archived, created_at FROM queues ORDER BY name <> 'default', name")?;
         let rows = stmt
             .query_map([], queue_from_row)?
             .collect::<rusqlite::Result<Vec<_>>>()?;

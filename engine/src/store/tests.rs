@@ -115,7 +115,10 @@ fn a_failed_body_rolls_back_and_publishes_nothing() {
     );
     assert!(r.is_err());
     assert!(!published.get());
-    assert!(store.read(|db| db.list(&crate::model::Listing::default())).unwrap().is_empty());
+    assert!(store
+        .read(|db| db.list(&crate::model::Listing::default()))
+        .unwrap()
+        .is_empty());
     // The same id can be written afterwards: the first attempt left nothing behind.
     store
         .write(
