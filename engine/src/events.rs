@@ -78,7 +78,8 @@ pub struct Event {
     pub kind: EventKind,
     pub timestamp: String,
     pub data: EventData,
-    /// For instruction events: how many instructions are pending after the change.
+    /// For instruction events: how many instructions are pending in the
+    /// instruction's queue after the change.
     pub pending_count: Option<u64>,
     /// `{"type","timestamp","data"[,"pending_count"]}`: what SSE sends and the log stores.
     pub json: String,

@@ -120,6 +120,12 @@ async fn a_session_that_sets_a_log_level_hears_about_queue_changes() {
     assert_eq!(message.data["event"], "instruction.created");
     assert_eq!(message.data["id"], item["id"]);
     assert_eq!(message.data["pending_count"], 2);
+    assert_eq!(message.data["queue"], "default");
+    // Another queue's changes are not this session's business.
+    s.add_to("Elsewhere", "other", None).await;
+    assert!(tokio::time::timeout(Duration::from_millis(500), rx.recv())
+        .await
+        .is_err());
 
     // A higher minimum level silences these info-level messages.
     client

@@ -25,6 +25,8 @@ pub struct QueueLog {
     /// The client's minimum level (as [`rank`]); until it asks, nothing is sent.
     min: AtomicU8,
     forwarding: AtomicBool,
+    /// The session's queue (from its URL): only its changes are sent.
+    queue: std::sync::OnceLock<String>,
 }
 
 fn rank(level: LoggingLevel) -> u8 {
@@ -43,11 +45,18 @@ fn rank(level: LoggingLevel) -> u8 {
 impl QueueLog {
     /// The client asked for messages at `level` and above: start forwarding
     /// queue changes to `peer` (once per session).
-    pub fn set_level(self: &Arc<Self>, level: LoggingLevel, queue: &Queue, peer: Peer<RoleServer>) {
+    pub fn set_level(
+        self: &Arc<Self>,
+        level: LoggingLevel,
+        queue: &Queue,
+        caller_queue: String,
+        peer: Peer<RoleServer>,
+    ) {
         self.min.store(rank(level), Ordering::Relaxed);
         if self.forwarding.swap(true, Ordering::AcqRel) {
             return;
         }
+        let _ = self.queue.set(caller_queue);
         let events = queue.bus().subscribe();
         tokio::spawn(Arc::clone(self).forward(events, peer));
     }
@@ -71,6 +80,9 @@ impl QueueLog {
         let EventData::Instruction(item) = &event.data else {
             return None;
         };
+        if self.queue.get().is_some_and(|q| *q != item.queue) {
+            return None;
+        }
         let verb = match event.kind {
             EventKind::InstructionCreated => "queued",
             EventKind::InstructionUpdated => "edited",
@@ -82,9 +94,11 @@ impl QueueLog {
             return None;
         }
         let data = json!({
-            "message": format!("instruction {verb}; {} pending", event.pending_count.unwrap_or_default()),
+            "message": format!("instruction {verb} in queue {}", item.queue),
             "event": event.kind.as_str(),
             "id": item.id,
+            "queue": item.queue,
+            "target": item.target,
             "pending_count": event.pending_count,
             "consumed_by_agent_id": item.consumed_by_agent_id,
         });

@@ -127,7 +127,10 @@ impl ServerHandler for LocalMcp {
     #[allow(deprecated)]
     async fn set_level(&self, request: SetLevelRequestParams, ctx: RequestContext<RoleServer>) -> Result<(), McpError> {
         if self.sessions {
-            self.log.set_level(request.level, &self.queue, ctx.peer.clone());
+            let queue = url_queue(&ctx)
+                .map_err(|e| McpError::invalid_params(e.to_string(), None))?
+                .unwrap_or_else(|| DEFAULT_QUEUE.to_owned());
+            self.log.set_level(request.level, &self.queue, queue, ctx.peer.clone());
         }
         Ok(())
     }

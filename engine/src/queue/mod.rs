@@ -405,8 +405,8 @@ impl Inner {
     }
 
     /// One durable write that changes instructions, logs one event per changed
-    /// row (with the pending count after the change) and publishes them in
-    /// commit order.
+    /// row (with its queue's pending count after the change) and publishes
+    /// them in commit order.
     fn write_instruction_event(
         &self,
         kind: EventKind,
@@ -416,11 +416,20 @@ impl Inner {
             Durability::Full,
             |db| {
                 let items = body(db)?;
-                let pending = db.pending_count()?;
                 let now = time::now();
+                // Each event says how many are pending in its instruction's queue.
+                let mut counted: Vec<(String, u64)> = Vec::new();
                 items
                     .into_iter()
                     .map(|item| {
+                        let pending = match counted.iter().find(|(q, _)| *q == item.queue) {
+                            Some((_, n)) => *n,
+                            None => {
+                                let n = db.queue_pending_count(&item.queue)?;
+                                counted.push((item.queue.clone(), n));
+                                n
+                            }
+                        };
                         log_event(
                             db,
                             Event::new(kind, now.clone(), EventData::Instruction(item), Some(pending)),

@@ -259,16 +259,16 @@ impl Queue {
                         return Ok((Claim::Nothing, None));
                     };
                     db.touch_agent(&queue, &agent, &now, Some(ResultType::Instruction))?;
+                    let (left, remaining) = db.pending_in(&queue, &agent)?;
                     let event = log_event(
                         db,
                         Event::new(
                             EventKind::InstructionConsumed,
                             now,
                             EventData::Instruction(item.clone()),
-                            Some(db.pending_count()?),
+                            Some(left),
                         ),
                     )?;
-                    let remaining = db.eligible_count(&queue, &agent)?;
                     Ok((Claim::Got(item, remaining), Some(event)))
                 },
                 |(claim, event)| {

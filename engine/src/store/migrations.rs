@@ -53,6 +53,11 @@ const MIGRATIONS: &[&str] = &[
     -- Covers the claim (its queue in order, the target checked in the index)
     -- and the count of what one agent may take, without reading rows.
     CREATE INDEX instructions_pending_by_queue ON instructions(queue, position, target) WHERE status = 'pending';
+    -- Per-queue counts for every status report, from the index alone.
+    CREATE INDEX instructions_by_queue_status ON instructions(queue, status);
+    -- The few addressed instructions, so "what may this agent take" is the
+    -- queue's count adjusted by two small counts (`Db::pending_in`).
+    CREATE INDEX instructions_pending_targeted ON instructions(queue, target) WHERE status = 'pending' AND target IS NOT NULL;
     CREATE TABLE queues (
         name TEXT PRIMARY KEY NOT NULL,
         held INTEGER NOT NULL DEFAULT 0 CHECK (held IN (0, 1)),

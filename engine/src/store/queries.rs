@@ -278,42 +278,64 @@ impl<'c> Db<'c> {
         })
     }
 
-    pub fn pending_count(&self) -> Result<u64> {
-        let n: i64 = self
+    /// How many instructions of `queue` are pending, and how many of them
+    /// `agent_id` could take. Every claim asks, so the second number is not
+    /// a second walk of the queue: it is the first minus the addressed ones
+    /// plus those addressed to this agent, both counted in the small index of
+    /// addressed instructions.
+    pub fn pending_in(&self, queue: &str, agent_id: &str) -> Result<(u64, u64)> {
+        let all = self.queue_pending_count(queue)?;
+        let (addressed, mine): (i64, i64) = self
             .conn
-            .prepare_cached("SELECT COUNT(*) FROM instructions WHERE status = 'pending'")?
-            .query_row([], |r| r.get(0))?;
-        Ok(n as u64)
+            .prepare_cached(
+                "SELECT COUNT(*), COALESCE(SUM(target = ?2), 0) FROM instructions
+                 WHERE status = 'pending' AND queue = ?1 AND target IS NOT NULL",
+            )?
+            .query_row([queue, agent_id], |r| Ok((r.get(0)?, r.get(1)?)))?;
+        Ok((all, (all + mine as u64).saturating_sub(addressed as u64)))
     }
 
     /// How many pending instructions of `queue` `agent_id` could take.
     pub fn eligible_count(&self, queue: &str, agent_id: &str) -> Result<u64> {
+        Ok(self.pending_in(queue, agent_id)?.1)
+    }
+
+    /// How many instructions of `queue` are pending.
+    pub fn queue_pending_count(&self, queue: &str) -> Result<u64> {
         let n: i64 = self
             .conn
-            .prepare_cached(
-                "SELECT COUNT(*) FROM instructions
-                 WHERE status = 'pending' AND queue = ?1 AND (target IS NULL OR target = ?2)",
-            )?
-            .query_row([queue, agent_id], |r| r.get(0))?;
+            .prepare_cached("SELECT COUNT(*) FROM instructions WHERE status = 'pending' AND queue = ?1")?
+            .query_row([queue], |r| r.get(0))?;
         Ok(n as u64)
     }
 
     /// Pending and consumed counts per queue that has instructions.
     pub fn queue_tallies(&self) -> Result<Vec<QueueTally>> {
-        let mut stmt = self.conn.prepare_cached(
-            "SELECT queue, COALESCE(SUM(status = 'pending'), 0) AS pending, COALESCE(SUM(status = 'consumed'), 0) AS consumed
-             FROM instructions GROUP BY queue",
-        )?;
-        let rows = stmt
-            .query_map([], |r| {
-                Ok(QueueTally {
-                    queue: r.get("queue")?,
-                    pending: r.get::<_, i64>("pending")? as u64,
-                    consumed: r.get::<_, i64>("consumed")? as u64,
-                })
-            })?
-            .collect::<rusqlite::Result<Vec<_>>>()?;
-        Ok(rows)
+        // Grouped the way the index is ordered: a walk of the index, no sort.
+        let mut stmt = self
+            .conn
+            .prepare_cached("SELECT queue, status, COUNT(*) AS n FROM instructions GROUP BY queue, status")?;
+        let mut tallies: Vec<QueueTally> = Vec::new();
+        let mut rows = stmt.query([])?;
+        while let Some(r) = rows.next()? {
+            let queue: String = r.get("queue")?;
+            let status: String = r.get("status")?;
+            let n = r.get::<_, i64>("n")? as u64;
+            if tallies.last().is_none_or(|t| t.queue != queue) {
+                tallies.push(QueueTally {
+                    queue,
+                    pending: 0,
+                    consumed: 0,
+                });
+            }
+            if let Some(t) = tallies.last_mut() {
+                match status.as_str() {
+                    "pending" => t.pending = n,
+                    _ => t.consumed = n,
+                }
+            }
+        }
+        Ok(tallies)
     }
 
     /// Instructions for a listing: pending in delivery order, then consumed

@@ -1,5 +1,5 @@
 use super::*;
-use crate::model::{Instruction, InstructionStatus, Settings, StatusFilter};
+use crate::model::{Instruction, InstructionStatus, Settings};
 
 fn instruction(id: &str, position: i64) -> Instruction {
     Instruction {
