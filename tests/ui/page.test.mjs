@@ -298,9 +298,30 @@ describe("queues", () => {
     const stopped = await call;
     assert.equal(stopped.result_type, "stop");
 
-    // The default queue's rail never showed proj's work, and still has its own.
-    await page.locator('#queue-tabs [data-queue="default"]').click();
-    await until(async () => (await railTexts(page)).join() === "in the default queue", { what: "default rail again" });
+    // Moving a ticket to another queue is an edit.
+    await page.locator("#composer-target").selectOption("");
+    await page.locator("#composer-text").fill("belongs in default");
+    await page.keyboard.press("Control+Enter");
+    await until(async () => (await railTexts(page)).includes("belongs in default"), { what: "ticket in proj" });
+    await page.locator('#rail [data-action="edit"]').first().click();
+    await page.locator('#rail [data-pick="queue"]').selectOption("default");
+    await page.locator('#rail [data-action="save"]').click();
+    await until(async () => (await railTexts(page)).length === 0, { what: "moved out of proj" });
+    assert.deepEqual((await server.api("GET", "/api/instructions?status=pending&queue=default")).body.items.map((i) => i.content), ["in the default queue", "belongs in default"]);
+
+    // Rename proj, then archive it: it leaves the switcher.
+    await page.locator("#queue-rename").click();
+    await page.locator("#queue-rename-name").fill("project");
+    await page.locator("#queue-rename-name").press("Enter");
+    await until(async () => (await page.locator('#queue-tabs [data-queue="project"]').getAttribute("aria-pressed")) === "true", { what: "renamed tab shown" });
+    assert.equal(await page.locator('#queue-tabs [data-queue="proj"]').count(), 0);
+    assert.match(await page.locator("#mcp-url").textContent(), /\/mcp\/q\/project$/);
+    await page.locator("#queue-archive").click();
+    await until(async () => (await page.locator('#queue-tabs [data-queue="project"]').count()) === 0, { what: "archived" });
+
+    // The default queue's rail never showed proj's work, and has its own.
+    await until(async () => (await page.locator('#queue-tabs [data-queue="default"]').getAttribute("aria-pressed")) === "true", { what: "back on default" });
+    await until(async () => (await railTexts(page)).join() === "in the default queue,belongs in default", { what: "default rail again" });
     await page.screenshot({ path: join(artifacts, "screenshots", "queues-default.png"), fullPage: true });
     assert.deepEqual(errors, []);
     await context.close();

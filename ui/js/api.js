@@ -51,6 +51,7 @@ export const api = {
   move: (id, where) => request("POST", `/api/instructions/${enc(id)}/move`, where),
   requeue: (id) => request("POST", `/api/instructions/${enc(id)}/requeue`, {}),
   createQueue: (name) => request("POST", "/api/queues", { name }),
+  patchQueue: (name, patch) => request("PATCH", `/api/queues/${enc(name)}`, patch),
   hold: (queue) => request("POST", "/api/hold", queue ? { queue } : {}),
   release: (queue) => request("POST", "/api/release", queue ? { queue } : {}),
   stopAgent: (queue, agent_id) => request("POST", "/api/agents/stop", { queue, agent_id }),

@@ -1,6 +1,6 @@
 // The queue switcher: one tab per queue with its pending count, waiting
-// agents and held state; making a queue; holding and releasing one queue or
-// all of them. Switching reloads the rail, the ledger and the connect box
+// agents and held state; making, renaming and archiving a queue; holding and
+// releasing one queue or all of them. Switching reloads the rail, the ledger and the connect box
 // for that queue.
 
 import { api } from "./api.js";
@@ -38,6 +38,9 @@ function render() {
   hold.textContent = cur?.held ? `Release ${state.queue}` : `Hold ${state.queue}`;
   hold.dataset.held = String(Boolean(cur?.held));
   hold.disabled = !cur;
+  // `default` is where plain /mcp agents go: it is never renamed or archived.
+  $("queue-rename").hidden = !cur || state.queue === "default";
+  $("queue-archive").hidden = !cur || state.queue === "default";
   const anyHeld = queues.some((q) => q.held);
   const all = $("queue-hold-all");
   all.textContent = anyHeld ? "Release all" : "Hold all";
@@ -96,6 +99,37 @@ export function initQueues(reload, loadClients) {
   });
   form.addEventListener("keydown", (e) => {
     if (e.key === "Escape") form.hidden = true;
+  });
+
+  const rename = $("queue-rename-form");
+  $("queue-rename").addEventListener("click", () => {
+    rename.hidden = false;
+    $("queue-rename-name").value = state.queue;
+    $("queue-rename-name").select();
+  });
+  rename.addEventListener("submit", async (e) => {
+    e.preventDefault();
+    try {
+      const { item } = await api.patchQueue(state.queue, { name: $("queue-rename-name").value.trim() });
+      rename.hidden = true;
+      toast(`Renamed to ${item.name}. Agents configured with the old URL must be pointed at the new one (Connect an agent).`);
+      show(item.name);
+    } catch (err) {
+      toast(`Not renamed: ${err.message}`);
+    }
+  });
+  rename.addEventListener("keydown", (e) => {
+    if (e.key === "Escape") rename.hidden = true;
+  });
+  $("queue-archive").addEventListener("click", async () => {
+    const name = state.queue;
+    try {
+      await api.patchQueue(name, { archived: true });
+      toast(`${name} archived. An agent connecting to it brings it back.`);
+      show("default");
+    } catch (err) {
+      toast(`Not archived: ${err.message}`);
+    }
   });
   on("status", render);
 }

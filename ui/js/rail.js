@@ -24,6 +24,26 @@ function fillText(p, content) {
   return long;
 }
 
+/** "Queue" and "For" selects of a ticket being edited: moving or readdressing is an edit. */
+function addressPickers(item) {
+  const queueLabel = el("label", "ticket__pick", "Queue ");
+  const queue = el("select");
+  queue.dataset.pick = "queue";
+  const names = new Set((state.status?.queues ?? []).map((q) => q.name));
+  names.add(item.queue);
+  for (const n of [...names].sort()) queue.append(new Option(n, n, false, n === item.queue));
+  queueLabel.append(queue);
+  const forLabel = el("label", "ticket__pick", "For ");
+  const target = el("select");
+  target.dataset.pick = "target";
+  const agents = new Set((state.status?.agents ?? []).filter((a) => a.queue === item.queue).map((a) => a.agent_id));
+  if (item.target) agents.add(item.target);
+  target.append(new Option("anyone", "", false, !item.target));
+  for (const a of [...agents].sort()) target.append(new Option(a, a, false, a === item.target));
+  forLabel.append(target);
+  return [queueLabel, forLabel];
+}
+
 function ticketBody(item, index) {
   const body = el("div", "ticket__body");
   const edit = editing.get(item.id);
@@ -35,6 +55,7 @@ function ticketBody(item, index) {
     box.value = edit;
     box.dataset.editor = item.id;
     const row = el("div", "ticket__edit-row");
+    row.append(...addressPickers(item));
     const save = el("button", "btn btn--small btn--primary", "Save");
     save.type = "button";
     save.dataset.action = "save";
@@ -162,10 +183,18 @@ async function saveEdit(id) {
     showNotice(id, "An instruction can't be blank. Delete it instead, or type something.");
     return;
   }
+  const node = ticketEls.get(id);
+  const before = state.pending.find((i) => i.id === id);
+  const patch = { content: text };
+  const queue = node?.querySelector('[data-pick="queue"]')?.value;
+  const target = node?.querySelector('[data-pick="target"]')?.value ?? "";
+  if (queue && queue !== before?.queue) patch.queue = queue;
+  if ((target || null) !== (before?.target ?? null)) patch.target = target || null;
   try {
-    const { item } = await api.edit(id, { content: text });
+    const { item } = await api.edit(id, patch);
     editing.delete(id);
     applyInstruction(KIND.updated, item);
+    if (item.queue !== state.queue) toast(`Moved to ${item.queue}.`);
     ticketEls.get(id)?.querySelector('[data-action="edit"]')?.focus();
   } catch (err) {
     if (err.status === 409 || err.status === 404) conflict(id, text, err.status === 409);
