@@ -77,13 +77,13 @@ export async function startServer({ dir = mkdtempSync(join(tmpdir(), "local-mcp-
       return (await server.api("GET", "/api/status")).body.agents.find((a) => a.agent_id === id && (!queue || a.queue === queue));
     },
     /** One raw MCP `tools/call get_user_request` over streamable HTTP (stateless), as an agent of `queue`. */
-    async consume(agent = "test-agent", queue = null) {
+    async consume(agent = "test-agent", queue = null, extra = {}) {
       const headers = { "content-type": "application/json", accept: "application/json, text/event-stream" };
       if (server.token) headers.authorization = `Bearer ${server.token}`;
       const res = await fetch(queue ? `${server.mcpUrl}/q/${queue}` : server.mcpUrl, {
         method: "POST",
         headers,
-        body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "get_user_request", arguments: { agent_id: agent } } }),
+        body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "get_user_request", arguments: { agent_id: agent, ...extra } } }),
       });
       const text = await res.text();
       const line = text.split("\n").reverse().find((l) => l.startsWith("data:") && l.includes('"result"'));

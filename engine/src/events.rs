@@ -13,7 +13,7 @@ use std::sync::Arc;
 use serde::Serialize;
 use tokio::sync::broadcast;
 
-use crate::model::{Instruction, QueueRecord, Settings, StatusSnapshot};
+use crate::model::{Instruction, QueueRecord, Report, Settings, StatusSnapshot};
 
 /// What changed. (`stream.reset`, for a page that fell too far behind to
 /// replay, is not a domain event: the SSE stream writes it itself.)
@@ -34,6 +34,9 @@ pub enum EventKind {
     /// A queue was created, renamed, archived or restored, held or released.
     #[serde(rename = "queue.updated")]
     QueueUpdated,
+    /// An agent reported what it did, or asked something.
+    #[serde(rename = "report.created")]
+    ReportCreated,
 }
 
 impl EventKind {
@@ -46,6 +49,7 @@ impl EventKind {
             EventKind::StatusChanged => "status.changed",
             EventKind::ConfigUpdated => "config.updated",
             EventKind::QueueUpdated => "queue.updated",
+            EventKind::ReportCreated => "report.created",
         }
     }
 }
@@ -59,6 +63,7 @@ pub enum EventData {
     Status(Box<StatusSnapshot>),
     Config(Settings),
     Queue(QueueChange),
+    Report(Report),
 }
 
 /// A queue as it is after a change; `renamed_from` when the change was a rename.

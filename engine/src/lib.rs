@@ -26,6 +26,7 @@ mod connection;
 mod error;
 mod events;
 mod http;
+mod markdown;
 mod mcp;
 pub mod model;
 mod paths;

@@ -368,6 +368,8 @@ async fn the_openapi_document_covers_every_api_route_and_the_docs_page_is_local(
         ("/api/hold", "post"),
         ("/api/release", "post"),
         ("/api/agents/stop", "post"),
+        ("/api/reports", "get"),
+        ("/api/reports/{id}/reply", "post"),
         ("/api/config", "get"),
         ("/api/config", "patch"),
         ("/api/config/fields", "get"),

@@ -38,7 +38,7 @@ async fn status_and_queue_resources_and_the_loop_prompt() {
 
     let listed = client.list_resources(None).await.unwrap();
     let uris: Vec<_> = listed.resources.iter().map(|r| r.uri.as_str()).collect();
-    assert_eq!(uris, ["local-mcp://status", "local-mcp://queue"]);
+    assert_eq!(uris, ["local-mcp://status", "local-mcp://queue", "local-mcp://reports"]);
 
     let queue = client
         .read_resource(ReadResourceRequestParams::new("local-mcp://queue"))

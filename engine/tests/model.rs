@@ -298,7 +298,7 @@ async fn run(ops: Vec<Op>) {
             Op::Claim(qi, ai) => {
                 let (queue, agent) = (QUEUES[qi], AGENTS[ai]);
                 let (r, _) = q
-                    .get_user_request(Some(queue), Some(agent), CancellationToken::new(), None)
+                    .get_user_request(Some(queue), Some(agent), None, CancellationToken::new(), None)
                     .await
                     .unwrap();
                 assert_eq!(r.queue, queue);

@@ -8,6 +8,8 @@ import stat
 import subprocess
 import tomllib
 
+import pytest
+
 from conftest import server_binary
 
 
@@ -83,12 +85,30 @@ def test_queues_targets_hold_and_stop(server):
     assert desktop["mcpServers"]["local-mcp"]["args"] == ["stdio", "--queue", "repo-a"]
 
 
-def consume(server, agent, queue):
+def test_reports_and_reply(server):
+    if server.mode != "stateless":
+        pytest.skip("`consume` is one raw call, which only stateless mode answers without a session")
+    assert cli(server, "reports").stdout.strip() == "no reports yet"
+    missing = cli(server, "reply", "bob", "hello")
+    assert missing.returncode == 1 and "bob has not reported anything in default yet" in missing.stderr
+    consume(server, "bob", "default", report="Which **database**?", options=["SQLite", "Postgres"])
+    r = cli(server, "reports", "--agent", "bob")
+    assert r.returncode == 0, r.stderr
+    assert "bob in default" in r.stdout and "Which **database**?" in r.stdout and "options: SQLite | Postgres" in r.stdout
+    assert json.loads(cli(server, "reports", "--json").stdout)["items"][0]["options"] == ["SQLite", "Postgres"]
+    server.add("queued earlier")
+    r = cli(server, "reply", "bob", "-", stdin="SQLite, please\n")
+    assert r.returncode == 0 and "sent to bob" in r.stdout, r.stderr
+    first = server.pending()[0]
+    assert (first["content"], first["target"]) == ("SQLite, please", "bob")
+
+
+def consume(server, agent, queue, **extra):
     """One raw stateless tools/call from `agent` of `queue`."""
     import urllib.request
 
     body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-                       "params": {"name": "get_user_request", "arguments": {"agent_id": agent}}}).encode()
+                       "params": {"name": "get_user_request", "arguments": {"agent_id": agent, **extra}}}).encode()
     req = urllib.request.Request(server.queue_url(queue), data=body, method="POST",
                                  headers={"content-type": "application/json", "accept": "application/json, text/event-stream"})
     with urllib.request.urlopen(req) as r:

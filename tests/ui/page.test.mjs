@@ -328,6 +328,60 @@ describe("queues", () => {
   });
 });
 
+describe("reports", () => {
+  let server;
+  before(async () => {
+    server = await startServer({ waitSeconds: 0 });
+  });
+  after(async () => {
+    await server?.stop();
+  });
+
+  test("an agent's report shows live and inert; picking an option answers it first", async () => {
+    const { page, errors, context, requests } = await openPage(browser, server);
+    await server.add("Refactor the parser");
+    await until(async () => (await railTexts(page)).includes("Refactor the parser"), { what: "ticket" });
+    await server.consume("rep");
+    const hostile = [
+      "Done: **parser split** into `lexer.rs` and `ast.rs`.",
+      "",
+      "| file | lines |",
+      "|---|---|",
+      "| lexer.rs | 120 |",
+      "",
+      "<script>window.__pwned = 1</script><img src=x onerror=\"window.__pwned = 2\">",
+      "[docs](https://example.com/docs) [bad](javascript:window.__pwned=3) ![t](https://example.com/t.png)",
+      "",
+      "Ship it?",
+    ].join("\n");
+    const t0 = Date.now();
+    await server.consume("rep", null, { report: hostile, options: ["Ship it", "Add tests first"] });
+    const entryReport = page.locator("#ledger .entry .report").first();
+    await until(async () => (await entryReport.count()) === 1, { what: "report under the ledger entry", timeout: 1000 });
+    assert.ok(Date.now() - t0 < 1000, "live within a second");
+    assert.equal(await entryReport.locator("strong").textContent(), "parser split");
+    assert.equal(await entryReport.locator("td").first().textContent(), "lexer.rs");
+    assert.equal(await page.evaluate(() => window.__pwned), undefined, "no script ran");
+    assert.equal(await page.locator(".report script, .report img").count(), 0);
+    const link = entryReport.locator('a[href="https://example.com/docs"]');
+    assert.equal(await link.getAttribute("rel"), "noopener noreferrer");
+    assert.equal(await link.getAttribute("target"), "_blank");
+    assert.equal(await entryReport.locator('a[href^="javascript"]').count(), 0);
+    assert.ok(requests.every((u) => u.startsWith(server.url)), `no request left the origin: ${requests.filter((u) => !u.startsWith(server.url))}`);
+
+    // The agent panel shows its latest report with the options; one click answers.
+    const panel = page.locator('#agents li[data-agent="rep"] .report');
+    await until(async () => (await panel.locator(".report__options button").count()) === 2, { what: "options" });
+    await server.add("unrelated later work");
+    await panel.locator(".report__options button", { hasText: "Ship it" }).click();
+    await until(async () => (await server.pending())[0]?.content === "Ship it", { what: "the answer is first" });
+    assert.equal((await server.pending())[0].target, "rep");
+    await page.screenshot({ path: join(artifacts, "screenshots", "reports.png"), fullPage: true });
+    assert.deepEqual(errors, []);
+    await context.close();
+  });
+});
+
 describe("resilience", () => {
   test("the page reconnects after the server restarts and catches up", async () => {
     let server = await startServer();

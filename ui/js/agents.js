@@ -3,6 +3,7 @@
 
 import { api } from "./api.js";
 import { $, el } from "./dom.js";
+import { reportBlock } from "./report.js";
 import { toast } from "./toast.js";
 import { every20s, exact, relative } from "./time.js";
 import { on, state } from "./state.js";
@@ -23,6 +24,9 @@ function renderList(status) {
   const agents = status?.agents ?? [];
   $("agents-empty").hidden = agents.length > 0;
   const now = Date.now();
+  // Status updates re-render the list: keep what is being typed in a reply box.
+  const drafts = new Map([...list.querySelectorAll(".report__reply input")].map((i) => [i.closest("[data-report]").dataset.report, i.value]));
+  const typingIn = document.activeElement?.closest?.("#agents [data-report]")?.dataset.report;
   const queues = new Set(agents.map((a) => a.queue));
   // The shown queue's agents first, then the others grouped by queue.
   const shown = [...agents.slice(0, 24)].sort((x, y) => (x.queue === state.queue ? 0 : 1) - (y.queue === state.queue ? 0 : 1) || x.queue.localeCompare(y.queue));
@@ -40,6 +44,9 @@ function renderList(status) {
       const times = el("p", "agent__times", `seen ${relative(a.last_seen_at, now)} · fetched ${relative(a.last_fetch_at, now)}`);
       if (a.last_seen_at) times.title = `last seen ${exact(a.last_seen_at)}`;
       li.append(lamp, head, times);
+      // The newest thing this agent said, with its suggested answers and a reply box.
+      const report = a.queue === state.queue ? state.reports.get(a.agent_id) : null;
+      if (report) li.append(reportBlock(report, { answers: true }));
       if (a.state !== "offline" && !a.stop_requested) {
         const stop = el("button", "btn btn--small agent__stop", "Stop");
         stop.type = "button";
@@ -50,6 +57,11 @@ function renderList(status) {
       return li;
     }),
   );
+  for (const input of list.querySelectorAll(".report__reply input")) {
+    const id = input.closest("[data-report]").dataset.report;
+    input.value = drafts.get(id) ?? "";
+    if (id === typingIn) input.focus();
+  }
 }
 
 async function stopAgent(btn) {
@@ -70,6 +82,7 @@ export function initAgents() {
     if (btn) stopAgent(btn);
   });
   on("queue-switch", () => renderList(state.status));
+  on("reports", () => renderList(state.status));
   on("status", (s) => {
     renderHeader(s);
     renderList(s);

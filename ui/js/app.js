@@ -14,7 +14,7 @@ import { initQueues } from "./queues.js";
 import { initRail } from "./rail.js";
 import { initSettings, loadSettingsForm } from "./settings.js";
 import { initToken, loadToken } from "./token.js";
-import { abandonSnapshot, beginSnapshot, load, on, setConn, state } from "./state.js";
+import { abandonSnapshot, beginSnapshot, load, on, setConn, setReports, state } from "./state.js";
 
 const INITIAL_LEDGER = 50;
 
@@ -37,12 +37,13 @@ async function reload() {
   const missed = beginSnapshot();
   try {
     const queue = state.queue;
-    const [pending, consumed, status] = await Promise.all([api.pending(queue), api.consumed(queue, Math.max(INITIAL_LEDGER, state.consumed.length)), api.status()]);
+    const [pending, consumed, status, reports] = await Promise.all([api.pending(queue), api.consumed(queue, Math.max(INITIAL_LEDGER, state.consumed.length)), api.status(), api.reports(queue)]);
     if (queue !== state.queue) {
       abandonSnapshot(missed); // switched meanwhile: that queue's load is under way
       return;
     }
     load({ pending: pending.items, consumed: consumed.items, status }, missed);
+    setReports(reports.items);
     loadError = null;
   } catch (err) {
     abandonSnapshot(missed);

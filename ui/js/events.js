@@ -3,7 +3,7 @@
 // server replays what we missed. If the stream cannot be had (no EventSource,
 // or the server refuses it), the page falls back to polling.
 
-import { applyInstruction, KIND, setConn, setQueue, setSettings, setStatus, state } from "./state.js";
+import { applyInstruction, applyReport, KIND, setConn, setQueue, setSettings, setStatus, state } from "./state.js";
 
 const POLL_MS = 5000;
 const RETRY_STREAM_MS = 30_000;
@@ -67,6 +67,10 @@ export function connect(reload) {
   source.addEventListener("config.updated", (e) => {
     const msg = parse(e);
     if (msg) setSettings(msg.data);
+  });
+  source.addEventListener("report.created", (e) => {
+    const msg = parse(e);
+    if (msg) applyReport(msg.data);
   });
   source.addEventListener("queue.updated", (e) => {
     // The shown queue was renamed: follow it (other changes come with status.changed).

@@ -4,6 +4,7 @@
 import { api } from "./api.js";
 import { $, el } from "./dom.js";
 import { appendConsumed, applyInstruction, KIND, on, state } from "./state.js";
+import { reportBlock } from "./report.js";
 import { exact, every20s, relative } from "./time.js";
 import { toast } from "./toast.js";
 
@@ -22,6 +23,7 @@ function entryFor(item, now) {
   again.dataset.action = "requeue";
   again.setAttribute("aria-label", `Send again: ${item.content.slice(0, 60)}`);
   li.append(text, meta, again);
+  if (item.report) li.append(reportBlock(item.report));
   return li;
 }
 

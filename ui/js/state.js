@@ -27,6 +27,8 @@ export const state = {
   consumedTotal: 0,
   status: null,
   settings: null,
+  /** The newest report of each agent of the shown queue, by agent id. */
+  reports: new Map(),
   /** "connecting" | "live" | "reconnecting" | "polling" | "offline" */
   conn: "connecting",
   loaded: false,
@@ -128,6 +130,22 @@ export function setSettings(settings) {
 
 function byPosition(a, b) {
   return a.position - b.position || a.created_at.localeCompare(b.created_at);
+}
+
+/** The shown queue's reports, newest first (a load), or one new report (an event). */
+export function setReports(items) {
+  state.reports = new Map();
+  for (const r of [...items].reverse()) state.reports.set(r.agent_id, r);
+  emit("reports", {});
+}
+
+export function applyReport(report) {
+  if (report.queue !== state.queue) return;
+  state.reports.set(report.agent_id, report);
+  const item = report.instruction_id && state.consumed.find((c) => c.id === report.instruction_id);
+  if (item) item.report = report;
+  emit("reports", {});
+  emit("ledger", {});
 }
 
 /** Apply one instruction event from the stream (or from our own request). */

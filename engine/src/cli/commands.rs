@@ -1,5 +1,5 @@
-//! `status`, `add`, `list`, `hold`, `release`, `stop` and `config`: small
-//! JSON API calls, printed for people.
+//! `status`, `add`, `list`, `hold`, `release`, `stop`, `reports`, `reply`
+//! and `config`: small JSON API calls, printed for people.
 
 use std::io::Read;
 
@@ -105,7 +105,8 @@ pub async fn status(target: &Target, only: Option<&str>, raw: bool) -> Result<()
     Ok(())
 }
 
-pub async fn add(target: &Target, queue: Option<String>, to: Option<String>, words: &[String]) -> Result<(), Failure> {
+/// The text of `add` or `reply`: the words, or stdin for "-".
+fn text_of(words: &[String]) -> Result<String, Failure> {
     let content = if words == ["-"] {
         let mut text = String::new();
         std::io::stdin()
@@ -119,6 +120,11 @@ pub async fn add(target: &Target, queue: Option<String>, to: Option<String>, wor
     if content.trim().is_empty() {
         return Err(Failure("the instruction is empty; nothing was queued".into(), 1));
     }
+    Ok(content)
+}
+
+pub async fn add(target: &Target, queue: Option<String>, to: Option<String>, words: &[String]) -> Result<(), Failure> {
+    let content = text_of(words)?;
     let created = call(
         target,
         reqwest::Method::POST,
@@ -200,6 +206,79 @@ pub async fn hold(target: &Target, queue: Option<String>, held: bool) -> Result<
         (false, _) => println!("{verb}: {}", changed.join(", ")),
     }
     Ok(())
+}
+
+/// `reports`: newest first, the Markdown source as the agent wrote it.
+pub async fn reports(
+    target: &Target,
+    agent: Option<String>,
+    queue: Option<String>,
+    count: u32,
+    raw: bool,
+) -> Result<(), Failure> {
+    let mut path = format!("/api/reports?limit={}", count.min(500));
+    if let Some(q) = queue {
+        path.push_str(&format!("&queue={}", crate::model::queue_name(&q)?));
+    }
+    if let Some(a) = agent {
+        path.push_str(&format!("&agent_id={}", urlencoding(&a)));
+    }
+    let listed = call(target, reqwest::Method::GET, &path, None).await?;
+    if raw {
+        print_json(&listed);
+        return Ok(());
+    }
+    let items = listed["items"].as_array().cloned().unwrap_or_default();
+    if items.is_empty() {
+        println!("no reports yet");
+    }
+    for r in items {
+        println!(
+            "── {} in {} · {}{}",
+            r["agent_id"].as_str().unwrap_or("?"),
+            r["queue"].as_str().unwrap_or("?"),
+            r["created_at"].as_str().unwrap_or("?"),
+            if r["instruction_id"].is_null() {
+                ""
+            } else {
+                " · on an instruction"
+            }
+        );
+        println!("{}", r["content"].as_str().unwrap_or_default().trim_end());
+        let options: Vec<&str> = r["options"]
+            .as_array()
+            .map(|o| o.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        if !options.is_empty() {
+            println!("options: {}", options.join(" | "));
+        }
+    }
+    Ok(())
+}
+
+/// `reply <agent> <text>`: answer that agent's latest report.
+pub async fn reply(target: &Target, agent: String, queue: Option<String>, words: &[String]) -> Result<(), Failure> {
+    let content = text_of(words)?;
+    let queue = crate::model::queue_or_default(queue.as_deref())?;
+    let path = format!("/api/reports?queue={queue}&agent_id={}&limit=1", urlencoding(&agent));
+    let latest = call(target, reqwest::Method::GET, &path, None).await?;
+    let Some(id) = latest["items"][0]["id"].as_str() else {
+        return Err(Failure(format!("{agent} has not reported anything in {queue} yet"), 1));
+    };
+    call(
+        target,
+        reqwest::Method::POST,
+        &format!("/api/reports/{id}/reply"),
+        Some(json!({ "content": content })),
+    )
+    .await?;
+    println!("sent to {agent}: it is next in {queue}");
+    Ok(())
+}
+
+/// Percent-encode a query value (agent ids may hold any printable character).
+fn urlencoding(s: &str) -> String {
+    url::form_urlencoded::byte_serialize(s.as_bytes()).collect()
 }
 
 /// `stop <agent>`: end that agent's loop (once).

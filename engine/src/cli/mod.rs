@@ -1,6 +1,6 @@
 //! The command line shared by `local-mcp-server` and the desktop `local-mcp`:
-//! `status`, `add`, `list`, `hold`, `release`, `stop`, `config <client>`,
-//! `stdio` (the bridge) and `completions`. Every command talks to the *running* instance, found
+//! `status`, `add`, `list`, `hold`, `release`, `stop`, `reports`, `reply`,
+//! `config <client>`, `stdio` (the bridge) and `completions`. Every command talks to the *running* instance, found
 //! through the connection-info file or `--url`; none opens the database.
 //!
 //! Results go to stdout, messages to stderr; exit 1 on failure, 3 when
@@ -106,6 +106,36 @@ pub enum Command {
         connect: Connect,
         /// The queue; without it, every queue
         queue: Option<String>,
+    },
+    /// Show what agents reported, newest first
+    Reports {
+        #[command(flatten)]
+        connect: Connect,
+        /// Only this agent's
+        #[arg(long)]
+        agent: Option<String>,
+        /// Only this queue's
+        #[arg(long, short)]
+        queue: Option<String>,
+        /// How many (default 10)
+        #[arg(short = 'n', default_value_t = 10)]
+        count: u32,
+        /// Print the raw JSON
+        #[arg(long)]
+        json: bool,
+    },
+    /// Answer an agent's latest report: queued first, for that agent (use "-" for stdin)
+    Reply {
+        #[command(flatten)]
+        connect: Connect,
+        /// The agent's id
+        agent: String,
+        /// Its queue (default: default)
+        #[arg(long, short)]
+        queue: Option<String>,
+        /// The answer; several words are joined with spaces
+        #[arg(required = true, num_args = 1.., value_name = "TEXT|-")]
+        text: Vec<String>,
     },
     /// End an agent's loop: its waiting (or next) call tells it to stop calling
     Stop {
@@ -217,6 +247,19 @@ pub fn run(command: Command, cli: &mut clap::Command, connection_file: Option<Pa
             } => commands::list(&source(connect)?.resolve()?, queue.as_deref(), all, json).await,
             Command::Hold { connect, queue } => commands::hold(&source(connect)?.resolve()?, queue, true).await,
             Command::Release { connect, queue } => commands::hold(&source(connect)?.resolve()?, queue, false).await,
+            Command::Reports {
+                connect,
+                agent,
+                queue,
+                count,
+                json,
+            } => commands::reports(&source(connect)?.resolve()?, agent, queue, count, json).await,
+            Command::Reply {
+                connect,
+                agent,
+                queue,
+                text,
+            } => commands::reply(&source(connect)?.resolve()?, agent, queue, &text).await,
             Command::Stop { connect, agent, queue } => commands::stop(&source(connect)?.resolve()?, agent, queue).await,
             Command::Config { connect, queue, client } => commands::config(&source(connect)?, queue.as_deref(), client),
             Command::Stdio { connect, queue } => bridge::run(source(connect)?, queue).await.map_err(Failure::from),

@@ -2,7 +2,7 @@
 //! `/mcp` — all behind one guard (Host, Origin, JSON-only writes, body
 //! limit, bearer token).
 //!
-//! Each route module (`instructions`, `queues`, `settings`, `status`, `session`, `sse`)
+//! Each route module (`instructions`, `queues`, `reports`, `settings`, `status`, `session`, `sse`)
 //! owns its handlers, their typed bodies and their OpenAPI entries, and
 //! registers them in its `routes()`; [`router`] merges those, so the router
 //! and the OpenAPI document come from one list. Handlers are thin: they
@@ -16,6 +16,7 @@ mod mcp_errors;
 mod openapi;
 mod page;
 mod queues;
+mod reports;
 mod security;
 mod session;
 mod settings;
@@ -65,6 +66,7 @@ fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .merge(status::routes())
         .merge(instructions::routes())
         .merge(queues::routes())
+        .merge(reports::routes())
         .merge(settings::routes())
         .merge(sse::routes())
         .merge(session::routes())

@@ -15,6 +15,7 @@ use crate::Error;
 
 pub const STATUS_URI: &str = "local-mcp://status";
 pub const QUEUE_URI: &str = "local-mcp://queue";
+pub const REPORTS_URI: &str = "local-mcp://reports";
 pub const LOOP_PROMPT: &str = "agent-loop";
 
 const JSON: &str = "application/json";
@@ -30,6 +31,10 @@ pub fn resources() -> Vec<Resource> {
             .with_description(
                 "Your queue's instructions waiting to be picked up, next first (read-only: taking one is get_user_request)",
             )
+            .with_mime_type(JSON),
+        Resource::new(REPORTS_URI, "reports")
+            .with_title("Latest reports")
+            .with_description("The newest report of each agent of your queue: what it did, or what it asked")
             .with_mime_type(JSON),
     ]
 }
@@ -47,9 +52,13 @@ pub async fn read(queue: &Queue, caller_queue: &str, uri: &str) -> Result<ReadRe
             let info = queue.queue_info(caller_queue).await.map_err(internal)?;
             Ok(json!({ "queue": caller_queue, "held": info.held, "pending_count": items.len(), "items": items }))
         }
+        REPORTS_URI => {
+            let items = queue.latest_reports(caller_queue.to_owned()).await.map_err(internal)?;
+            Ok(json!({ "queue": caller_queue, "items": items }))
+        }
         _ => {
             return Err(McpError::resource_not_found(
-                format!("no resource {uri:?}; there are {STATUS_URI} and {QUEUE_URI}"),
+                format!("no resource {uri:?}; there are {STATUS_URI}, {QUEUE_URI} and {REPORTS_URI}"),
                 None,
             ))
         }
@@ -90,10 +99,12 @@ pub fn get_prompt(name: &str, agent_id: Option<&str>) -> Result<GetPromptResult,
          Work in a loop:\n\
          1. Call the `{TOOL_NAME}` tool with {{\"agent_id\": \"{agent_id}\"}} — always the same agent_id.\n\
          2. If `result_type` is \"instruction\", carry out `instruction.content` completely, as if the user had \
-            typed it to you now. Report what you did.\n\
-         3. If `result_type` is \"empty\" or \"default_response\", nothing is queued yet: follow `response` if \
+            typed it to you now.\n\
+         3. Call the tool again with the same agent_id and a short Markdown `report` of what you did (or a \
+            question for the user, with suggested answers in `options`).\n\
+         4. If `result_type` is \"empty\" or \"default_response\", nothing is queued yet: follow `response` if \
             there is one, then go back to step 1.\n\
-         4. After every instruction, go back to step 1.\n\n\
+         5. If `result_type` is \"stop\", the user ended the session: stop calling the tool.\n\n\
          Do not end your session because the queue is empty: the call waits for the user, and the user may \
          queue a follow-up at any moment. Stop only when the user tells you to."
     );

@@ -36,7 +36,8 @@ pub const SERVER_INSTRUCTIONS: &str = "local-mcp is the user's instruction queue
 Call the `get_user_request` tool to receive the user's next instruction, act on it fully, then call \
 `get_user_request` again. Do not end your session when the queue is empty: the tool waits for new \
 instructions and then returns an empty or default response; keep calling it to stay available. \
-Pass a stable `agent_id` that names you (for example `claude-code-myproject`) so the user can see who is listening.";
+Pass a stable `agent_id` that names you (for example `claude-code-myproject`) so the user can see who is listening, \
+and a short `report` of what you did with the previous instruction so the user can follow your work.";
 
 /// The rmcp server handler; one is built per request (stateless) or per session.
 #[derive(Clone)]

@@ -5,6 +5,7 @@
 //! nothing but `error`.
 
 mod queues;
+mod reports;
 mod settings;
 mod status;
 
@@ -12,6 +13,7 @@ pub use queues::{
     mcp_path, queue_from_path, queue_name, queue_or_default, InstructionPatch, NewInstruction, QueueInfo, QueuePatch,
     QueueRecord, DEFAULT_QUEUE, MAX_QUEUE_NAME_CHARS, MCP_PATH,
 };
+pub use reports::{report_args, Report, MAX_OPTIONS, MAX_OPTION_CHARS, MAX_REPORT_BYTES};
 pub use settings::{field, Field, Kind, Settings, SettingsPatch, FIELDS};
 pub use status::{AgentSummary, ServerState, ServerSummary, StatusSnapshot};
 
@@ -63,6 +65,9 @@ pub struct Instruction {
     pub queue: String,
     /// The one agent it is for; `null`: anyone in its queue.
     pub target: Option<String>,
+    /// What the agent reported on it, once it has (listings only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub report: Option<Report>,
 }
 
 impl Instruction {
@@ -85,6 +90,7 @@ impl Instruction {
             position,
             queue,
             target,
+            report: None,
         }
     }
 }

@@ -8,6 +8,7 @@
 mod agents;
 mod dispatch;
 mod queues;
+mod reports;
 mod status;
 mod wait;
 
@@ -115,8 +116,27 @@ impl Queue {
 
     // ---- reads --------------------------------------------------------------
 
+    /// Instructions for a listing; consumed ones carry their report, if any.
     pub async fn list(&self, listing: Listing) -> Result<Vec<Instruction>> {
-        self.blocking(move |i| i.store.read(|db| db.list(&listing))).await
+        self.blocking(move |i| {
+            i.store.read(|db| {
+                let mut items = db.list(&listing)?;
+                let consumed: Vec<String> = items
+                    .iter()
+                    .filter(|i| i.status == InstructionStatus::Consumed)
+                    .map(|i| i.id.clone())
+                    .collect();
+                if !consumed.is_empty() {
+                    for report in db.reports_for(&consumed)? {
+                        if let Some(item) = items.iter_mut().find(|i| Some(&i.id) == report.instruction_id.as_ref()) {
+                            item.report = Some(report);
+                        }
+                    }
+                }
+                Ok(items)
+            })
+        })
+        .await
     }
 
     pub async fn get(&self, id: String) -> Result<Instruction> {

@@ -73,10 +73,12 @@ impl Queue {
     /// caller disconnects or cancels; the call then consumes nothing.
     /// `waiting` (if given) is told when the call starts to wait, so a front
     /// end can open its stream then and not for calls answered at once.
+    /// `report` (checked with `model::report_args`) is stored first, durably.
     pub async fn get_user_request(
         &self,
         queue: Option<&str>,
         agent_id: Option<&str>,
+        report: Option<(String, Vec<String>)>,
         caller_gone: CancellationToken,
         waiting: Option<tokio::sync::oneshot::Sender<u32>>,
     ) -> Result<(UserRequestResult, WaitOutcome)> {
@@ -84,6 +86,9 @@ impl Queue {
         let agent = self::agent_id(agent_id)?.unwrap_or_else(|| DEFAULT_AGENT_ID.to_owned());
         let started = Instant::now();
         self.ensure_queue(&queue).await?;
+        if let Some((content, options)) = report {
+            self.record_report(&queue, &agent, content, options).await?;
+        }
         let mut call = self.inner.calls.begin(&queue, &agent);
         let line = InLine {
             queue: self,

@@ -81,6 +81,23 @@ const MIGRATIONS: &[&str] = &[
     DROP TABLE agent_activity;
     ALTER TABLE agent_activity_by_queue RENAME TO agent_activity;
     "#,
+    // 3: reports, what agents tell the person (`docs/ARCHITECTURE.md`, "Reports").
+    // At most one report per instruction; the rest stand alone.
+    r#"
+    CREATE TABLE reports (
+        id TEXT PRIMARY KEY NOT NULL,
+        queue TEXT NOT NULL,
+        agent_id TEXT NOT NULL,
+        instruction_id TEXT,
+        content TEXT NOT NULL,
+        options TEXT NOT NULL DEFAULT '[]',
+        html TEXT NOT NULL,
+        created_at TEXT NOT NULL
+    );
+    CREATE UNIQUE INDEX reports_by_instruction ON reports(instruction_id) WHERE instruction_id IS NOT NULL;
+    CREATE INDEX reports_by_agent ON reports(queue, agent_id, created_at);
+    CREATE INDEX reports_by_time ON reports(created_at);
+    "#,
 ];
 
 /// The schema version this build writes.

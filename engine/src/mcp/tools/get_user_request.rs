@@ -37,8 +37,9 @@ Returns at most one instruction (result_type \"instruction\"): act on it, then c
 When the queue is empty the call waits for a server-controlled time and returns result_type \"empty\" \
 or \"default_response\" with a `response` text to follow: call this tool again instead of ending your \
 session, so you pick up the user's follow-up requests. Pass the same `agent_id` on every call; a new call \
-with the same agent_id replaces an older call that is still waiting. If result_type is \"stop\", the user ended \
-your session: stop calling this tool.";
+with the same agent_id replaces an older call that is still waiting. Pass `report`, a short Markdown summary of \
+what you did with the previous instruction (or a question for the user, with suggested answers in `options`), \
+so the user can follow your work. If result_type is \"stop\", the user ended your session: stop calling this tool.";
 
 /// Arguments of `get_user_request`.
 #[derive(Debug, Default, Deserialize, JsonSchema)]
@@ -51,6 +52,14 @@ pub struct Args {
     /// (/mcp/q/<name>) wins over this.
     #[schemars(length(min = 1, max = 64))]
     pub queue: Option<String>,
+    /// Markdown for the user (at most 64 KiB): what you did since your previous
+    /// call, typically the outcome of the last instruction, or a question.
+    #[schemars(length(max = 65536))]
+    pub report: Option<String>,
+    /// Suggested answers to a question in `report` (at most 8, each at most
+    /// 200 characters); the user can pick one with a click.
+    #[schemars(length(max = 8))]
+    pub options: Option<Vec<String>>,
 }
 
 /// The tool as listed by `tools/list`.
@@ -86,12 +95,17 @@ pub async fn call(
         Err(e) => return Ok(tool_error(&e.to_string())),
     };
     let queue_name = from_url.or(args.queue);
+    let report = match crate::model::report_args(args.report, args.options) {
+        Ok(r) => r,
+        Err(e) => return Ok(tool_error(&e.to_string())),
+    };
 
     let gone = caller_gone_token(&ctx);
     let (waiting_tx, waiting_rx) = tokio::sync::oneshot::channel();
     let call = queue.get_user_request(
         queue_name.as_deref(),
         args.agent_id.as_deref(),
+        report,
         gone.clone(),
         Some(waiting_tx),
     );

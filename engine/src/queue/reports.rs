@@ -1,0 +1,126 @@
+//! Reports: what agents tell the person, stored with the same care as the
+//! person's input, linked to the instruction they report on, and answered
+//! by queueing a reply for that agent at the front of its queue
+//! (`docs/ARCHITECTURE.md`, "Reports").
+
+use super::{first, log_event, Queue};
+use crate::events::{Event, EventData, EventKind};
+use crate::model::{Instruction, Report};
+use crate::store::Durability;
+use crate::{markdown, time, Error, Result};
+
+impl Queue {
+    /// Store what `agent` of `queue` reports, before its call waits. It
+    /// attaches to the instruction the agent's previous call delivered when
+    /// that one has no report yet, and stands alone otherwise. Sent again
+    /// unchanged with nothing delivered in between (a client's retry, the
+    /// bridge re-sending after a restart), it is not stored twice.
+    pub(super) async fn record_report(
+        &self,
+        queue: &str,
+        agent: &str,
+        content: String,
+        options: Vec<String>,
+    ) -> Result<Report> {
+        let (queue, agent) = (queue.to_owned(), agent.to_owned());
+        // Rendering is pure and can be slow on a big report: outside the write.
+        let html = markdown::render(&content);
+        let (report, fresh) = self
+            .blocking(move |i| {
+                i.store.write(
+                    Durability::Full,
+                    |db| {
+                        let delivered = db.previous_delivery(&queue, &agent)?;
+                        if let Some(last) = db.latest_report(&queue, &agent)? {
+                            let nothing_since = delivered.as_ref().is_none_or(|(_, at)| last.created_at >= *at);
+                            if last.content == content && last.options == options && nothing_since {
+                                return Ok((last, None));
+                            }
+                        }
+                        let instruction_id = match delivered {
+                            Some((id, _)) if !db.has_report(&id)? => Some(id),
+                            _ => None,
+                        };
+                        let report = Report {
+                            id: uuid::Uuid::new_v4().to_string(),
+                            queue,
+                            agent_id: agent,
+                            instruction_id,
+                            content,
+                            options,
+                            html,
+                            created_at: time::now(),
+                        };
+                        db.insert_report(&report)?;
+                        let event = log_event(
+                            db,
+                            Event::new(
+                                EventKind::ReportCreated,
+                                report.created_at.clone(),
+                                EventData::Report(report.clone()),
+                                None,
+                            ),
+                        )?;
+                        Ok((report, Some(event)))
+                    },
+                    |(_, event)| {
+                        if let Some(e) = event {
+                            i.bus.publish(e.clone());
+                        }
+                    },
+                )
+            })
+            .await?;
+        tracing::info!(queue = %report.queue, agent_id = %report.agent_id, id = %report.id, instruction_id = ?report.instruction_id, stored = fresh.is_some(), bytes = report.content.len(), "report");
+        Ok(report)
+    }
+
+    /// Reports, newest first (`before`: a `created_at` to page back from).
+    pub async fn reports(
+        &self,
+        queue: Option<String>,
+        agent_id: Option<String>,
+        before: Option<String>,
+        limit: u32,
+    ) -> Result<Vec<Report>> {
+        self.blocking(move |i| {
+            i.store
+                .read(|db| db.reports(queue.as_deref(), agent_id.as_deref(), before.as_deref(), limit))
+        })
+        .await
+    }
+
+    /// The newest report of each agent of `queue`.
+    pub async fn latest_reports(&self, queue: String) -> Result<Vec<Report>> {
+        self.blocking(move |i| i.store.read(|db| db.latest_reports(&queue)))
+            .await
+    }
+
+    /// Answer a report: queue `content` at the front of the report's queue,
+    /// for the agent that wrote it (it is waiting on the answer).
+    pub async fn reply(&self, report_id: String, content: String) -> Result<Instruction> {
+        let content = super::validate_content(content)?;
+        let items = self
+            .blocking(move |i| {
+                let items = i.write_instruction_event(EventKind::InstructionCreated, |db| {
+                    let report = db
+                        .get_report(&report_id)?
+                        .ok_or_else(|| Error::NotFound(format!("no report with id {report_id}")))?;
+                    let position = db.front_position(&report.queue)?;
+                    let item =
+                        Instruction::new_pending(content, report.queue, Some(report.agent_id), position, time::now());
+                    db.insert_instruction(&item)?;
+                    Ok(vec![item])
+                })?;
+                if let Some(item) = items.first() {
+                    i.kick_blocking(&item.queue);
+                }
+                Ok(items)
+            })
+            .await?;
+        self.mark_status_dirty();
+        let item = first(items)?;
+        tracing::info!(id = %item.id, queue = %item.queue, target = ?item.target, "reply queued");
+        Ok(item)
+    }
+}
