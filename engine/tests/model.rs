@@ -1,12 +1,13 @@
 //! Model-based test of the queue: random sequences of add / edit / readdress
 //! / move between queues / delete / reorder / send-again / hold / release /
-//! stop / claim, over three queues and three agents, against the real queue
-//! (real SQLite) and a plain in-memory model. After every step each queue's
-//! pending rail and the ledger must match the model; a targeted instruction
-//! must never reach another agent; edits or deletes of consumed instructions
-//! must be refused.
+//! stop / claim (with or without a report), over three queues and three
+//! agents, against the real queue (real SQLite) and a plain in-memory model.
+//! After every step each queue's pending rail, the ledger and the reports
+//! (with the instruction each one attaches to) must match the model; a
+//! targeted instruction must never reach another agent; edits or deletes of
+//! consumed instructions must be refused.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use engine::model::{InstructionPatch, Listing, MoveTo, NewInstruction, RequeuePlace, ResultType, Settings};
 use engine::Error;
@@ -32,8 +33,11 @@ enum Op {
     Requeue(usize, bool),
     Hold(Option<usize>, bool),
     Stop(usize, usize),
-    Claim(usize, usize),
+    Claim(usize, usize, Option<usize>),
 }
+
+/// Reports a call may carry: few, so repeats (retries) happen.
+const REPORTS: [&str; 2] = ["done", "which one?"];
 
 fn text() -> impl Strategy<Value = String> {
     "[a-z ]{0,6}[a-z]{1,3}"
@@ -62,7 +66,7 @@ fn op() -> impl Strategy<Value = Op> {
         1 => (any::<usize>(), any::<bool>()).prop_map(|(a, f)| Op::Requeue(a, f)),
         1 => (proptest::option::of(queue()), any::<bool>()).prop_map(|(q, h)| Op::Hold(q, h)),
         1 => (queue(), 0..AGENTS.len()).prop_map(|(q, a)| Op::Stop(q, a)),
-        5 => (queue(), 0..AGENTS.len()).prop_map(|(q, a)| Op::Claim(q, a)),
+        5 => (queue(), 0..AGENTS.len(), proptest::option::of(0..REPORTS.len())).prop_map(|(q, a, r)| Op::Claim(q, a, r)),
     ]
 }
 
@@ -83,6 +87,10 @@ struct Model {
     held: HashSet<String>,
     seen: HashSet<(String, String)>,
     stops: HashSet<(String, String)>,
+    /// What each agent's previous call delivered, if it delivered something.
+    previous: HashMap<(String, String), String>,
+    /// Reports in the order they were stored: (queue, agent, content, instruction id).
+    reports: Vec<(String, String, String, Option<String>)>,
 }
 
 impl Model {
@@ -295,14 +303,37 @@ async fn run(ops: Vec<Op>) {
                     Err(e) => panic!("{e}"),
                 }
             }
-            Op::Claim(qi, ai) => {
+            Op::Claim(qi, ai, report) => {
                 let (queue, agent) = (QUEUES[qi], AGENTS[ai]);
+                let key = (queue.to_owned(), agent.to_owned());
+                let report = report.map(|i| REPORTS[i].to_owned());
+                if let Some(content) = &report {
+                    // The linking rule: attach to what the previous call delivered
+                    // unless it has a report; a repeat that would attach the same
+                    // way is a retry and is not stored again.
+                    let delivered = m.previous.get(&key).cloned();
+                    let latest = m.reports.iter().rev().find(|r| (&r.0, &r.1) == (&key.0, &key.1));
+                    let retry = latest.is_some_and(|r| r.2 == *content && (delivered.is_none() || r.3 == delivered));
+                    if !retry {
+                        let free = delivered.filter(|d| !m.reports.iter().any(|r| r.3.as_ref() == Some(d)));
+                        m.reports.push((key.0.clone(), key.1.clone(), content.clone(), free));
+                    }
+                }
                 let (r, _) = q
-                    .get_user_request(Some(queue), Some(agent), None, CancellationToken::new(), None)
+                    .get_user_request(
+                        Some(queue),
+                        Some(agent),
+                        report.map(|c| (c, Vec::new())),
+                        CancellationToken::new(),
+                        None,
+                    )
                     .await
                     .unwrap();
                 assert_eq!(r.queue, queue);
-                let key = (queue.to_owned(), agent.to_owned());
+                match &r.instruction {
+                    Some(i) => m.previous.insert(key.clone(), i.id.clone()),
+                    None => m.previous.remove(&key),
+                };
                 m.seen.insert(key.clone());
                 if m.stops.remove(&key) {
                     assert_eq!(r.result_type, ResultType::Stop, "a stop comes first, once");
@@ -353,6 +384,17 @@ async fn run(ops: Vec<Op>) {
             want,
             "ledger differs from the model"
         );
+        let mut stored: Vec<(String, String, String, Option<String>)> = q
+            .reports(None, None, None, 10_000)
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|r| (r.queue, r.agent_id, r.content, r.instruction_id))
+            .collect();
+        let mut want = m.reports.clone();
+        stored.sort();
+        want.sort();
+        assert_eq!(stored, want, "reports differ from the model after {op:?}");
         for c in &consumed {
             if let Some(t) = &c.target {
                 assert_eq!(

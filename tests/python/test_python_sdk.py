@@ -104,3 +104,22 @@ def test_a_queue_url_keeps_agents_apart_and_targets_reach_only_their_agent(serve
         assert [i["content"] for i in server.pending()] == ["for the default queue"]
 
     anyio.run(main)
+
+
+def test_reports_are_stored_linked_and_answerable(server):
+    item = server.add("Write the release notes")
+
+    async def main():
+        async with Client(server.mcp_url) as client:
+            got = (await client.call_tool("get_user_request", {"agent_id": "py-rep"})).structured_content
+            assert got["instruction"]["id"] == item["id"]
+            args = {"agent_id": "py-rep", "report": "Drafted them. Publish now?", "options": ["Publish", "Wait"]}
+            await client.call_tool("get_user_request", args)
+            await client.call_tool("get_user_request", args)  # a retry: stored once
+            too_long = await client.call_tool("get_user_request", {"agent_id": "py-rep", "report": "x" * 65537})
+            assert too_long.is_error and "the limit is 65536" in too_long.content[0].text
+
+    anyio.run(main)
+    reports = server.request("GET", "/api/reports?agent_id=py-rep")[1]["items"]
+    assert len(reports) == 1
+    assert (reports[0]["instruction_id"], reports[0]["options"]) == (item["id"], ["Publish", "Wait"])

@@ -13,7 +13,7 @@ impl Queue {
     /// Store what `agent` of `queue` reports, before its call waits. It
     /// attaches to the instruction the agent's previous call delivered when
     /// that one has no report yet, and stands alone otherwise. Sent again
-    /// unchanged with nothing delivered in between (a client's retry, the
+    /// unchanged where it would attach the same way (a client's retry, the
     /// bridge re-sending after a restart), it is not stored twice.
     pub(super) async fn record_report(
         &self,
@@ -30,15 +30,18 @@ impl Queue {
                 i.store.write(
                     Durability::Full,
                     |db| {
-                        let delivered = db.previous_delivery(&queue, &agent)?;
+                        let delivered = db.previous_delivery(&queue, &agent)?.map(|(id, _)| id);
+                        // A repeat of the newest report is a retry when it would
+                        // attach where that one did: to the same delivery, or
+                        // (nothing delivered by the previous call) anywhere.
                         if let Some(last) = db.latest_report(&queue, &agent)? {
-                            let nothing_since = delivered.as_ref().is_none_or(|(_, at)| last.created_at >= *at);
-                            if last.content == content && last.options == options && nothing_since {
+                            let same_place = delivered.is_none() || last.instruction_id == delivered;
+                            if last.content == content && last.options == options && same_place {
                                 return Ok((last, None));
                             }
                         }
                         let instruction_id = match delivered {
-                            Some((id, _)) if !db.has_report(&id)? => Some(id),
+                            Some(id) if !db.has_report(&id)? => Some(id),
                             _ => None,
                         };
                         let report = Report {

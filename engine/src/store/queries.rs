@@ -588,7 +588,8 @@ impl<'c> Db<'c> {
     }
 
     /// The instruction this agent received on its previous call, if that
-    /// call delivered one: (id, consumed_at).
+    /// call delivered one: (id, consumed_at). A call whose caller left before
+    /// the answer is not a call here: it records no result.
     pub fn previous_delivery(&self, queue: &str, agent_id: &str) -> Result<Option<(String, String)>> {
         let last: Option<Option<String>> = self
             .conn
