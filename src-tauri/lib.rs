@@ -187,6 +187,10 @@ async fn follow_engine(
                     }
                 }
             }
+            (EventKind::ReportCreated, EventData::Report(report)) if prefs.notify_reported => {
+                let (title, body) = view::report_notification(&report.agent_id, &report.content);
+                notify::send(&app, &title, &body);
+            }
             (EventKind::InstructionConsumed, EventData::Instruction(item)) if prefs.notify_consumed => {
                 let agent = item.consumed_by_agent_id.as_deref().unwrap_or("An agent");
                 let (title, body) = view::consumed_notification(agent, &item.content, event.pending_count.unwrap_or(0));

@@ -14,6 +14,8 @@ pub struct Prefs {
     pub notify_consumed: bool,
     /// "<agent> is waiting for you" when an agent waits on an empty queue.
     pub notify_waiting: bool,
+    /// "<agent> reported: …" when an agent reports or asks.
+    pub notify_reported: bool,
 }
 
 impl Default for Prefs {
@@ -21,6 +23,7 @@ impl Default for Prefs {
         Prefs {
             notify_consumed: true,
             notify_waiting: false,
+            notify_reported: true,
         }
     }
 }

@@ -24,6 +24,7 @@ pub const HOLD_ALL: &str = "hold-all";
 pub const COPY_CONFIG: &str = "copy-config:";
 pub const NOTIFY_CONSUMED: &str = "notify-consumed";
 pub const NOTIFY_WAITING: &str = "notify-waiting";
+pub const NOTIFY_REPORTED: &str = "notify-reported";
 pub const AUTOSTART: &str = "autostart";
 pub const QUIT: &str = "quit";
 
@@ -75,6 +76,14 @@ pub fn create(app: &AppHandle) -> tauri::Result<TrayItems> {
                 "Notify when an agent is waiting",
                 true,
                 prefs.notify_waiting,
+                None::<&str>,
+            )?,
+            &CheckMenuItem::with_id(
+                app,
+                NOTIFY_REPORTED,
+                "Notify when an agent reports",
+                true,
+                prefs.notify_reported,
                 None::<&str>,
             )?,
             &CheckMenuItem::with_id(app, AUTOSTART, "Start at login", true, autostart, None::<&str>)?,
@@ -157,6 +166,9 @@ fn on_menu(app: &AppHandle, event: tauri::menu::MenuEvent) {
         NOTIFY_WAITING => {
             shell.prefs.update(|p| p.notify_waiting = !p.notify_waiting);
         }
+        NOTIFY_REPORTED => {
+            shell.prefs.update(|p| p.notify_reported = !p.notify_reported);
+        }
         AUTOSTART => {
             let auto = app.autolaunch();
             let result = if auto.is_enabled().unwrap_or(false) {
@@ -182,6 +194,7 @@ pub fn apply(app: &AppHandle, items: &TrayItems, view: &TrayView) {
         let _ = tray.set_icon(Some(image));
     }
     let _ = tray.set_tooltip(Some(&view.tooltip));
+    *crate::windows::ANSWERING.lock().unwrap_or_else(|p| p.into_inner()) = view.answer.clone();
     let _ = items.pending.set_text(&view.pending_label);
     ANY_HELD.store(view.any_held, std::sync::atomic::Ordering::Relaxed);
     let _ = items.hold_all.set_text(if view.any_held {

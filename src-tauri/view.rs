@@ -11,6 +11,8 @@ use engine::model::StatusSnapshot;
 /// on, or nobody is there.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TrayIcon {
+    /// An agent asked a question and waits for the answer.
+    NeedsYou,
     Listening,
     Working,
     Offline,
@@ -19,6 +21,7 @@ pub enum TrayIcon {
 impl TrayIcon {
     pub fn png(self) -> &'static [u8] {
         match self {
+            TrayIcon::NeedsYou => include_bytes!("../icons/tray-needs-you.png"),
             TrayIcon::Listening => include_bytes!("../icons/tray-listening.png"),
             TrayIcon::Working => include_bytes!("../icons/tray-working.png"),
             TrayIcon::Offline => include_bytes!("../icons/tray-offline.png"),
@@ -37,6 +40,8 @@ pub struct TrayView {
     pub queue_labels: Vec<String>,
     /// Whether any queue is held ("Release all" rather than "Hold all").
     pub any_held: bool,
+    /// The question quick add answers now: (report id, agent id).
+    pub answer: Option<(String, String)>,
 }
 
 fn pending_words(n: u64) -> String {
@@ -99,6 +104,15 @@ pub fn port_fallback_notification(port: u16, holder: Option<&str>, mcp_url: &str
     }
 }
 
+/// The first waiting agent with an unanswered question: (report id, agent id).
+fn question(status: &StatusSnapshot) -> Option<(String, String)> {
+    status
+        .agents
+        .iter()
+        .find(|a| a.state == AgentState::Listening && a.asking.is_some())
+        .and_then(|a| Some((a.asking.clone()?, a.agent_id.clone())))
+}
+
 /// The tray for a status snapshot.
 pub fn tray_view(status: &StatusSnapshot) -> TrayView {
     let agent = &status.agent;
@@ -138,8 +152,14 @@ pub fn tray_view(status: &StatusSnapshot) -> TrayView {
     } else {
         Vec::new()
     };
+    let answer = question(status);
+    let (icon, who) = match &answer {
+        Some((_, agent)) => (TrayIcon::NeedsYou, format!("{agent} needs you (quick add answers it)")),
+        None => (icon, who),
+    };
     TrayView {
         icon,
+        answer,
         tooltip: format!("local-mcp — {who} · {pending}{held_note}"),
         pending_label: capitalize(&pending),
         queue_labels,
@@ -172,6 +192,14 @@ pub fn consumed_notification(agent: &str, content: &str, pending: u64) -> (Strin
         1 => "1 instruction left in the queue.".to_owned(),
         n => format!("{n} instructions left in the queue."),
     };
+    (title, body)
+}
+
+/// "<agent> reported: <first line>".
+pub fn report_notification(agent: &str, content: &str) -> (String, String) {
+    let mut lines = content.lines().map(str::trim).filter(|l| !l.is_empty());
+    let title = format!("{agent} reported: {}", first_line(content, 80));
+    let body = lines.nth(1).map(|l| first_line(l, 160)).unwrap_or_default();
     (title, body)
 }
 
@@ -280,6 +308,26 @@ mod tests {
     }
 
     #[test]
+    fn a_waiting_agent_with_a_question_needs_you() {
+        use AgentState::*;
+        let mut s = with_agents(0, &[("asker", Listening), ("other", Listening)]);
+        assert_ne!(tray_view(&s).icon, TrayIcon::NeedsYou, "no question asked yet");
+        s.agents[0].asking = Some("r1".into());
+        let v = tray_view(&s);
+        assert_eq!(v.icon, TrayIcon::NeedsYou);
+        assert!(v.tooltip.contains("asker needs you"), "{}", v.tooltip);
+        assert_eq!(v.answer, Some(("r1".into(), "asker".into())));
+        // Once it works (an answer reached it) the question is gone.
+        s.agents[0].state = Working;
+        assert_eq!(tray_view(&s).answer, None);
+        let (title, body) = report_notification("asker", "Which DB?\n\nSQLite or Postgres");
+        assert_eq!(
+            (title.as_str(), body.as_str()),
+            ("asker reported: Which DB?", "SQLite or Postgres")
+        );
+    }
+
+    #[test]
     fn several_queues_are_listed_and_a_hold_shows() {
         let mut s = status(Some("copilot"), AgentState::Listening, 3);
         let v = tray_view(&s);
@@ -302,6 +350,7 @@ mod tests {
                 agent_id: (*id).into(),
                 queue: "default".into(),
                 stop_requested: false,
+                asking: None,
                 state: *state,
                 connected: *state != AgentState::Offline,
                 waiting: *state == AgentState::Listening,

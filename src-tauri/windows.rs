@@ -72,9 +72,19 @@ fn sign_in(window: &WebviewWindow, shell: &Shell) {
 }
 
 /// Show the quick-add box (fresh, focused, on top).
+/// The question quick add answers while an agent waits on one: (report id,
+/// agent id), kept in step with the tray.
+pub static ANSWERING: std::sync::Mutex<Option<(String, String)>> = std::sync::Mutex::new(None);
+
 pub fn show_quick_add(app: &AppHandle) {
     let shell = app.state::<Shell>();
-    let url = shell.quick_url.clone();
+    let mut url = shell.quick_url.clone();
+    // While an agent waits on a question, quick add answers it.
+    if let Some((report, agent)) = ANSWERING.lock().unwrap_or_else(|p| p.into_inner()).clone() {
+        url.query_pairs_mut()
+            .append_pair("reply", &report)
+            .append_pair("agent", &agent);
+    }
     if let Some(w) = app.get_webview_window(QUICK_ADD) {
         let _ = w.navigate(url);
         let _ = w.show();

@@ -170,3 +170,39 @@ async fn a_reply_goes_to_the_front_for_the_agent_that_asked() {
     assert_eq!(v["items"][0]["content"], "Which database?");
     tokio::time::timeout(Duration::from_secs(10), s.stop()).await.unwrap();
 }
+
+#[tokio::test]
+async fn a_question_stays_open_until_something_reaches_the_agent() {
+    let s = common::start(|c| c.settings.default_wait_seconds = 0).await;
+    let client = s.mcp().await;
+    let asking = |st: &Value| {
+        st["agents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|a| a["agent_id"] == "q")
+            .map(|a| a["asking"].clone())
+    };
+    common::get_user_request_with(&client, json!({ "agent_id": "q", "report": "All tests pass." })).await;
+    assert_eq!(
+        asking(&s.get_json("/api/status").await),
+        Some(Value::Null),
+        "a statement asks nothing"
+    );
+    common::get_user_request_with(&client, json!({ "agent_id": "q", "report": "Merge now?" })).await;
+    let id = s.get_json("/api/reports?agent_id=q&limit=1").await["items"][0]["id"].clone();
+    assert_eq!(asking(&s.get_json("/api/status").await), Some(id.clone()));
+    let (status, _) = s
+        .post(
+            &format!("/api/reports/{}/reply", id.as_str().unwrap()),
+            json!({ "content": "Yes" }),
+        )
+        .await;
+    assert_eq!(status, 201);
+    assert_eq!(
+        common::get_user_request_with(&client, json!({ "agent_id": "q" })).await["instruction"]["content"],
+        "Yes"
+    );
+    assert_eq!(asking(&s.get_json("/api/status").await), Some(Value::Null), "answered");
+    s.stop().await;
+}

@@ -163,6 +163,32 @@ test("an agent consuming it produces a Notify naming the agent and the instructi
   }, "the ledger in the window");
 });
 
+test("an agent's question: a Notify, the needs-you tray, and quick add answers that agent", async () => {
+  // The agent reports a question and waits on the empty queue.
+  const asked = fetch(`${base}/mcp`, {
+    method: "POST",
+    headers: { "content-type": "application/json", accept: "application/json, text/event-stream" },
+    body: JSON.stringify({ jsonrpc: "2.0", id: 2, method: "tools/call", params: { name: "get_user_request", arguments: { agent_id: "webdriver-agent", report: "Built it. Merge now?", options: ["Merge", "Wait"] } } }),
+  }).then((r) => r.text());
+  await until(() => readFileSync(monitorLog, "utf8").includes("webdriver-agent reported: Built it. Merge now?"), "a Notify for the report");
+  await until(async () => {
+    const st = await (await fetch(`${base}/api/status`)).json();
+    return st.agents.some((a) => a.agent_id === "webdriver-agent" && a.waiting && a.asking);
+  }, "the agent waits on its question");
+  // Quick add, opened now, answers that agent.
+  const main = await wd("GET", s("/window"));
+  const second = spawnSync(app, ["--quick-add"], { env, timeout: 20000 });
+  assert.equal(second.status, 0, `second instance exit: ${second.stderr}`);
+  const quick = await until(async () => (await wd("GET", s("/window/handles"))).find((h) => h !== main), "the quick-add window");
+  await wd("POST", s("/window"), { handle: quick });
+  await until(async () => (await wd("GET", s("/url"))).includes("reply="), "quick add in answer mode");
+  await until(async () => (await textOf('label[for="quick-text"]')) === "Answer webdriver-agent", "it names the agent");
+  const box = await until(() => find("#quick-text"), "the quick-add box");
+  await wd("POST", s(`/element/${box}/value`), { text: "Merge\uE007" });
+  assert.match(await asked, /\\"content\\":\\"Merge\\"/, "the waiting agent got the answer");
+  await wd("POST", s("/window"), { handle: main });
+});
+
 test("with a token required, the window is signed in without ever asking", async () => {
   // Stop the first app, then run a second one with a token through its own driver.
   await wd("DELETE", s(""));

@@ -1,4 +1,6 @@
-// Quick add: one box; Enter queues, Esc cancels. In the desktop shell the
+// Quick add: one box; Enter queues, Esc cancels. Opened with ?reply=<report
+// id>&agent=<id> (the tray does so while an agent waits on its question), it
+// answers that agent instead: first in its queue, for it. In the desktop shell the
 // window closes by navigating to /quick-add/done or /quick-add/cancel, which
 // the shell intercepts — so this page needs no Tauri IPC at all.
 
@@ -8,6 +10,12 @@ import { BLANK_INSTRUCTION } from "./text.js";
 
 const box = $("quick-text");
 const error = $("quick-error");
+const params = new URLSearchParams(location.search);
+const replyTo = params.get("reply");
+if (replyTo) {
+  const label = document.querySelector('label[for="quick-text"]');
+  label.textContent = `Answer ${params.get("agent") ?? "the agent"}`;
+}
 
 function fail(msg) {
   error.textContent = msg;
@@ -23,7 +31,8 @@ async function submit() {
     return;
   }
   try {
-    await api.add(text, localStorage.getItem("local-mcp.queue") || "default");
+    if (replyTo) await api.reply(replyTo, text);
+    else await api.add(text, localStorage.getItem("local-mcp.queue") || "default");
     box.value = "";
     location.assign("/quick-add/done");
   } catch (err) {

@@ -216,6 +216,11 @@ pub struct AgentStatus {
     pub last_result_type: Option<ResultType>,
     #[serde(default)]
     pub stop_requested: bool,
+    /// Its unanswered question: the id of its newest report when that asks
+    /// something (has options, or ends with "?") and nothing was delivered
+    /// to it since. Answering goes to `POST /api/reports/{id}/reply`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub asking: Option<String>,
 }
 
 /// Queue counts.

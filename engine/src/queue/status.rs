@@ -31,12 +31,24 @@ impl Queue {
     /// The current status report.
     pub async fn status(&self) -> Result<StatusSnapshot> {
         // One pass over the instructions gives every queue's counts; the totals are their sums.
-        let (activity, records, tallies) = self
+        let (activity, records, tallies, questions) = self
             .blocking(|i| {
-                i.store
-                    .read(|db| Ok((db.agents(AGENTS_LISTED)?, db.queues()?, db.queue_tallies()?)))
+                i.store.read(|db| {
+                    Ok((
+                        db.agents(AGENTS_LISTED)?,
+                        db.queues()?,
+                        db.queue_tallies()?,
+                        db.open_questions()?,
+                    ))
+                })
             })
             .await?;
+        let asking = |queue: &str, agent: &str| {
+            questions
+                .iter()
+                .find(|(q, a, _)| q == queue && a == agent)
+                .map(|(_, _, id)| id.clone())
+        };
         let queue = QueueCounts {
             pending_count: tallies.iter().map(|t| t.pending).sum(),
             consumed_count: tallies.iter().map(|t| t.consumed).sum(),
@@ -52,6 +64,7 @@ impl Queue {
                     connected: state != AgentState::Offline,
                     waiting,
                     stop_requested: a.stop_requested,
+                    asking: asking(&a.queue, &a.agent_id),
                     queue: a.queue,
                     agent_id: a.agent_id,
                     last_seen_at: Some(a.last_seen_at),
@@ -64,6 +77,7 @@ impl Queue {
         for (queue, id) in self.inner.calls.waiting_agents() {
             if !agents.iter().any(|a| a.agent_id == id && a.queue == queue) {
                 agents.push(AgentStatus {
+                    asking: asking(&queue, &id),
                     agent_id: id,
                     queue,
                     stop_requested: false,
@@ -77,7 +91,8 @@ impl Queue {
             }
         }
         // Stable sort: within a state, the store's "most recently seen first" order holds.
-        agents.sort_by_key(|a| rank(a.state));
+        // A listening agent with a question comes first of all.
+        agents.sort_by_key(|a| (rank(a.state), a.asking.is_none()));
         let agent = match agents.first() {
             Some(a) => AgentSummary {
                 connected: a.connected,

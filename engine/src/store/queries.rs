@@ -579,6 +579,24 @@ impl<'c> Db<'c> {
         Ok(rows)
     }
 
+    /// Agents whose newest report asks something (options, or a last "?")
+    /// and who were delivered nothing since: (queue, agent id, report id).
+    pub fn open_questions(&self) -> Result<Vec<(String, String, String)>> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT r.queue, r.agent_id, r.id FROM reports r
+             WHERE r.rowid = (SELECT rowid FROM reports WHERE queue = r.queue AND agent_id = r.agent_id
+                              ORDER BY created_at DESC, rowid DESC LIMIT 1)
+               AND (r.options <> '[]' OR rtrim(r.content) LIKE '%?')
+               AND NOT EXISTS (SELECT 1 FROM instructions i
+                               WHERE i.status = 'consumed' AND i.queue = r.queue
+                                 AND i.consumed_by_agent_id = r.agent_id AND i.consumed_at > r.created_at)",
+        )?;
+        let rows = stmt
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        Ok(rows)
+    }
+
     pub fn get_report(&self, id: &str) -> Result<Option<Report>> {
         Ok(self
             .conn
