@@ -30,6 +30,7 @@ fn create_main(app: &AppHandle) -> tauri::Result<()> {
     let shell = app.state::<Shell>();
     let origin = shell.origin.clone();
     let opener = app.clone();
+    let new_tabs = app.clone();
     // Start on the shell's placeholder page: the session cookie must be in
     // place before the first request to the engine.
     let window = WebviewWindowBuilder::new(app, MAIN, WebviewUrl::App("index.html".into()))
@@ -45,6 +46,17 @@ fn create_main(app: &AppHandle) -> tauri::Result<()> {
                 tracing::warn!(error = %e, "could not open a link in the system browser");
             }
             false
+        })
+        // Links in agents' reports open in a new tab (`target="_blank"`): in the
+        // desktop that is the system browser, never a window of ours.
+        .on_new_window(move |url, _features| {
+            use tauri_plugin_opener::OpenerExt;
+            if matches!(url.scheme(), "http" | "https" | "mailto") {
+                if let Err(e) = new_tabs.opener().open_url(url.as_str(), None::<&str>) {
+                    tracing::warn!(error = %e, "could not open a link in the system browser");
+                }
+            }
+            tauri::webview::NewWindowResponse::Deny
         })
         .build()?;
     let _ = window.restore_state(StateFlags::all());

@@ -377,6 +377,32 @@ describe("reports", () => {
     await until(async () => (await server.pending())[0]?.content === "Ship it", { what: "the answer is first" });
     assert.equal((await server.pending())[0].target, "rep");
     await page.screenshot({ path: join(artifacts, "screenshots", "reports.png"), fullPage: true });
+
+    // Filtered to the agent, the ledger reads as a conversation.
+    // Its previous call delivered nothing: this note stands alone; the call takes "Ship it".
+    await server.consume("rep", null, { report: "Looking at the answer." });
+    await server.consume("rep", null, { report: "Shipped." }); // on "Ship it"; takes "unrelated later work"
+    await server.consume("rep", null, { report: "Done too." }); // on "unrelated later work"
+    await until(async () => (await page.locator("#ledger-agent option").allTextContents()).includes("rep"), { what: "rep in the filter" });
+    await page.locator("#ledger-agent").selectOption("rep");
+    const conversation = async () =>
+      page.locator("#ledger > li").evaluateAll((lis) => lis.map((li) => (li.querySelector(".entry__text")?.textContent ?? "") + " | " + (li.querySelector(".report__body")?.textContent.trim().split("\n")[0] ?? "")));
+    await until(async () => (await conversation())[0] === "unrelated later work | Done too.", { what: "the conversation" });
+    assert.deepEqual((await conversation()).slice(0, 4), [
+      "unrelated later work | Done too.",
+      "Ship it | Shipped.",
+      " | Looking at the answer.",
+      "Refactor the parser | Done: parser split into lexer.rs and ast.rs.",
+    ]);
+
+    // A pathological report leaves the page responsive.
+    const nested = Array.from({ length: 500 }, (_, i) => "  ".repeat(i) + "- x").join("\n");
+    await server.consume("rep", null, { report: "`".repeat(60000) + "\n\n" + nested.slice(0, 4000) });
+    await until(async () => (await page.locator('#agents li[data-agent="rep"] .report__body pre').count()) === 1, { what: "the big report shown" });
+    const t1 = Date.now();
+    await page.locator("#composer-text").fill("still typing");
+    assert.ok(Date.now() - t1 < 2000, "the page answers input");
+    assert.equal(await page.evaluate(() => window.__pwned), undefined);
     assert.deepEqual(errors, []);
     await context.close();
   });

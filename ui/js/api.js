@@ -54,7 +54,8 @@ export const api = {
   patchQueue: (name, patch) => request("PATCH", `/api/queues/${enc(name)}`, patch),
   hold: (queue) => request("POST", "/api/hold", queue ? { queue } : {}),
   release: (queue) => request("POST", "/api/release", queue ? { queue } : {}),
-  reports: (queue, limit = 50) => request("GET", `/api/reports?${q(queue)}&limit=${limit}`),
+  reports: (queue, limit = 50, agent = null) =>
+    request("GET", `/api/reports?${q(queue)}&limit=${limit}${agent ? `&agent_id=${enc(agent)}` : ""}`),
   reply: (reportId, content) => request("POST", `/api/reports/${enc(reportId)}/reply`, { content }),
   stopAgent: (queue, agent_id) => request("POST", "/api/agents/stop", { queue, agent_id }),
   config: () => request("GET", "/api/config"),

@@ -1,5 +1,8 @@
 // The ledger: what agents took, newest first, struck through, with "Send
-// again". It shows a window of the history and loads more on request.
+// again" and the report each agent gave on it. It shows a window of the
+// history and loads more on request. Filtered to one agent it reads as a
+// conversation: instruction, report, instruction, report — with the
+// reports that stand alone (questions, notes) in their place.
 
 import { api } from "./api.js";
 import { $, el } from "./dom.js";
@@ -27,10 +30,30 @@ function entryFor(item, now) {
   return li;
 }
 
+/** The agent the ledger is filtered to ("" for all), and its standalone reports. */
+let agentFilter = "";
+let standalone = [];
+
+function standaloneEntry(report, now) {
+  const li = el("li", "entry entry--report");
+  li.dataset.report = report.id;
+  const meta = el("p", "entry__meta", `${report.agent_id} · ${relative(report.created_at, now)}`);
+  meta.title = `reported ${exact(report.created_at)}`;
+  li.append(reportBlock(report), meta);
+  return li;
+}
+
 function renderLedger() {
   const now = Date.now();
-  const shown = state.consumed.slice(0, ledgerShown);
-  $("ledger").replaceChildren(...shown.map((i) => entryFor(i, now)));
+  const pool = agentFilter ? state.consumed.filter((i) => i.consumed_by_agent_id === agentFilter) : state.consumed;
+  const shown = pool.slice(0, ledgerShown);
+  const entries = shown.map((i) => ({ at: i.consumed_at, node: () => entryFor(i, now) }));
+  if (agentFilter) {
+    for (const r of standalone) entries.push({ at: r.created_at, node: () => standaloneEntry(r, now) });
+    entries.sort((a, b) => b.at.localeCompare(a.at));
+  }
+  $("ledger").replaceChildren(...entries.map((e) => e.node()));
+  renderAgentPicker();
   $("ledger-empty").hidden = state.consumed.length > 0;
   const total = Math.max(state.consumedTotal, state.consumed.length);
   $("ledger-aside").textContent = total ? `${total} delivered` : "";
@@ -65,7 +88,37 @@ async function sendAgain(btn) {
   }
 }
 
+function renderAgentPicker() {
+  const pick = $("ledger-agent");
+  const agents = new Set(state.consumed.map((i) => i.consumed_by_agent_id).filter(Boolean));
+  for (const a of state.status?.agents ?? []) if (a.queue === state.queue) agents.add(a.agent_id);
+  const wanted = ["", ...[...agents].sort()];
+  const have = [...pick.options].map((o) => o.value);
+  if (wanted.join("\n") === have.join("\n")) return;
+  pick.replaceChildren(...wanted.map((a) => new Option(a || "all", a, false, a === agentFilter)));
+}
+
+async function filterTo(agent) {
+  agentFilter = agent;
+  standalone = [];
+  if (agent) {
+    try {
+      const { items } = await api.reports(state.queue, 500, agent);
+      standalone = items.filter((r) => !r.instruction_id);
+    } catch (err) {
+      toast(`Could not load ${agent}'s reports: ${err.message}`);
+    }
+  }
+  renderLedger();
+}
+
 export function initLedger() {
+  $("ledger-agent").addEventListener("change", (e) => filterTo(e.target.value));
+  on("queue-switch", () => filterTo(""));
+  // A new standalone report of the agent shown joins the conversation.
+  on("reports", () => {
+    if (agentFilter) filterTo(agentFilter);
+  });
   $("ledger").addEventListener("click", (e) => {
     const btn = e.target.closest('[data-action="requeue"]');
     if (btn) sendAgain(btn);
