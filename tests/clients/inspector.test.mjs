@@ -56,7 +56,7 @@ for (const mode of MODES) {
 
     test("resources and the prompt", async () => {
       const resources = await inspector(server, "--method", "resources/list");
-      assert.deepEqual(resources.resources.map((r) => r.uri), ["local-mcp://status", "local-mcp://queue"]);
+      assert.deepEqual(resources.resources.map((r) => r.uri), ["local-mcp://status", "local-mcp://queue", "local-mcp://reports"]);
       await server.add("pending one");
       const queue = await inspector(server, "--method", "resources/read", "--uri", "local-mcp://queue");
       assert.equal(JSON.parse(queue.contents[0].text).items[0].content, "pending one");

@@ -56,7 +56,7 @@ def test_lists_the_tool_times_out_is_woken_and_keeps_fifo(server):
             assert bad.isError
 
             resources = await session.list_resources()
-            assert {str(r.uri) for r in resources.resources} == {"local-mcp://status", "local-mcp://queue"}
+            assert {str(r.uri) for r in resources.resources} == {"local-mcp://status", "local-mcp://queue", "local-mcp://reports"}
             prompt = await session.get_prompt("agent-loop", {"agent_id": "py1-agent"})
             assert "get_user_request" in prompt.messages[0].content.text
 
