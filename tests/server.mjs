@@ -87,7 +87,7 @@ export async function startServer({ dir = mkdtempSync(join(tmpdir(), "local-mcp-
       });
       const text = await res.text();
       const line = text.split("\n").reverse().find((l) => l.startsWith("data:") && l.includes('"result"'));
-      return JSON.parse(line.slice(5)).result.structuredContent;
+      return JSON.parse(JSON.parse(line.slice(5)).result.content[0].text);
     },
   };
   return server;

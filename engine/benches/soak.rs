@@ -78,13 +78,20 @@ async fn agent(http: reqwest::Client, url: String, name: String, counts: Arc<Cou
             .filter_map(|d| serde_json::from_str::<Value>(d).ok())
             .find(|m| m["id"] == id);
         match result {
-            Some(m) if m["result"]["structuredContent"]["result_type"] == "instruction" => {
+            Some(m) if result_type(&m).as_deref() == Some("instruction") => {
                 counts.delivered.fetch_add(1, Ordering::Relaxed);
             }
-            Some(m) if m["result"]["structuredContent"]["result_type"].is_string() => {}
+            Some(m) if result_type(&m).is_some() => {}
             _ => error(&counts, &format!("{name}: no result in {body}")),
         }
     }
+}
+
+/// A `get_user_request` answer's `result_type`, from its JSON text block.
+fn result_type(message: &Value) -> Option<String> {
+    let text = message["result"]["content"][0]["text"].as_str()?;
+    let result: Value = serde_json::from_str(text).ok()?;
+    result["result_type"].as_str().map(str::to_owned)
 }
 
 /// Adds at a steady rate; now and then edits, moves or deletes the newest.

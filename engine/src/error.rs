@@ -26,6 +26,9 @@ pub enum Error {
     /// The request or one of its fields is larger than allowed.
     #[error("{0}")]
     TooLarge(String),
+    /// A file of a type that is not accepted (the message names what is).
+    #[error("{0}")]
+    Unsupported(String),
     /// A bearer token was required and missing or wrong.
     #[error("{0}")]
     Unauthorized(String),
@@ -54,6 +57,7 @@ impl Error {
             Error::Conflict(_) => "conflict",
             Error::Invalid(_) => "invalid_request",
             Error::TooLarge(_) => "payload_too_large",
+            Error::Unsupported(_) => "unsupported_media_type",
             Error::Unauthorized(_) => "unauthorized",
             Error::Forbidden(_) => "forbidden",
             Error::Internal { .. } | Error::Startup(_) => "internal",

@@ -28,6 +28,7 @@ mod events;
 mod http;
 mod markdown;
 mod mcp;
+mod media;
 pub mod model;
 mod paths;
 mod peer;
@@ -138,6 +139,10 @@ pub async fn start(config: Config, shutdown: CancellationToken) -> Result<Engine
         requested_port_holder: port_fallback_from.and_then(|port| other_account_on(SocketAddr::new(config.host, port))),
     };
     let queue = Queue::new(store, &config.settings, facts, shutdown.clone())?;
+    // Files a crash left between writing an upload and committing its row.
+    if let Err(e) = queue.sweep_files().await {
+        e.log();
+    }
     let credentials = Arc::new(Credentials::new(token));
     let tokens = Arc::new(auth::Tokens::new(
         token_source,

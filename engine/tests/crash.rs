@@ -92,7 +92,8 @@ async fn take_one(http: &reqwest::Client, url: &str, queue: &str, agent: &str, i
             continue;
         };
         if message["id"] == id {
-            let result = &message["result"]["structuredContent"];
+            let text = message["result"]["content"][0]["text"].as_str().unwrap_or("null");
+            let result: Value = serde_json::from_str(text).unwrap_or(Value::Null);
             return Ok(result["instruction"]["id"].as_str().map(str::to_owned));
         }
     }

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 /// The layers, lowest first. The crate root (`lib.rs`) sits above them all.
 const LAYERS: &[&[&str]] = &[
-    &["error", "time", "paths", "peer", "markdown"],
+    &["error", "time", "paths", "peer", "markdown", "media"],
     &["model"],
     &["config", "store"],
     &["events", "auth", "connection", "snippets"],

@@ -8,6 +8,10 @@ import { after, before, describe, test } from "node:test";
 
 import { MODES, startServer, until } from "./harness.mjs";
 
+/** A get_user_request result's JSON: its first block, text (there is no structuredContent). */
+const resultJson = (r) => JSON.parse(r.content[0].text);
+
+
 export function clientContract(name, open) {
   for (const mode of MODES) {
     describe(`${name} — ${mode}`, () => {
@@ -22,10 +26,10 @@ export function clientContract(name, open) {
         await server?.stop();
       });
 
-      test("lists get_user_request with its schemas", async () => {
+      test("lists get_user_request with its input schema (and no output schema)", async () => {
         const tools = await client.listTools();
         assert.deepEqual(tools.map((t) => t.name), ["get_user_request"]);
-        assert.ok(tools[0].outputSchema.properties.result_type);
+        assert.equal(tools[0].outputSchema, undefined);
         assert.equal(tools[0].inputSchema.properties.agent_id.maxLength, 128);
       });
 
@@ -34,9 +38,9 @@ export function clientContract(name, open) {
         const r = await client.call(`${name}-${mode}`);
         assert.ok(Date.now() - started >= 1900, "it waited");
         assert.equal(r.isError ?? false, false);
-        assert.equal(r.structuredContent.result_type, "default_response");
-        assert.equal(r.structuredContent.instruction, null);
-        assert.equal(JSON.parse(r.content[0].text).result_type, "default_response", "the same JSON as text");
+        assert.equal(resultJson(r).result_type, "default_response");
+        assert.equal(resultJson(r).instruction, null);
+        assert.equal(r.structuredContent, undefined, "no structured content: clients drop images beside it");
       });
 
       test("a waiting call is woken by an instruction queued over HTTP", async () => {
@@ -45,8 +49,8 @@ export function clientContract(name, open) {
         await until(async () => (await server.agent(agent))?.waiting, { what: "the call waits" });
         await server.add("queued while you waited");
         const r = await call;
-        assert.equal(r.structuredContent.result_type, "instruction");
-        assert.equal(r.structuredContent.instruction.content, "queued while you waited");
+        assert.equal(resultJson(r).result_type, "instruction");
+        assert.equal(resultJson(r).instruction.content, "queued while you waited");
       });
 
       test("queued instructions come one per call, in order", async () => {
@@ -54,8 +58,8 @@ export function clientContract(name, open) {
         await server.add("second");
         const a = await client.call(`${name}-${mode}`);
         const b = await client.call(`${name}-${mode}`);
-        assert.deepEqual([a.structuredContent.instruction.content, b.structuredContent.instruction.content], ["first", "second"]);
-        assert.equal(a.structuredContent.remaining_pending, 1);
+        assert.deepEqual([resultJson(a).instruction.content, resultJson(b).instruction.content], ["first", "second"]);
+        assert.equal(resultJson(a).remaining_pending, 1);
         assert.deepEqual(await server.pending(), []);
       });
     });
@@ -78,8 +82,8 @@ export function longWait(name, open) {
       const started = Date.now();
       const r = await client.call(`${name}-patient`, { onprogress: () => progress++, resetTimeoutOnProgress: true });
       const waited = (Date.now() - started) / 1000;
-      assert.equal(r.structuredContent.result_type, "default_response");
-      assert.equal(r.structuredContent.waited_seconds, LONG_WAIT);
+      assert.equal(resultJson(r).result_type, "default_response");
+      assert.equal(resultJson(r).waited_seconds, LONG_WAIT);
       assert.ok(waited > 60, `waited ${waited} s`);
       assert.ok(progress >= Math.floor(LONG_WAIT / 10), `${progress} progress notifications`);
     } finally {

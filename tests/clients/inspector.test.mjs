@@ -11,6 +11,9 @@ import { promisify } from "node:util";
 
 import { MODES, startServer, until } from "./harness.mjs";
 
+/** A get_user_request result's JSON: its first block, text (there is no structuredContent). */
+const resultJson = (r) => JSON.parse(r.content[0].text);
+
 const run = promisify(execFile);
 // The Inspector keeps a catalog of servers; keep it out of the user's home.
 const catalog = join(mkdtempSync(join(tmpdir(), "inspector-")), "mcp.json");
@@ -39,11 +42,11 @@ for (const mode of MODES) {
     test("tools/call: the default response on an empty queue, then a queued instruction", async () => {
       const call = () => inspector(server, "--method", "tools/call", "--tool-name", "get_user_request", "--tool-arg", `agent_id=inspector-${mode}`);
       const empty = await call();
-      assert.equal(empty.structuredContent.result_type, "default_response");
+      assert.equal(resultJson(empty).result_type, "default_response");
       await server.add("from the HTTP API");
       const got = await call();
-      assert.equal(got.structuredContent.result_type, "instruction");
-      assert.equal(got.structuredContent.instruction.content, "from the HTTP API");
+      assert.equal(resultJson(got).result_type, "instruction");
+      assert.equal(resultJson(got).instruction.content, "from the HTTP API");
     });
 
     test("a waiting tools/call is woken by an instruction queued over HTTP", async () => {
@@ -51,7 +54,7 @@ for (const mode of MODES) {
       const call = inspector(server, "--method", "tools/call", "--tool-name", "get_user_request", "--tool-arg", `agent_id=${agent}`);
       await until(async () => (await server.agent(agent))?.waiting, { what: "the call waits", timeout: 10_000 });
       await server.add("woke you");
-      assert.equal((await call).structuredContent.instruction.content, "woke you");
+      assert.equal(resultJson((await call)).instruction.content, "woke you");
     });
 
     test("resources and the prompt", async () => {

@@ -17,9 +17,15 @@ class Session:
 
     async def get_user_request(self, agent: str) -> tuple[dict, bool]:
         r = await self.inner.call_tool("get_user_request", {"agent_id": agent})
-        if MCP_MAJOR >= 2:
-            return r.structured_content, bool(r.is_error)
-        return r.structuredContent, bool(r.isError)
+        is_error = r.is_error if MCP_MAJOR >= 2 else r.isError
+        return result_json(r), bool(is_error)
+
+
+def result_json(r) -> dict:
+    """A get_user_request result's JSON: its first block, text (there is no structured content)."""
+    import json
+
+    return json.loads(r.content[0].text)
 
 
 @contextlib.asynccontextmanager

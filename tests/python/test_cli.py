@@ -114,7 +114,7 @@ def consume(server, agent, queue, **extra):
     with urllib.request.urlopen(req) as r:
         text = r.read().decode()
     line = next(l for l in reversed(text.splitlines()) if l.startswith("data:") and '"result"' in l)
-    return json.loads(line[5:])["result"]["structuredContent"]
+    return json.loads(json.loads(line[5:])["result"]["content"][0]["text"])
 
 
 def test_config_prints_each_clients_snippet_for_the_running_server(server):

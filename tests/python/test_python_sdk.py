@@ -7,6 +7,7 @@ import anyio
 import pytest
 
 from conftest import MCP_MAJOR
+from sdk import result_json
 
 if MCP_MAJOR != 2:
     pytest.skip("the mcp 2.x API (this environment has another line)", allow_module_level=True)
@@ -23,13 +24,13 @@ def test_lists_the_tool_and_times_out_then_is_woken(server):
         async with Client(server.mcp_url) as client:
             tools = (await client.list_tools()).tools
             assert [t.name for t in tools] == ["get_user_request"]
-            assert tools[0].output_schema["properties"]["result_type"]
+            assert tools[0].output_schema is None  # no structured content: clients drop images beside it
 
             started = time.monotonic()
             empty = await call(client, "py-agent")
             assert time.monotonic() - started >= 1.9
-            assert empty.structured_content["result_type"] == "default_response"
-            assert empty.structured_content["instruction"] is None
+            assert result_json(empty)["result_type"] == "default_response"
+            assert result_json(empty)["instruction"] is None
 
             # A waiting call gets an instruction queued over plain HTTP, at once.
             async def queue_later():
@@ -39,7 +40,7 @@ def test_lists_the_tool_and_times_out_then_is_woken(server):
             async with anyio.create_task_group() as tg:
                 tg.start_soon(queue_later)
                 woken = await call(client, "py-agent")
-            got = woken.structured_content
+            got = result_json(woken)
             assert got["result_type"] == "instruction"
             assert got["instruction"]["content"] == "added with curl"
             assert got["remaining_pending"] == 0
@@ -56,8 +57,8 @@ def test_fifo_and_tool_errors(server):
         async with Client(server.mcp_url) as client:
             a = await call(client, "fifo")
             b = await call(client, "fifo")
-            assert [a.structured_content["instruction"]["content"], b.structured_content["instruction"]["content"]] == ["first", "second"]
-            assert a.structured_content["remaining_pending"] == 1
+            assert [result_json(a)["instruction"]["content"], result_json(b)["instruction"]["content"]] == ["first", "second"]
+            assert result_json(a)["remaining_pending"] == 1
             bad = await client.call_tool("get_user_request", {"agent_id": "x" * 200})
             assert bad.is_error
 
@@ -80,8 +81,8 @@ def test_long_wait_outlasts_the_sdk_silence_limit(make_server):
             result = await call(client, "patient")
             waited = time.monotonic() - started
             assert not result.is_error
-            assert result.structured_content["result_type"] == "default_response"
-            assert result.structured_content["waited_seconds"] == LONG_WAIT
+            assert result_json(result)["result_type"] == "default_response"
+            assert result_json(result)["waited_seconds"] == LONG_WAIT
             assert waited >= LONG_WAIT - 1
 
     anyio.run(main)
@@ -94,12 +95,12 @@ def test_a_queue_url_keeps_agents_apart_and_targets_reach_only_their_agent(serve
 
     async def main():
         async with Client(server.queue_url("repo-a")) as alice, Client(server.queue_url("repo-a")) as bob:
-            a = (await alice.call_tool("get_user_request", {"agent_id": "alice", "queue": "default"})).structured_content
+            a = result_json((await alice.call_tool("get_user_request", {"agent_id": "alice", "queue": "default"})))
             assert (a["queue"], a["instruction"]["content"]) == ("repo-a", "for repo a"), "the URL wins"
             # Bob's instruction stays for Bob: Alice waits and gets nothing.
-            empty = (await alice.call_tool("get_user_request", {"agent_id": "alice"})).structured_content
+            empty = result_json((await alice.call_tool("get_user_request", {"agent_id": "alice"})))
             assert empty["result_type"] == "default_response" and empty["remaining_pending"] == 0
-            b = (await bob.call_tool("get_user_request", {"agent_id": "bob"})).structured_content
+            b = result_json((await bob.call_tool("get_user_request", {"agent_id": "bob"})))
             assert (b["instruction"]["content"], b["instruction"]["target"]) == ("for bob only", "bob")
         assert [i["content"] for i in server.pending()] == ["for the default queue"]
 
@@ -111,7 +112,7 @@ def test_reports_are_stored_linked_and_answerable(server):
 
     async def main():
         async with Client(server.mcp_url) as client:
-            got = (await client.call_tool("get_user_request", {"agent_id": "py-rep"})).structured_content
+            got = result_json((await client.call_tool("get_user_request", {"agent_id": "py-rep"})))
             assert got["instruction"]["id"] == item["id"]
             args = {"agent_id": "py-rep", "report": "Drafted them. Publish now?", "options": ["Publish", "Wait"]}
             await client.call_tool("get_user_request", args)

@@ -6,6 +6,7 @@ import anyio
 import pytest
 
 from conftest import MCP_MAJOR
+from sdk import result_json
 
 if MCP_MAJOR != 1:
     pytest.skip("the mcp 1.x API (this environment has another line)", allow_module_level=True)
@@ -27,13 +28,13 @@ def test_lists_the_tool_times_out_is_woken_and_keeps_fifo(server):
             assert (session_id() is not None) == (server.mode == "sessions")
             tools = (await session.list_tools()).tools
             assert [t.name for t in tools] == ["get_user_request"]
-            assert tools[0].outputSchema["properties"]["result_type"]
+            assert tools[0].outputSchema is None  # no structured content: clients drop images beside it
 
             started = time.monotonic()
             empty = await call(session, "py1-agent")
             assert time.monotonic() - started >= 1.9
-            assert empty.structuredContent["result_type"] == "default_response"
-            assert empty.structuredContent["instruction"] is None
+            assert result_json(empty)["result_type"] == "default_response"
+            assert result_json(empty)["instruction"] is None
 
             async def queue_later():
                 await anyio.sleep(0.5)
@@ -42,15 +43,15 @@ def test_lists_the_tool_times_out_is_woken_and_keeps_fifo(server):
             async with anyio.create_task_group() as tg:
                 tg.start_soon(queue_later)
                 woken = await call(session, "py1-agent")
-            assert woken.structuredContent["result_type"] == "instruction"
-            assert woken.structuredContent["instruction"]["content"] == "added over HTTP"
+            assert result_json(woken)["result_type"] == "instruction"
+            assert result_json(woken)["instruction"]["content"] == "added over HTTP"
             assert not woken.isError
 
             for text in ["first", "second"]:
                 server.add(text)
             a, b = await call(session, "py1-agent"), await call(session, "py1-agent")
-            assert [a.structuredContent["instruction"]["content"], b.structuredContent["instruction"]["content"]] == ["first", "second"]
-            assert a.structuredContent["remaining_pending"] == 1
+            assert [result_json(a)["instruction"]["content"], result_json(b)["instruction"]["content"]] == ["first", "second"]
+            assert result_json(a)["remaining_pending"] == 1
 
             bad = await session.call_tool("get_user_request", {"agent_id": "x" * 200})
             assert bad.isError
@@ -70,9 +71,9 @@ def test_a_queue_url_takes_only_its_queue(server):
     async def main():
         async with streamablehttp_client(server.queue_url("py1-q")) as (read, write, _), ClientSession(read, write) as session:
             await session.initialize()
-            got = (await call(session, "py1")).structuredContent
+            got = result_json((await call(session, "py1")))
             assert (got["queue"], got["instruction"]["content"]) == ("py1-q", "mine")
-            empty = (await call(session, "py1")).structuredContent
+            empty = result_json((await call(session, "py1")))
             assert empty["result_type"] == "default_response"
         assert [i["content"] for i in server.pending()] == ["elsewhere"]
 

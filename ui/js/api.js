@@ -11,7 +11,9 @@ export class ApiError extends Error {
 
 async function request(method, path, body) {
   const init = { method, credentials: "same-origin", headers: { accept: "application/json" } };
-  if (body !== undefined) {
+  if (body instanceof FormData) {
+    init.body = body; // the browser writes the multipart type and its boundary
+  } else if (body !== undefined) {
     init.headers["content-type"] = "application/json";
     init.body = JSON.stringify(body);
   }
@@ -46,6 +48,21 @@ export const api = {
   pending: (queue) => request("GET", `/api/instructions?status=pending&${q(queue)}`),
   consumed: (queue, limit, offset = 0) => request("GET", `/api/instructions?status=consumed&${q(queue)}&limit=${limit}&offset=${offset}`),
   add: (content, queue, target = null) => request("POST", "/api/instructions", { content, queue, target }),
+  /** Queue text with files (File or Blob objects). */
+  addWithFiles: (content, queue, target, files) => {
+    const form = new FormData();
+    form.append("content", content);
+    form.append("queue", queue);
+    if (target) form.append("target", target);
+    for (const f of files) form.append("files", f, f.name);
+    return request("POST", "/api/instructions", form);
+  },
+  attach: (id, files) => {
+    const form = new FormData();
+    for (const f of files) form.append("files", f, f.name);
+    return request("POST", `/api/instructions/${enc(id)}/attachments`, form);
+  },
+  detach: (id, attachmentId) => request("DELETE", `/api/instructions/${enc(id)}/attachments/${enc(attachmentId)}`),
   edit: (id, patch) => request("PATCH", `/api/instructions/${enc(id)}`, patch),
   remove: (id) => request("DELETE", `/api/instructions/${enc(id)}`),
   move: (id, where) => request("POST", `/api/instructions/${enc(id)}/move`, where),

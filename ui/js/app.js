@@ -4,6 +4,7 @@
 
 import { api } from "./api.js";
 import { initAgents } from "./agents.js";
+import { initAttach } from "./attach.js";
 import { initComposer } from "./composer.js";
 import { initConnectHelp, initPortNote, loadClients } from "./connect.js";
 import { $ } from "./dom.js";
@@ -102,6 +103,7 @@ initAgents();
 initSettings();
 initToken(loadClients);
 initComposer();
+initAttach();
 initQueues(reload, loadClients);
 initRail();
 initLedger();

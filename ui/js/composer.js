@@ -3,6 +3,7 @@
 // queues; whatever was typed stays in the box until the server has it.
 
 import { api } from "./api.js";
+import { clearStaged, stagedFiles } from "./attach.js";
 import { $ } from "./dom.js";
 import { applyInstruction, KIND, on, state } from "./state.js";
 import { BLANK_INSTRUCTION } from "./text.js";
@@ -17,7 +18,9 @@ function composerError(msg) {
 async function queueFromComposer() {
   const box = $("composer-text");
   const text = box.value;
-  if (!text.trim()) {
+  const files = stagedFiles();
+  // A screenshot alone is an instruction; blank text alone is not.
+  if (!text.trim() && !files.length) {
     composerError(BLANK_INSTRUCTION);
     box.focus();
     return;
@@ -26,12 +29,13 @@ async function queueFromComposer() {
   submit.disabled = true;
   try {
     const target = $("composer-target").value || null;
-    const { item } = await api.add(text, state.queue, target);
+    const { item } = files.length ? await api.addWithFiles(text, state.queue, target, files) : await api.add(text, state.queue, target);
     applyInstruction(KIND.created, item);
     box.value = "";
+    clearStaged();
     composerError(null);
   } catch (err) {
-    // The text stays in the box: nothing typed is lost.
+    // The text and the files stay: nothing typed or pasted is lost.
     composerError(`Not queued: ${err.message}`);
   } finally {
     submit.disabled = false;

@@ -25,12 +25,14 @@ export function initPortNote() {
 const CLIENT_KEY = "local-mcp.client";
 
 export async function loadClients() {
+  const queue = state.queue;
   let data;
   try {
-    data = await api.clients(state.queue);
+    data = await api.clients(queue);
   } catch {
     return; // the banner already says why; the URL above is still right
   }
+  if (queue !== state.queue) return; // switched meanwhile: that queue's answer is on its way
   $("mcp-url").textContent = data.mcp_url;
   $("mcp-url-2").textContent = data.mcp_url;
   const pick = $("client-pick");

@@ -5,6 +5,7 @@
 // reports that stand alone (questions, notes) in their place.
 
 import { api } from "./api.js";
+import { attachmentStrip } from "./attach.js";
 import { $, el } from "./dom.js";
 import { appendConsumed, applyInstruction, KIND, on, state } from "./state.js";
 import { reportBlock } from "./report.js";
@@ -26,6 +27,7 @@ function entryFor(item, now) {
   again.dataset.action = "requeue";
   again.setAttribute("aria-label", `Send again: ${item.content.slice(0, 60)}`);
   li.append(text, meta, again);
+  if (item.attachments?.length) li.append(attachmentStrip(item));
   if (item.report) li.append(reportBlock(item.report));
   return li;
 }
@@ -98,17 +100,28 @@ function renderAgentPicker() {
   pick.replaceChildren(...wanted.map((a) => new Option(a || "all", a, false, a === agentFilter)));
 }
 
+/** Bumped per filter request: only the newest one's answer is shown. */
+let filterSeq = 0;
+
+/**
+ * Show one agent's conversation ("" for everyone). The ledger switches in
+ * one step once that agent's standalone reports are in, so it never shows
+ * a conversation with its notes missing.
+ */
 async function filterTo(agent) {
-  agentFilter = agent;
-  standalone = [];
+  const seq = ++filterSeq;
+  let notes = [];
   if (agent) {
     try {
       const { items } = await api.reports(state.queue, 500, agent);
-      standalone = items.filter((r) => !r.instruction_id);
+      notes = items.filter((r) => !r.instruction_id);
     } catch (err) {
       toast(`Could not load ${agent}'s reports: ${err.message}`);
     }
   }
+  if (seq !== filterSeq) return; // a newer choice is on its way
+  agentFilter = agent;
+  standalone = notes;
   renderLedger();
 }
 

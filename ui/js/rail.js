@@ -8,6 +8,7 @@
 // with textContent.
 
 import { api } from "./api.js";
+import { attachmentStrip, fetchOriginals } from "./attach.js";
 import { $, el, iconButton } from "./dom.js";
 import { abandonSnapshot, applyInstruction, beginSnapshot, currentQueue, KIND, on, replacePending, state } from "./state.js";
 import { toast } from "./toast.js";
@@ -64,6 +65,7 @@ function ticketBody(item, index) {
     cancel.dataset.action = "cancel";
     row.append(save, cancel, el("span", "hint", "Ctrl+Enter saves · Esc cancels"));
     body.append(label, box, row);
+    if (item.attachments?.length) body.append(attachmentStrip(item, { removable: true }));
     return body;
   }
   if (item.target) {
@@ -80,6 +82,7 @@ function ticketBody(item, index) {
     more.dataset.action = "expand";
     body.append(more);
   }
+  if (item.attachments?.length) body.append(attachmentStrip(item, { removable: true }));
   return body;
 }
 
@@ -289,6 +292,8 @@ async function remove(id) {
   if (!item) return;
   const nextId = order[at + 1];
   try {
+    // Its files go with it on the server: keep the originals here for Undo.
+    const files = item.attachments?.length ? await fetchOriginals(item) : [];
     await api.remove(id);
     applyInstruction(KIND.deleted, item);
     // Keep keyboard focus on the rail.
@@ -296,7 +301,9 @@ async function remove(id) {
     (focusTarget?.querySelector('[data-action="delete"]') ?? $("composer-text")).focus();
     toast("Instruction deleted.", "Undo", async () => {
       try {
-        const { item: again } = await api.add(item.content, item.queue, item.target);
+        const { item: again } = files.length
+          ? await api.addWithFiles(item.content, item.queue, item.target, files)
+          : await api.add(item.content, item.queue, item.target);
         applyInstruction(KIND.created, again);
         if (nextId && state.pending.some((p) => p.id === nextId)) {
           await moveTo(again.id, { before_id: nextId });

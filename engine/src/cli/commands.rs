@@ -12,13 +12,17 @@ use crate::Error;
 
 /// Call the API; a JSON error body becomes its message.
 async fn call(target: &Target, method: reqwest::Method, path: &str, body: Option<Value>) -> Result<Value, Failure> {
-    let client = http_client()?;
-    let mut request = client.request(method, target.api(path));
-    if let Some(token) = &target.token {
-        request = request.bearer_auth(token);
-    }
+    let mut request = http_client()?.request(method, target.api(path));
     if let Some(body) = body {
         request = request.json(&body);
+    }
+    send(target, request).await
+}
+
+/// Send a request to the running instance (with its token) and read the JSON answer.
+async fn send(target: &Target, mut request: reqwest::RequestBuilder) -> Result<Value, Failure> {
+    if let Some(token) = &target.token {
+        request = request.bearer_auth(token);
     }
     let response = request.send().await.map_err(|e| {
         Failure(
@@ -123,19 +127,57 @@ fn text_of(words: &[String]) -> Result<String, Failure> {
     Ok(content)
 }
 
-pub async fn add(target: &Target, queue: Option<String>, to: Option<String>, words: &[String]) -> Result<(), Failure> {
-    let content = text_of(words)?;
-    let created = call(
-        target,
-        reqwest::Method::POST,
-        "/api/instructions",
-        Some(json!({ "content": content, "queue": queue, "target": to })),
-    )
-    .await?;
+pub async fn add(
+    target: &Target,
+    queue: Option<String>,
+    to: Option<String>,
+    words: &[String],
+    attach: &[std::path::PathBuf],
+) -> Result<(), Failure> {
+    let created = if attach.is_empty() {
+        let content = text_of(words)?;
+        call(
+            target,
+            reqwest::Method::POST,
+            "/api/instructions",
+            Some(json!({ "content": content, "queue": queue, "target": to })),
+        )
+        .await?
+    } else {
+        // With files the text may be left out: the screenshot says it.
+        let content = if words.is_empty() {
+            String::new()
+        } else {
+            text_of(words)?
+        };
+        let mut form = reqwest::multipart::Form::new().text("content", content);
+        if let Some(q) = queue {
+            form = form.text("queue", q);
+        }
+        if let Some(t) = to {
+            form = form.text("target", t);
+        }
+        for path in attach {
+            let bytes = std::fs::read(path).map_err(|e| Failure(format!("cannot read {}: {e}", path.display()), 1))?;
+            let name = path
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            form = form.part("files", reqwest::multipart::Part::bytes(bytes).file_name(name));
+        }
+        let request = http_client()?.post(target.api("/api/instructions")).multipart(form);
+        send(target, request).await?
+    };
     let item = &created["item"];
     let target_note = item["target"].as_str().map(|t| format!(" for {t}")).unwrap_or_default();
+    let files = item["attachments"].as_array().map_or(0, Vec::len);
+    let files_note = match files {
+        0 => String::new(),
+        1 => " with 1 attachment".to_owned(),
+        n => format!(" with {n} attachments"),
+    };
     println!(
-        "queued {} in {}{target_note}",
+        "queued {} in {}{target_note}{files_note}",
         item["id"].as_str().unwrap_or("?"),
         item["queue"].as_str().unwrap_or("?")
     );

@@ -56,8 +56,11 @@ pub enum Command {
         /// Only this agent may take it (default: anyone in the queue)
         #[arg(long, value_name = "AGENT")]
         to: Option<String>,
-        /// The instruction; several words are joined with spaces
-        #[arg(required = true, num_args = 1.., value_name = "TEXT|-")]
+        /// Attach a file (an image or a UTF-8 text file); repeat for more, at most 8
+        #[arg(long, value_name = "FILE")]
+        attach: Vec<std::path::PathBuf>,
+        /// The instruction; several words are joined with spaces (optional with --attach)
+        #[arg(required_unless_present = "attach", num_args = 1.., value_name = "TEXT|-")]
         text: Vec<String>,
     },
     /// List pending instructions, next first
@@ -237,8 +240,9 @@ pub fn run(command: Command, cli: &mut clap::Command, connection_file: Option<Pa
                 connect,
                 queue,
                 to,
+                attach,
                 text,
-            } => commands::add(&source(connect)?.resolve()?, queue, to, &text).await,
+            } => commands::add(&source(connect)?.resolve()?, queue, to, &text, &attach).await,
             Command::List {
                 connect,
                 queue,

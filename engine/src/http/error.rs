@@ -30,6 +30,7 @@ pub fn status_of(e: &Error) -> StatusCode {
         Error::Conflict(_) => StatusCode::CONFLICT,
         Error::Invalid(_) => StatusCode::BAD_REQUEST,
         Error::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
+        Error::Unsupported(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
         Error::Unauthorized(_) => StatusCode::UNAUTHORIZED,
         Error::Forbidden(_) => StatusCode::FORBIDDEN,
         Error::Internal { .. } | Error::Startup(_) => StatusCode::INTERNAL_SERVER_ERROR,

@@ -78,17 +78,35 @@ async fn list(State(s): State<AppState>, ApiQuery(q): ApiQuery<ListQuery>) -> Re
     Ok(Json(ItemsBody { items }))
 }
 
-/// Queue an instruction.
-#[utoipa::path(post, path = "/api/instructions", tag = "instructions", request_body = NewInstruction,
+/// Queue an instruction: JSON, or a `multipart/form-data` form with files.
+#[utoipa::path(post, path = "/api/instructions", tag = "instructions",
+    request_body(content(
+        (NewInstruction = "application/json"),
+        (super::attachments::NewInstructionForm = "multipart/form-data"),
+    )),
     responses((status = 201, description = "Queued at the back of its queue (created if new)", body = ItemBody),
-        (status = 400, description = "Malformed request, or blank content or a NUL character", body = ErrorBody),
-        (status = 413, description = "Too large", body = ErrorBody)))]
-async fn create(
-    State(s): State<AppState>,
-    ApiJson(body): ApiJson<NewInstruction>,
-) -> Result<(StatusCode, Json<ItemBody>)> {
-    let item = s.queue.add(body).await?;
-    Ok((StatusCode::CREATED, Json(ItemBody { item })))
+        (status = 400, description = "Malformed request, blank content without files, a NUL character, or an unreadable image", body = ErrorBody),
+        (status = 413, description = "Too large: the text, more than 8 files or 20 MiB, or an image over 50 megapixels", body = ErrorBody),
+        (status = 415, description = "A file that is not an accepted image or UTF-8 text", body = ErrorBody),
+        (status = 422, description = "A JSON body of the wrong shape", body = ErrorBody)))]
+async fn create(State(s): State<AppState>, req: axum::extract::Request) -> axum::response::Response {
+    use axum::extract::FromRequest;
+    use axum::response::IntoResponse;
+    let created = if super::attachments::is_multipart(req.headers()) {
+        match super::attachments::read_form(req).await {
+            Ok((new, uploads)) => s.queue.add_with_files(new, uploads).await,
+            Err(e) => Err(e),
+        }
+    } else {
+        match ApiJson::<NewInstruction>::from_request(req, &()).await {
+            Ok(ApiJson(body)) => s.queue.add(body).await,
+            Err(rejection) => return rejection,
+        }
+    };
+    match created {
+        Ok(item) => (StatusCode::CREATED, Json(ItemBody { item })).into_response(),
+        Err(e) => e.into_response(),
+    }
 }
 
 /// One instruction.

@@ -9,6 +9,7 @@
 //! parse, call the [`Queue`], and return a typed body. Every failure leaves
 //! as `{"error":{"code","message"}}` with the right status.
 
+mod attachments;
 mod error;
 mod extract;
 mod instructions;
@@ -65,6 +66,7 @@ fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
     let (router, doc) = OpenApiRouter::with_openapi(openapi::ApiDoc::openapi())
         .merge(status::routes())
         .merge(instructions::routes())
+        .merge(attachments::routes())
         .merge(queues::routes())
         .merge(reports::routes())
         .merge(settings::routes())
@@ -102,6 +104,8 @@ pub fn router(state: AppState) -> Router {
     .route_service(&format!("{MCP_PATH}/q/{{queue}}"), mcp)
     .fallback(error::not_found)
     .method_not_allowed_fallback(error::method_not_allowed)
+    // JSON bodies have their own 1 MiB limit (`ApiJson`); this one is for uploads.
+    .layer(axum::extract::DefaultBodyLimit::max(attachments::MAX_UPLOAD_BODY_BYTES))
     .with_state(state)
     .layer(axum::middleware::from_fn_with_state(guard, security::guard))
 }

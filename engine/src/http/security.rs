@@ -5,8 +5,11 @@
 //! In order: a loopback peer owned by another account of this machine is 403
 //! unless it carries the token (loopback is no boundary between accounts);
 //! a foreign `Host` (DNS rebinding) or `Origin` (a web page) is 403;
+//! a write a browser marks cross-site (`Sec-Fetch-Site`) is 403;
 //! a body over the limit is 413; a state-changing request that is not JSON is
-//! 415 (no CSRF through simple forms); `/api/*` and `/mcp` need the bearer
+//! 415 (no CSRF through simple forms) — except a `multipart/form-data` upload
+//! with a real boundary on the two upload routes, which the Origin and
+//! `Sec-Fetch-Site` checks guard; `/api/*` and `/mcp` need the bearer
 //! token when one is set (compared in constant time by `auth`, read only from
 //! the `Authorization` header or the page's session cookie). No CORS headers
 //! are ever granted. Every response carries a strict Content-Security-Policy
@@ -29,7 +32,7 @@ use crate::peer::{self, Account};
 
 /// The page needs nothing from anywhere but its own origin, and no inline code.
 pub const CONTENT_SECURITY_POLICY: &str = "default-src 'self'; script-src 'self'; style-src 'self'; \
-img-src 'self' data:; font-src 'self'; connect-src 'self'; object-src 'none'; base-uri 'none'; \
+img-src 'self' data: blob:; font-src 'self'; connect-src 'self'; object-src 'none'; base-uri 'none'; \
 form-action 'self'; frame-ancestors 'none'";
 
 /// The other end of a connection, and (looked up once, on its first
@@ -204,6 +207,15 @@ fn is_mcp(path: &str) -> bool {
         .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
 }
 
+/// The routes that take `multipart/form-data`: a new instruction, and files for one.
+fn is_upload(path: &str) -> bool {
+    path == "/api/instructions"
+        || path
+            .strip_prefix("/api/instructions/")
+            .and_then(|rest| rest.strip_suffix("/attachments"))
+            .is_some_and(|id| !id.is_empty() && !id.contains('/'))
+}
+
 fn needs_token(path: &str) -> bool {
     // `/api/session` is where the page presents the token, so it cannot need one.
     let api = (path.starts_with("/api/") || path == "/api") && path != "/api/session";
@@ -241,16 +253,41 @@ pub async fn guard(State(sec): State<Arc<Guard>>, req: Request, next: Next) -> R
             );
         }
     }
+    let changes = matches!(
+        *req.method(),
+        Method::POST | Method::PUT | Method::PATCH | Method::DELETE
+    );
+    // A browser says where a request comes from even when it sends no
+    // Origin; a form on another site must not reach an upload route.
+    let cross_site = headers
+        .get("sec-fetch-site")
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| !matches!(v, "same-origin" | "none"));
+    if changes && cross_site {
+        tracing::warn!(path = req.uri().path(), "refused a cross-site write");
+        return error_response(
+            StatusCode::FORBIDDEN,
+            "forbidden",
+            "requests from other web origins are refused",
+        );
+    }
+    let upload =
+        *req.method() == Method::POST && is_upload(req.uri().path()) && super::attachments::is_multipart(headers);
+    let limit = if upload {
+        super::attachments::MAX_UPLOAD_BODY_BYTES
+    } else {
+        MAX_BODY_BYTES
+    };
     let too_big = headers
         .get(header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<u64>().ok())
-        .is_some_and(|n| n > MAX_BODY_BYTES as u64);
+        .is_some_and(|n| n > limit as u64);
     if too_big {
         return error_response(
             StatusCode::PAYLOAD_TOO_LARGE,
             "payload_too_large",
-            &format!("request body is larger than {MAX_BODY_BYTES} bytes"),
+            &format!("request body is larger than {limit} bytes"),
         );
     }
     // A write that carries a body, or names a type, must be JSON: no cross-site
@@ -262,7 +299,7 @@ pub async fn guard(State(sec): State<Arc<Guard>>, req: Request, next: Next) -> R
         .and_then(|v| v.to_str().ok())
         .is_none_or(|v| v.trim() != "0")
         && (headers.contains_key(header::CONTENT_LENGTH) || headers.contains_key(header::TRANSFER_ENCODING));
-    if writes && (has_body || headers.contains_key(header::CONTENT_TYPE)) && !is_json(headers) {
+    if writes && (has_body || headers.contains_key(header::CONTENT_TYPE)) && !is_json(headers) && !upload {
         return error_response(
             StatusCode::UNSUPPORTED_MEDIA_TYPE,
             "unsupported_media_type",
@@ -283,10 +320,9 @@ pub async fn guard(State(sec): State<Arc<Guard>>, req: Request, next: Next) -> R
         response = super::mcp_errors::json_errors(sent_json, response).await;
     }
     let h = response.headers_mut();
-    h.insert(
-        header::CONTENT_SECURITY_POLICY,
-        HeaderValue::from_static(CONTENT_SECURITY_POLICY),
-    );
+    // A served attachment sets its own, stricter policy (`sandbox`).
+    h.entry(header::CONTENT_SECURITY_POLICY)
+        .or_insert(HeaderValue::from_static(CONTENT_SECURITY_POLICY));
     h.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
     h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
     h.insert(header::REFERRER_POLICY, HeaderValue::from_static("no-referrer"));

@@ -1,6 +1,7 @@
 //! The read-only resources and the prompt: `local-mcp://status`,
-//! `local-mcp://queue` (pending instructions, JSON) and `agent-loop`, which
-//! tells a model how to work through the queue.
+//! `local-mcp://queue` (pending instructions, JSON), `local-mcp://reports`,
+//! `local-mcp://attachments/<id>` (an attachment's delivery copy) and
+//! `agent-loop`, which tells a model how to work through the queue.
 
 use rmcp::model::{
     GetPromptResult, Prompt, PromptArgument, PromptMessage, ReadResourceResult, Resource, ResourceContents, Role,
@@ -16,6 +17,8 @@ use crate::Error;
 pub const STATUS_URI: &str = "local-mcp://status";
 pub const QUEUE_URI: &str = "local-mcp://queue";
 pub const REPORTS_URI: &str = "local-mcp://reports";
+/// `local-mcp://attachments/<id>`: the copy of an attachment agents get.
+pub const ATTACHMENT_URI_PREFIX: &str = "local-mcp://attachments/";
 pub const LOOP_PROMPT: &str = "agent-loop";
 
 const JSON: &str = "application/json";
@@ -41,6 +44,9 @@ pub fn resources() -> Vec<Resource> {
 
 /// Read a resource for a caller connected to `caller_queue`.
 pub async fn read(queue: &Queue, caller_queue: &str, uri: &str) -> Result<ReadResourceResult, McpError> {
+    if let Some(id) = uri.strip_prefix(ATTACHMENT_URI_PREFIX) {
+        return read_attachment(queue, id, uri).await;
+    }
     let value = match uri {
         STATUS_URI => serde_json::to_value(queue.status().await.map_err(internal)?),
         QUEUE_URI => {
@@ -68,6 +74,26 @@ pub async fn read(queue: &Queue, caller_queue: &str, uri: &str) -> Result<ReadRe
     Ok(ReadResourceResult::new(vec![
         ResourceContents::text(text, uri).with_mime_type(JSON)
     ]))
+}
+
+/// An attachment's delivery copy: an image as base64, text as text.
+async fn read_attachment(queue: &Queue, id: &str, uri: &str) -> Result<ReadResourceResult, McpError> {
+    let (attachment, path) = match queue.attachment_file(id.to_owned(), true).await {
+        Ok(found) => found,
+        Err(Error::NotFound(m)) => return Err(McpError::resource_not_found(m, None)),
+        Err(e) => return Err(internal(e)),
+    };
+    let bytes = tokio::fs::read(&path)
+        .await
+        .map_err(|e| internal(Error::internal("reading an attachment", e)))?;
+    let mime = attachment.delivery.mime_type;
+    let contents = if attachment.kind == "image" {
+        use base64::Engine as _;
+        ResourceContents::blob(base64::engine::general_purpose::STANDARD.encode(bytes), uri)
+    } else {
+        ResourceContents::text(String::from_utf8_lossy(&bytes), uri)
+    };
+    Ok(ReadResourceResult::new(vec![contents.with_mime_type(mime)]))
 }
 
 fn internal(e: Error) -> McpError {

@@ -4,11 +4,16 @@
 //! transport types here. Everything else in the engine may use it; it uses
 //! nothing but `error`.
 
+mod attachments;
 mod queues;
 mod reports;
 mod settings;
 mod status;
 
+pub use attachments::{
+    attachment_name, Attachment, DeliveredAttachment, DeliveryCopy, Upload, MAX_ATTACHMENTS, MAX_ATTACHMENT_BYTES,
+    MAX_ATTACHMENT_NAME_CHARS, MAX_INLINE_TEXT_BYTES,
+};
 pub use queues::{
     mcp_path, queue_from_path, queue_name, queue_or_default, InstructionPatch, NewInstruction, QueueInfo, QueuePatch,
     QueueRecord, DEFAULT_QUEUE, MAX_QUEUE_NAME_CHARS, MCP_PATH,
@@ -68,6 +73,9 @@ pub struct Instruction {
     /// What the agent reported on it, once it has (listings only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub report: Option<Report>,
+    /// Its files, in order (absent when it has none).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub attachments: Vec<Attachment>,
 }
 
 impl Instruction {
@@ -91,6 +99,7 @@ impl Instruction {
             queue,
             target,
             report: None,
+            attachments: Vec::new(),
         }
     }
 }
@@ -154,6 +163,10 @@ pub struct DeliveredInstruction {
     pub consumed_at: String,
     /// The agent id it was addressed to; `null`: anyone in the queue.
     pub target: Option<String>,
+    /// Its files (absent when it has none): images follow this text as image
+    /// blocks, small text files as embedded resources, each also at `path`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub attachments: Vec<DeliveredAttachment>,
 }
 
 /// The result of one `get_user_request` call, exactly the JSON an agent gets.

@@ -6,6 +6,7 @@
 //! knows nothing of HTTP or MCP: both front ends call the same methods.
 
 mod agents;
+mod attachments;
 mod dispatch;
 mod queues;
 mod reports;
@@ -121,6 +122,7 @@ impl Queue {
         self.blocking(move |i| {
             i.store.read(|db| {
                 let mut items = db.list(&listing)?;
+                db.fill_attachments(&mut items)?;
                 let consumed: Vec<String> = items
                     .iter()
                     .filter(|i| i.status == InstructionStatus::Consumed)
@@ -141,8 +143,11 @@ impl Queue {
 
     pub async fn get(&self, id: String) -> Result<Instruction> {
         self.blocking(move |i| {
-            i.store
-                .read(|db| db.get_instruction(&id)?.ok_or_else(|| not_found(&id)))
+            i.store.read(|db| {
+                let mut item = db.get_instruction(&id)?.ok_or_else(|| not_found(&id))?;
+                db.fill_attachments(std::slice::from_mut(&mut item))?;
+                Ok(item)
+            })
         })
         .await
     }
@@ -244,6 +249,13 @@ impl Queue {
             })
             .await?;
         let item = first(items)?;
+        // After the commit (the rows went with it); a crash first leaves files the start sweeps.
+        let id = item.id.clone();
+        self.blocking(move |i| {
+            i.store.files().remove_all(&id);
+            Ok(())
+        })
+        .await?;
         tracing::info!(id = %item.id, "instruction deleted");
         Ok(item)
     }
@@ -331,6 +343,29 @@ impl Queue {
                     let item =
                         Instruction::new_pending(source.content, source.queue, source.target, position, time::now());
                     db.insert_instruction(&item)?;
+                    // Its files come along: linked into the copy's folder before the rows commit.
+                    let rows = db.attachments_of(&id)?;
+                    if !rows.is_empty() {
+                        let copies = attachments::copies(&rows, &item.id);
+                        let names: Vec<(String, String)> = rows
+                            .iter()
+                            .zip(&copies)
+                            .flat_map(|(old, new)| {
+                                let mut pairs = vec![(old.file.clone(), new.file.clone())];
+                                if old.delivery_file != old.file {
+                                    pairs.push((old.delivery_file.clone(), new.delivery_file.clone()));
+                                }
+                                pairs
+                            })
+                            .collect();
+                        i.store
+                            .files()
+                            .copy(&id, &item.id, &names)
+                            .map_err(|e| Error::internal("copying an instruction's attachments", e))?;
+                        for row in &copies {
+                            db.insert_attachment(row)?;
+                        }
+                    }
                     Ok(vec![item])
                 })
             })
@@ -435,7 +470,8 @@ impl Inner {
         let events = self.store.write(
             Durability::Full,
             |db| {
-                let items = body(db)?;
+                let mut items = body(db)?;
+                db.fill_attachments(&mut items)?;
                 let now = time::now();
                 // Each event says how many are pending in its instruction's queue.
                 let mut counted: Vec<(String, u64)> = Vec::new();

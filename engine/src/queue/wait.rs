@@ -17,8 +17,8 @@ use super::dispatch::Place;
 use super::{log_event, Inner, Queue};
 use crate::events::{Event, EventData, EventKind};
 use crate::model::{
-    agent_id, queue_or_default, DeliveredInstruction, Instruction, ResultType, UserRequestResult, DEFAULT_AGENT_ID,
-    MAX_WAIT_SECONDS,
+    agent_id, queue_or_default, DeliveredAttachment, DeliveredInstruction, Instruction, ResultType, UserRequestResult,
+    DEFAULT_AGENT_ID, MAX_WAIT_SECONDS,
 };
 use crate::store::Durability;
 use crate::{time, Result};
@@ -45,9 +45,12 @@ pub enum WaitOutcome {
     Stopped,
 }
 
+/// A claimed instruction and what its agent is told of its files.
+type Taken = (Instruction, Vec<DeliveredAttachment>);
+
 /// What one claim transaction found.
 enum Claim {
-    Got(Instruction, u64),
+    Got(Taken, u64),
     Stopped(u64),
     Nothing,
 }
@@ -126,7 +129,7 @@ impl Queue {
         drop(call);
 
         let waited = started.elapsed().as_secs();
-        let (item, remaining) = match ended {
+        let ((item, attachments), remaining) = match ended {
             Ok(claimed) => claimed,
             Err((outcome, remaining)) => return self.finish_empty(&queue, &agent, outcome, remaining, waited).await,
         };
@@ -141,6 +144,7 @@ impl Queue {
                 id: item.id,
                 content: item.content,
                 target: item.target,
+                attachments,
             }),
             response: None,
             remaining_pending: remaining,
@@ -157,7 +161,7 @@ impl Queue {
         place: &Place,
         signals: Signals<'_>,
         deadline: Instant,
-    ) -> Result<std::result::Result<(Instruction, u64), (WaitOutcome, u64)>> {
+    ) -> Result<std::result::Result<(Taken, u64), (WaitOutcome, u64)>> {
         let queue = place.queue.as_str();
         loop {
             tokio::select! {
@@ -257,13 +261,15 @@ impl Queue {
                             got => got,
                         }
                     };
-                    let Some(item) = item else {
+                    let Some(mut item) = item else {
                         if first {
                             db.touch_agent(&queue, &agent, &now, None)?;
                         }
                         return Ok((Claim::Nothing, None));
                     };
                     db.touch_agent(&queue, &agent, &now, Some(ResultType::Instruction))?;
+                    let rows = db.attachments_of(&item.id)?;
+                    item.attachments = rows.iter().map(|r| r.attachment.clone()).collect();
                     let (left, remaining) = db.pending_in(&queue, &agent)?;
                     let event = log_event(
                         db,
@@ -274,7 +280,8 @@ impl Queue {
                             Some(left),
                         ),
                     )?;
-                    Ok((Claim::Got(item, remaining), Some(event)))
+                    let delivered = super::attachments::delivered(i.store.files(), &rows, item.content.len());
+                    Ok((Claim::Got((item, delivered), remaining), Some(event)))
                 },
                 |(claim, event)| {
                     if let Some(event) = event {

@@ -98,6 +98,31 @@ const MIGRATIONS: &[&str] = &[
     CREATE INDEX reports_by_agent ON reports(queue, agent_id, created_at);
     CREATE INDEX reports_by_time ON reports(created_at);
     "#,
+    // 4: attachments (`docs/ARCHITECTURE.md`, "Attachments"). The files live
+    // beside the database; a row exists only once its files are on disk.
+    // Deleting a (pending) instruction deletes its rows with it.
+    r#"
+    CREATE TABLE attachments (
+        id TEXT PRIMARY KEY NOT NULL,
+        instruction_id TEXT NOT NULL REFERENCES instructions(id) ON DELETE CASCADE,
+        ordinal INTEGER NOT NULL,
+        name TEXT NOT NULL,
+        kind TEXT NOT NULL CHECK (kind IN ('image', 'text')),
+        mime_type TEXT NOT NULL,
+        bytes INTEGER NOT NULL,
+        width INTEGER,
+        height INTEGER,
+        sha256 TEXT NOT NULL,
+        file TEXT NOT NULL,
+        delivery_file TEXT NOT NULL,
+        delivery_mime_type TEXT NOT NULL,
+        delivery_bytes INTEGER NOT NULL,
+        delivery_width INTEGER,
+        delivery_height INTEGER,
+        created_at TEXT NOT NULL
+    );
+    CREATE INDEX attachments_by_instruction ON attachments(instruction_id, ordinal);
+    "#,
 ];
 
 /// The schema version this build writes.

@@ -12,6 +12,7 @@
 //! crash of the app; a power loss can at worst roll the claim back so the
 //! instruction is delivered again, never lost).
 
+mod files;
 mod migrations;
 mod queries;
 
@@ -23,7 +24,8 @@ use rusqlite::{Connection, TransactionBehavior};
 
 use crate::{paths, Error, Result};
 
-pub use queries::{Db, PendingChange, QueueTally, StoredEvent};
+pub use files::{Files, NewFile};
+pub use queries::{AttachmentRow, Db, PendingChange, QueueTally, StoredEvent};
 
 /// How hard a commit must try to reach the disk.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -37,6 +39,8 @@ pub enum Durability {
 /// The database: one connection, opened, migrated and configured.
 pub struct Store {
     conn: Mutex<Connection>,
+    /// The attachment files, beside the database.
+    files: Files,
 }
 
 impl Store {
@@ -60,15 +64,15 @@ impl Store {
         }
         let conn = Connection::open(path)
             .map_err(|e| Error::Startup(format!("cannot open the database {}: {e}", path.display())))?;
-        Self::configure(conn, true)
+        Self::configure(conn, true, Files::beside(path))
     }
 
     /// A private in-memory database, for unit tests.
     pub fn open_in_memory() -> Result<Store> {
-        Self::configure(Connection::open_in_memory()?, false)
+        Self::configure(Connection::open_in_memory()?, false, Files::temporary())
     }
 
-    fn configure(mut conn: Connection, wal: bool) -> Result<Store> {
+    fn configure(mut conn: Connection, wal: bool, files: Files) -> Result<Store> {
         // A busy timeout matters only if another process (a CLI, a backup tool)
         // holds the file; five seconds rides out a checkpoint without hanging a caller.
         conn.busy_timeout(Duration::from_secs(5))?;
@@ -82,13 +86,30 @@ impl Store {
         }
         conn.execute_batch("PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON;")?;
         migrations::migrate(&mut conn)?;
-        Ok(Store { conn: Mutex::new(conn) })
+        Ok(Store {
+            conn: Mutex::new(conn),
+            files,
+        })
     }
 
     fn lock(&self) -> MutexGuard<'_, Connection> {
         // A panic while holding the lock cannot leave a half-done transaction
         // behind (rusqlite rolls back on drop), so a poisoned lock is still usable.
         self.conn.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The attachment files of this database.
+    pub fn files(&self) -> &Files {
+        &self.files
+    }
+
+    /// Remove attachment files that no row names (left by a crash between
+    /// writing files and committing their rows). Run at start.
+    pub fn sweep_files(&self) -> Result<usize> {
+        let kept = self.read(|db| db.attachment_files())?;
+        self.files
+            .sweep(&kept)
+            .map_err(|e| Error::internal("cleaning the attachment folder", e))
     }
 
     /// Run read-only statements.

@@ -5,8 +5,8 @@
 use rusqlite::{params, Connection, OptionalExtension, Row};
 
 use crate::model::{
-    AgentActivity, Instruction, InstructionStatus, Listing, QueueCounts, QueueRecord, Report, ResultType, Settings,
-    StatusFilter,
+    AgentActivity, Attachment, DeliveryCopy, Instruction, InstructionStatus, Listing, QueueCounts, QueueRecord, Report,
+    ResultType, Settings, StatusFilter,
 };
 use crate::Result;
 
@@ -60,6 +60,7 @@ fn instruction_from_row(row: &Row<'_>) -> rusqlite::Result<Instruction> {
         queue: row.get("queue")?,
         target: row.get("target")?,
         report: None,
+        attachments: Vec::new(),
     })
 }
 
@@ -77,6 +78,45 @@ fn report_from_row(row: &Row<'_>) -> rusqlite::Result<Report> {
         options: serde_json::from_str(&options).unwrap_or_default(),
         html: row.get("html")?,
         created_at: row.get("created_at")?,
+    })
+}
+
+const ATTACHMENT_COLUMNS: &str = "id, instruction_id, ordinal, name, kind, mime_type, bytes, width, height, sha256, \
+    file, delivery_file, delivery_mime_type, delivery_bytes, delivery_width, delivery_height, created_at";
+
+/// An attachment row: the metadata, and the names of its two files in the
+/// instruction's folder (the same name twice for a text file).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AttachmentRow {
+    pub attachment: Attachment,
+    pub ordinal: i64,
+    pub file: String,
+    pub delivery_file: String,
+}
+
+fn attachment_from_row(row: &Row<'_>) -> rusqlite::Result<AttachmentRow> {
+    Ok(AttachmentRow {
+        attachment: Attachment {
+            id: row.get("id")?,
+            instruction_id: row.get("instruction_id")?,
+            name: row.get("name")?,
+            kind: row.get("kind")?,
+            mime_type: row.get("mime_type")?,
+            bytes: row.get::<_, i64>("bytes")? as u64,
+            width: row.get("width")?,
+            height: row.get("height")?,
+            sha256: row.get("sha256")?,
+            delivery: DeliveryCopy {
+                mime_type: row.get("delivery_mime_type")?,
+                bytes: row.get::<_, i64>("delivery_bytes")? as u64,
+                width: row.get("delivery_width")?,
+                height: row.get("delivery_height")?,
+            },
+            created_at: row.get("created_at")?,
+        },
+        ordinal: row.get("ordinal")?,
+        file: row.get("file")?,
+        delivery_file: row.get("delivery_file")?,
     })
 }
 
@@ -387,6 +427,90 @@ impl<'c> Db<'c> {
             }
         }
         Ok(items)
+    }
+
+    // ---- attachments --------------------------------------------------------
+
+    pub fn insert_attachment(&self, a: &AttachmentRow) -> Result<()> {
+        let m = &a.attachment;
+        self.conn
+            .prepare_cached(&format!(
+                "INSERT INTO attachments ({ATTACHMENT_COLUMNS})
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)"
+            ))?
+            .execute(params![
+                m.id,
+                m.instruction_id,
+                a.ordinal,
+                m.name,
+                m.kind,
+                m.mime_type,
+                m.bytes as i64,
+                m.width,
+                m.height,
+                m.sha256,
+                a.file,
+                a.delivery_file,
+                m.delivery.mime_type,
+                m.delivery.bytes as i64,
+                m.delivery.width,
+                m.delivery.height,
+                m.created_at
+            ])?;
+        Ok(())
+    }
+
+    /// One instruction's attachments, in order.
+    pub fn attachments_of(&self, instruction_id: &str) -> Result<Vec<AttachmentRow>> {
+        let mut stmt = self.conn.prepare_cached(&format!(
+            "SELECT {ATTACHMENT_COLUMNS} FROM attachments WHERE instruction_id = ?1 ORDER BY ordinal"
+        ))?;
+        let rows = stmt
+            .query_map([instruction_id], attachment_from_row)?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        Ok(rows)
+    }
+
+    /// Fill in the attachments of each instruction (one index seek each).
+    pub fn fill_attachments(&self, items: &mut [Instruction]) -> Result<()> {
+        for item in items {
+            item.attachments = self
+                .attachments_of(&item.id)?
+                .into_iter()
+                .map(|r| r.attachment)
+                .collect();
+        }
+        Ok(())
+    }
+
+    pub fn get_attachment(&self, id: &str) -> Result<Option<AttachmentRow>> {
+        Ok(self
+            .conn
+            .prepare_cached(&format!("SELECT {ATTACHMENT_COLUMNS} FROM attachments WHERE id = ?1"))?
+            .query_row([id], attachment_from_row)
+            .optional()?)
+    }
+
+    pub fn delete_attachment(&self, id: &str) -> Result<()> {
+        self.conn
+            .prepare_cached("DELETE FROM attachments WHERE id = ?1")?
+            .execute([id])?;
+        Ok(())
+    }
+
+    /// Every (instruction id, file name) some row names: what the folder keeps.
+    pub fn attachment_files(&self) -> Result<std::collections::HashSet<(String, String)>> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT instruction_id, file, delivery_file FROM attachments")?;
+        let mut kept = std::collections::HashSet::new();
+        let mut rows = stmt.query([])?;
+        while let Some(r) = rows.next()? {
+            let instruction: String = r.get(0)?;
+            kept.insert((instruction.clone(), r.get(1)?));
+            kept.insert((instruction, r.get(2)?));
+        }
+        Ok(kept)
     }
 
     // ---- settings -----------------------------------------------------------

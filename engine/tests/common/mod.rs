@@ -184,28 +184,32 @@ impl Server {
     }
 }
 
-/// Call `get_user_request` with these arguments and return its structured result.
+/// Call `get_user_request` with these arguments and return its result's JSON.
 pub async fn get_user_request_with(client: &RunningService<RoleClient, ()>, arguments: Value) -> Value {
     let params = CallToolRequestParams::new("get_user_request").with_arguments(arguments.as_object().unwrap().clone());
     let result = client.call_tool(params).await.expect("tools/call");
     assert_ne!(result.is_error, Some(true), "tool error: {result:?}");
-    result.structured_content.clone().expect("structured content")
+    result_json(&result)
 }
 
-/// Call `get_user_request` and return its structured result.
-pub async fn get_user_request(client: &RunningService<RoleClient, ()>, agent: Option<&str>) -> Value {
-    let result = call(client, agent).await;
-    assert_ne!(result.is_error, Some(true), "tool error: {result:?}");
-    let structured = result.structured_content.clone().expect("structured content");
-    // The text block carries the same JSON.
+/// The JSON of a `get_user_request` result: its first block, text. There is
+/// no `structuredContent` (clients drop image blocks beside it).
+pub fn result_json(result: &CallToolResult) -> Value {
+    assert!(result.structured_content.is_none(), "no structured content: {result:?}");
     let text = result
         .content
         .first()
         .and_then(|c| c.as_text())
         .map(|t| t.text.clone())
-        .expect("text block");
-    assert_eq!(serde_json::from_str::<Value>(&text).unwrap(), structured);
-    structured
+        .expect("a text block first");
+    serde_json::from_str(&text).expect("the text block is JSON")
+}
+
+/// Call `get_user_request` and return its result's JSON.
+pub async fn get_user_request(client: &RunningService<RoleClient, ()>, agent: Option<&str>) -> Value {
+    let result = call(client, agent).await;
+    assert_ne!(result.is_error, Some(true), "tool error: {result:?}");
+    result_json(&result)
 }
 
 pub async fn call(client: &RunningService<RoleClient, ()>, agent: Option<&str>) -> CallToolResult {

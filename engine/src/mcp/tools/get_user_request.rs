@@ -2,16 +2,22 @@
 //!
 //! A thin adapter over [`Queue::get_user_request`]: it parses arguments,
 //! merges the ways a caller can go away into one token, sends progress while
-//! the call waits, and shapes the result (structured content plus the same
-//! JSON as text). Errors a caller can fix become tool results with
+//! the call waits, and shapes the result: the JSON as the first text block,
+//! then one image block per attached image and one embedded resource per
+//! small text file. No `structuredContent` and no `outputSchema`: Claude
+//! Code drops the image blocks of a result that carries structured content
+//! (anthropics/claude-code#54737), and a structured copy of base64 data
+//! blows its result cap. Errors a caller can fix become tool results with
 //! `isError: true` (an agent's loop survives them); only internal failures
 //! are protocol errors.
 
 use std::time::Duration;
 
-use rmcp::handler::server::common::{schema_for_output, schema_for_type};
+use base64::Engine as _;
+use rmcp::handler::server::common::schema_for_type;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResult, ProgressNotificationParam, ProgressToken, Tool, ToolAnnotations,
+    CallToolRequestParams, CallToolResult, ContentBlock as Content, ProgressNotificationParam, ProgressToken,
+    ResourceContents, Tool, ToolAnnotations,
 };
 #[allow(deprecated)] // see `announce_wait`
 use rmcp::model::{LoggingLevel, LoggingMessageNotificationParam};
@@ -72,7 +78,6 @@ pub fn definition() -> Tool {
     annotations.open_world_hint = Some(false);
     Tool::new(NAME, TOOL_DESCRIPTION, portable(&schema_for_type::<Args>()))
         .with_title("Get the user's next request")
-        .with_raw_output_schema(portable(&schema_for_output::<UserRequestResult>()))
         .with_annotations(annotations)
 }
 
@@ -145,13 +150,7 @@ pub async fn call(
     gone.cancel();
 
     match result {
-        Ok((result, _outcome)) => match serde_json::to_value(&result) {
-            Ok(value) => Ok(CallToolResult::structured(value)),
-            Err(e) => Err(McpError::internal_error(
-                format!("could not encode the result: {e}"),
-                None,
-            )),
-        },
+        Ok((result, _outcome)) => shape(result).await,
         Err(e) if e.is_internal() => {
             // The edge where a failure leaves the engine: log it here, once.
             e.log();
@@ -159,6 +158,40 @@ pub async fn call(
         }
         Err(e) => Ok(tool_error(&e.to_string())),
     }
+}
+
+/// The result as content blocks: the JSON first, then the attachments that
+/// ride inline, read from their delivery copies. One that cannot be read
+/// goes by path only (and its JSON says so).
+async fn shape(mut result: UserRequestResult) -> Result<CallToolResult, McpError> {
+    let mut blocks = Vec::new();
+    if let Some(instruction) = result.instruction.as_mut() {
+        for a in instruction.attachments.iter_mut().filter(|a| a.inline) {
+            match tokio::fs::read(&a.path).await {
+                Ok(bytes) if a.mime_type.starts_with("image/") => {
+                    blocks.push(Content::image(
+                        base64::engine::general_purpose::STANDARD.encode(bytes),
+                        a.mime_type.clone(),
+                    ));
+                }
+                Ok(bytes) => {
+                    let text = String::from_utf8_lossy(&bytes).into_owned();
+                    let uri = format!("{}{}", crate::mcp::catalog::ATTACHMENT_URI_PREFIX, a.id);
+                    blocks.push(Content::resource(
+                        ResourceContents::text(text, uri).with_mime_type(a.mime_type.clone()),
+                    ));
+                }
+                Err(e) => {
+                    tracing::warn!(path = %a.path, error = %e, "an attachment's delivery copy cannot be read; sent by path only");
+                    a.inline = false;
+                }
+            }
+        }
+    }
+    let json = serde_json::to_string(&result)
+        .map_err(|e| McpError::internal_error(format!("could not encode the result: {e}"), None))?;
+    blocks.insert(0, Content::text(json));
+    Ok(CallToolResult::success(blocks))
 }
 
 /// The first message of a waiting call: progress 0 when the caller asked

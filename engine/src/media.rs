@@ -1,0 +1,347 @@
+//! What an uploaded file is, decided from its bytes, and the copy an agent
+//! gets of it.
+//!
+//! The declared type and the file name are never trusted: a file is an
+//! image when its magic number names one of the accepted formats *and* it
+//! decodes; it is text when it is valid UTF-8 without NUL characters and not
+//! an SVG (which is markup that can run script, and is never accepted).
+//! Decoding is bounded — the header's size is checked against
+//! [`MAX_PIXELS`] and the decoder runs under the `image` crate's `Limits` —
+//! so a decompression bomb is refused before any large allocation.
+//!
+//! An image's delivery copy is what vision models take without rescaling:
+//! its EXIF orientation applied (then every piece of metadata dropped by the
+//! re-encode), the long edge at most [`LONG_EDGE`] pixels, PNG while that
+//! stays within [`KEEP_PNG_BYTES`], otherwise JPEG at quality 85, and never
+//! more than [`MAX_DELIVERY_BYTES`].
+
+use std::io::Cursor;
+
+use image::codecs::jpeg::JpegEncoder;
+use image::codecs::png::PngEncoder;
+use image::imageops::FilterType;
+use image::{DynamicImage, ImageDecoder, ImageFormat, ImageReader, Limits};
+use sha2::{Digest, Sha256};
+
+use crate::Error;
+
+/// The largest image accepted, in pixels (width × height, from the header).
+pub const MAX_PIXELS: u64 = 50_000_000;
+/// The long edge of a delivery copy: what current vision models take as is.
+pub const LONG_EDGE: u32 = 1568;
+/// A scaled image stays PNG (lossless: screenshots of text) up to this size.
+pub const KEEP_PNG_BYTES: usize = 1024 * 1024;
+/// No delivery copy is larger (Anthropic's 5 MB limit on base64 is 3.75 MiB raw).
+pub const MAX_DELIVERY_BYTES: usize = 3 * 1024 * 1024 + 768 * 1024;
+/// The largest decoded buffer: 50 megapixels of 16-bit RGBA.
+const MAX_ALLOC: u64 = MAX_PIXELS * 8;
+
+/// What is accepted, as every refusal says it.
+pub const ACCEPTED: &str = "PNG, JPEG, WebP, GIF, BMP or TIFF images, or UTF-8 text files";
+
+/// Image or text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Image,
+    Text,
+}
+
+impl Kind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::Image => "image",
+            Kind::Text => "text",
+        }
+    }
+}
+
+/// An encoded image or a text file, as stored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Encoded {
+    pub mime_type: &'static str,
+    /// File-name extension for this type, without the dot.
+    pub ext: &'static str,
+    pub width: Option<u32>,
+    pub height: Option<u32>,
+}
+
+/// An accepted upload: what the original is, and the delivery copy's bytes
+/// (`None` for text: the original is what an agent gets).
+#[derive(Debug)]
+pub struct Prepared {
+    pub kind: Kind,
+    pub original: Encoded,
+    pub sha256: String,
+    pub delivery: Option<(Encoded, Vec<u8>)>,
+}
+
+/// Inspect an upload and, for an image, make its delivery copy. CPU-bound
+/// (a decode and an encode): call it off the async threads.
+pub fn prepare(bytes: &[u8]) -> Result<Prepared, Error> {
+    let sha256 = hex::encode(Sha256::digest(bytes));
+    if let Some(format) = image_format(bytes) {
+        let (original, delivery) = image(bytes, format)?;
+        return Ok(Prepared {
+            kind: Kind::Image,
+            original,
+            sha256,
+            delivery: Some(delivery),
+        });
+    }
+    text(bytes)?;
+    Ok(Prepared {
+        kind: Kind::Text,
+        original: Encoded {
+            mime_type: "text/plain; charset=utf-8",
+            ext: "txt",
+            width: None,
+            height: None,
+        },
+        sha256,
+        delivery: None,
+    })
+}
+
+/// The accepted image format the magic number names, if any.
+fn image_format(bytes: &[u8]) -> Option<ImageFormat> {
+    let format = image::guess_format(bytes).ok()?;
+    matches!(
+        format,
+        ImageFormat::Png
+            | ImageFormat::Jpeg
+            | ImageFormat::WebP
+            | ImageFormat::Gif
+            | ImageFormat::Bmp
+            | ImageFormat::Tiff
+    )
+    .then_some(format)
+}
+
+fn describe(format: ImageFormat) -> (&'static str, &'static str, &'static str) {
+    match format {
+        ImageFormat::Png => ("PNG", "image/png", "png"),
+        ImageFormat::Jpeg => ("JPEG", "image/jpeg", "jpg"),
+        ImageFormat::WebP => ("WebP", "image/webp", "webp"),
+        ImageFormat::Gif => ("GIF", "image/gif", "gif"),
+        ImageFormat::Bmp => ("BMP", "image/bmp", "bmp"),
+        _ => ("TIFF", "image/tiff", "tiff"),
+    }
+}
+
+fn image(bytes: &[u8], format: ImageFormat) -> Result<(Encoded, (Encoded, Vec<u8>)), Error> {
+    let (label, mime_type, ext) = describe(format);
+    let unreadable = |e: image::ImageError| Error::Invalid(format!("this {label} image cannot be read: {e}"));
+    let mut reader = ImageReader::with_format(Cursor::new(bytes), format);
+    let mut limits = Limits::default();
+    limits.max_alloc = Some(MAX_ALLOC);
+    reader.limits(limits);
+    let mut decoder = reader.into_decoder().map_err(unreadable)?;
+    let (width, height) = decoder.dimensions();
+    // The header is read; nothing large is allocated yet.
+    let pixels = u64::from(width) * u64::from(height);
+    if pixels > MAX_PIXELS || decoder.total_bytes() > MAX_ALLOC {
+        return Err(Error::TooLarge(format!(
+            "the image is {width}×{height} pixels; the limit is {} megapixels",
+            MAX_PIXELS / 1_000_000
+        )));
+    }
+    if width == 0 || height == 0 {
+        return Err(Error::Invalid(format!("this {label} image has no pixels")));
+    }
+    let orientation = decoder
+        .orientation()
+        .unwrap_or(image::metadata::Orientation::NoTransforms);
+    // GIF: the first frame.
+    let mut img = DynamicImage::from_decoder(decoder).map_err(unreadable)?;
+    img.apply_orientation(orientation);
+    let original = Encoded {
+        mime_type,
+        ext,
+        width: Some(img.width()),
+        height: Some(img.height()),
+    };
+    Ok((original, delivery_copy(img)?))
+}
+
+/// Scale, then PNG if small enough, else JPEG at falling quality until it fits.
+fn delivery_copy(img: DynamicImage) -> Result<(Encoded, Vec<u8>), Error> {
+    let (w, h) = (img.width(), img.height());
+    let img = if w.max(h) > LONG_EDGE {
+        // `resize` keeps the aspect ratio within the box.
+        img.resize(LONG_EDGE, LONG_EDGE, FilterType::Lanczos3)
+    } else {
+        img
+    };
+    let encoding = |e: image::ImageError| Error::internal("encoding an image's delivery copy", e);
+    let (width, height) = (Some(img.width()), Some(img.height()));
+    let mut png = Vec::new();
+    let rgba = img.has_alpha();
+    let flat = if rgba {
+        DynamicImage::ImageRgba8(img.to_rgba8())
+    } else {
+        DynamicImage::ImageRgb8(img.to_rgb8())
+    };
+    flat.write_with_encoder(PngEncoder::new(&mut png)).map_err(encoding)?;
+    if png.len() <= KEEP_PNG_BYTES {
+        let encoded = Encoded {
+            mime_type: "image/png",
+            ext: "png",
+            width,
+            height,
+        };
+        return Ok((encoded, png));
+    }
+    // JPEG has no alpha: transparent parts go on white, as a viewer shows them.
+    let rgb = if rgba { on_white(&flat) } else { flat.to_rgb8() };
+    for quality in [85, 70, 55, 40] {
+        let mut jpeg = Vec::new();
+        JpegEncoder::new_with_quality(&mut jpeg, quality)
+            .encode_image(&rgb)
+            .map_err(encoding)?;
+        if jpeg.len() <= MAX_DELIVERY_BYTES {
+            let encoded = Encoded {
+                mime_type: "image/jpeg",
+                ext: "jpg",
+                width,
+                height,
+            };
+            return Ok((encoded, jpeg));
+        }
+    }
+    Err(Error::TooLarge(format!(
+        "this image does not fit in {MAX_DELIVERY_BYTES} bytes even as a JPEG at quality 40"
+    )))
+}
+
+fn on_white(img: &DynamicImage) -> image::RgbImage {
+    let rgba = img.to_rgba8();
+    image::RgbImage::from_fn(rgba.width(), rgba.height(), |x, y| {
+        let [r, g, b, a] = rgba.get_pixel(x, y).0;
+        let over = |c: u8| ((u16::from(c) * u16::from(a) + 255 * (255 - u16::from(a))) / 255) as u8;
+        image::Rgb([over(r), over(g), over(b)])
+    })
+}
+
+fn text(bytes: &[u8]) -> Result<(), Error> {
+    let refused = |why: &str| Error::Unsupported(format!("{why}; accepted: {ACCEPTED}"));
+    let Ok(text) = std::str::from_utf8(bytes) else {
+        return Err(refused("this file is neither an accepted image nor UTF-8 text"));
+    };
+    if text.contains('\0') {
+        return Err(refused("this file is binary (it contains NUL bytes)"));
+    }
+    if is_svg(text) {
+        return Err(refused("SVG images are not accepted (they can carry script)"));
+    }
+    Ok(())
+}
+
+/// An SVG document: markup whose root element is `<svg`, possibly after an
+/// XML declaration, comments or a doctype.
+fn is_svg(text: &str) -> bool {
+    let head: String = text.trim_start_matches('\u{feff}').chars().take(4096).collect();
+    let head = head.trim_start().to_ascii_lowercase();
+    head.starts_with('<') && head.contains("<svg")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn png(width: u32, height: u32) -> Vec<u8> {
+        let img = image::RgbImage::from_fn(width, height, |x, y| image::Rgb([(x % 256) as u8, (y % 256) as u8, 90]));
+        let mut out = Vec::new();
+        DynamicImage::ImageRgb8(img)
+            .write_with_encoder(PngEncoder::new(&mut out))
+            .unwrap();
+        out
+    }
+
+    #[test]
+    fn a_big_png_is_scaled_to_the_long_edge() {
+        let p = prepare(&png(3000, 1000)).unwrap();
+        assert_eq!(p.kind, Kind::Image);
+        assert_eq!((p.original.width, p.original.height), (Some(3000), Some(1000)));
+        let (enc, bytes) = p.delivery.unwrap();
+        assert_eq!((enc.width, enc.height), (Some(LONG_EDGE), Some(523)));
+        let back = image::load_from_memory(&bytes).unwrap();
+        assert_eq!((back.width(), back.height()), (LONG_EDGE, 523));
+    }
+
+    #[test]
+    fn a_small_png_stays_png_at_its_size() {
+        let p = prepare(&png(40, 30)).unwrap();
+        let (enc, bytes) = p.delivery.unwrap();
+        assert_eq!(
+            (enc.mime_type, enc.width, enc.height),
+            ("image/png", Some(40), Some(30))
+        );
+        assert_eq!(image::guess_format(&bytes).unwrap(), ImageFormat::Png);
+    }
+
+    #[test]
+    fn noise_too_big_for_png_becomes_jpeg_within_the_cap() {
+        let mut seed = 12345u32;
+        let img = image::RgbImage::from_fn(1400, 1400, |_, _| {
+            seed = seed.wrapping_mul(1_103_515_245).wrapping_add(12345);
+            let b = seed.to_le_bytes();
+            image::Rgb([b[1], b[2], b[3]])
+        });
+        let mut bytes = Vec::new();
+        DynamicImage::ImageRgb8(img)
+            .write_with_encoder(PngEncoder::new(&mut bytes))
+            .unwrap();
+        let (enc, out) = prepare(&bytes).unwrap().delivery.unwrap();
+        assert_eq!(enc.mime_type, "image/jpeg");
+        assert!(out.len() <= MAX_DELIVERY_BYTES);
+    }
+
+    #[test]
+    fn a_header_declaring_too_many_pixels_is_refused_before_decoding() {
+        // A valid PNG signature and IHDR for 100000×100000, and no data.
+        let mut bytes = png(1, 1);
+        bytes[16..20].copy_from_slice(&100_000u32.to_be_bytes());
+        bytes[20..24].copy_from_slice(&100_000u32.to_be_bytes());
+        let crc = crc_of(&bytes[12..29]);
+        bytes[29..33].copy_from_slice(&crc.to_be_bytes());
+        let err = prepare(&bytes).unwrap_err();
+        assert!(matches!(err, Error::TooLarge(_)), "{err}");
+        assert!(err.to_string().contains("50 megapixels"), "{err}");
+    }
+
+    fn crc_of(data: &[u8]) -> u32 {
+        let mut crc = 0xffff_ffffu32;
+        for &b in data {
+            crc ^= u32::from(b);
+            for _ in 0..8 {
+                crc = if crc & 1 != 0 {
+                    (crc >> 1) ^ 0xedb8_8320
+                } else {
+                    crc >> 1
+                };
+            }
+        }
+        !crc
+    }
+
+    #[test]
+    fn broken_and_foreign_files_are_refused() {
+        let whole = png(64, 64);
+        let truncated = prepare(&whole[..whole.len() / 2]).unwrap_err();
+        assert!(matches!(truncated, Error::Invalid(_)), "{truncated}");
+        let zip = b"PK\x03\x04\x14\x00\x00\x00\x08\x00\xff\xfe\x00\x01";
+        assert!(matches!(prepare(zip).unwrap_err(), Error::Unsupported(_)));
+        let svg = "<?xml version=\"1.0\"?>\n<svg xmlns=\"http://www.w3.org/2000/svg\"><script>alert(1)</script></svg>";
+        let err = prepare(svg.as_bytes()).unwrap_err();
+        assert!(err.to_string().contains("SVG"), "{err}");
+        assert!(prepare(b"a\0b").is_err());
+    }
+
+    #[test]
+    fn text_is_text_whatever_its_name() {
+        let p = prepare("fn main() {}\n// <svg> in a comment is fine\n".as_bytes()).unwrap();
+        assert_eq!(p.kind, Kind::Text);
+        assert!(p.delivery.is_none());
+        assert_eq!(p.sha256.len(), 64);
+    }
+}

@@ -1,0 +1,195 @@
+// Attachments on the page: files staged in the composer (paste anywhere,
+// drop on the composer, or the picker), thumbnails with a remove button,
+// files dropped on a pending ticket, and the strip of an instruction's files
+// on the rail and in the ledger. Click a thumbnail to see it full size.
+//
+// The server decides what a file is from its bytes; the page only shows
+// what it sent back. Thumbnails of stored files are the delivery copy, the
+// full view the original; a staged file shows from a local blob: URL.
+
+import { api } from "./api.js";
+import { $, el } from "./dom.js";
+import { applyInstruction, KIND } from "./state.js";
+import { toast } from "./toast.js";
+
+/** The most files an instruction holds (the server says so too). */
+export const MAX_FILES = 8;
+
+/** Files waiting in the composer, in order: { file, url } (url for images). */
+let staged = [];
+
+export function stagedFiles() {
+  return staged.map((s) => s.file);
+}
+
+export function clearStaged() {
+  for (const s of staged) if (s.url) URL.revokeObjectURL(s.url);
+  staged = [];
+  renderStaged();
+}
+
+function stage(files) {
+  const room = MAX_FILES - staged.length;
+  const list = [...files];
+  if (list.length > room) toast(`An instruction holds at most ${MAX_FILES} files; ${list.length - Math.max(room, 0)} left out.`);
+  for (const file of list.slice(0, Math.max(room, 0))) {
+    staged.push({ file, url: file.type.startsWith("image/") ? URL.createObjectURL(file) : null });
+  }
+  renderStaged();
+}
+
+function renderStaged() {
+  const strip = $("composer-files");
+  strip.replaceChildren(
+    ...staged.map((s, i) => {
+      const li = thumb(s.file.name, s.url, () => view(s.file.name, s.url));
+      const remove = el("button", "thumb__remove", "×");
+      remove.type = "button";
+      remove.setAttribute("aria-label", `Remove ${s.file.name}`);
+      remove.addEventListener("click", () => {
+        if (s.url) URL.revokeObjectURL(s.url);
+        staged.splice(i, 1);
+        renderStaged();
+        $("composer-text").focus();
+      });
+      li.append(remove);
+      return li;
+    }),
+  );
+  strip.hidden = staged.length === 0;
+}
+
+/** One thumbnail: an image, or a file chip for text. */
+function thumb(name, src, open) {
+  const li = el("li", "thumb");
+  const btn = el("button", "thumb__open");
+  btn.type = "button";
+  btn.setAttribute("aria-label", `View ${name}`);
+  btn.title = name;
+  if (src) {
+    const img = el("img");
+    img.alt = name;
+    img.loading = "lazy";
+    img.decoding = "async";
+    img.src = src;
+    btn.append(img);
+  } else {
+    btn.classList.add("thumb__open--file");
+    btn.append(el("span", "thumb__name", name));
+  }
+  if (open) btn.addEventListener("click", open);
+  else btn.disabled = true;
+  li.append(btn);
+  return li;
+}
+
+const fileUrl = (a, variant) => `/api/attachments/${encodeURIComponent(a.id)}${variant ? `?variant=${variant}` : ""}`;
+
+/**
+ * The strip of a stored instruction's files. `removable` adds × buttons
+ * (pending tickets); each thumbnail opens the full view.
+ */
+export function attachmentStrip(item, { removable = false } = {}) {
+  const ul = el("ul", "thumbs");
+  ul.setAttribute("aria-label", `${item.attachments.length} attached file${item.attachments.length === 1 ? "" : "s"}`);
+  for (const a of item.attachments) {
+    const image = a.kind === "image";
+    const li = thumb(a.name, image ? fileUrl(a, "delivery") : null, () =>
+      image ? view(a.name, fileUrl(a)) : window.open(fileUrl(a), "_blank", "noopener,noreferrer"),
+    );
+    li.dataset.attachment = a.id;
+    if (removable) {
+      const remove = el("button", "thumb__remove", "×");
+      remove.type = "button";
+      remove.dataset.action = "detach";
+      remove.setAttribute("aria-label", `Remove ${a.name}`);
+      remove.addEventListener("click", () => detach(item.id, a.id));
+      li.append(remove);
+    }
+    ul.append(li);
+  }
+  return ul;
+}
+
+async function detach(id, attachmentId) {
+  try {
+    const { item } = await api.detach(id, attachmentId);
+    applyInstruction(KIND.updated, item);
+  } catch (err) {
+    toast(err.status === 409 ? "Too late: an agent already took that instruction." : `Not removed: ${err.message}`);
+  }
+}
+
+/** Add files to a pending ticket (dropped on it). */
+export async function attachTo(id, files) {
+  try {
+    const { item } = await api.attach(id, files);
+    applyInstruction(KIND.updated, item);
+    toast(`${files.length === 1 ? "File" : `${files.length} files`} attached.`);
+  } catch (err) {
+    toast(err.status === 409 ? "Too late: an agent already took that instruction." : `Not attached: ${err.message}`);
+  }
+}
+
+/** Full-size view in a dialog; Esc or a click closes it. */
+function view(name, src) {
+  if (!src) return;
+  const dialog = $("viewer");
+  const img = $("viewer-img");
+  img.src = src;
+  img.alt = name;
+  $("viewer-name").textContent = name;
+  dialog.showModal();
+}
+
+/** The originals of a stored instruction's files, for "Undo" after a delete. */
+export async function fetchOriginals(item) {
+  const files = [];
+  for (const a of item.attachments ?? []) {
+    const res = await fetch(fileUrl(a), { credentials: "same-origin" });
+    if (!res.ok) throw new Error(`could not keep ${a.name} for Undo`);
+    files.push(new File([await res.blob()], a.name, { type: a.mime_type }));
+  }
+  return files;
+}
+
+const filesOf = (dt) => [...(dt?.files ?? [])];
+const hasFiles = (dt) => [...(dt?.types ?? [])].includes("Files");
+
+export function initAttach() {
+  const picker = $("composer-pick");
+  $("composer-attach").addEventListener("click", () => picker.click());
+  picker.addEventListener("change", () => {
+    stage(picker.files);
+    picker.value = "";
+  });
+  // Paste anywhere: files go to the composer; text pastes as usual.
+  document.addEventListener("paste", (e) => {
+    const files = filesOf(e.clipboardData);
+    if (!files.length) return;
+    e.preventDefault();
+    stage(files);
+    $("composer-text").focus();
+  });
+  // Drop on the composer stages; drop on a pending ticket attaches to it.
+  document.addEventListener("dragover", (e) => {
+    if (!hasFiles(e.dataTransfer)) return;
+    const target = e.target.closest?.("#composer, #rail li[data-id]");
+    if (!target) return;
+    e.preventDefault();
+    e.dataTransfer.dropEffect = "copy";
+    target.classList.add("is-drop");
+  });
+  document.addEventListener("dragleave", (e) => e.target.closest?.(".is-drop")?.classList.remove("is-drop"));
+  document.addEventListener("drop", (e) => {
+    const target = e.target.closest?.("#composer, #rail li[data-id]");
+    document.querySelectorAll(".is-drop").forEach((n) => n.classList.remove("is-drop"));
+    const files = filesOf(e.dataTransfer);
+    if (!target || !files.length) return;
+    e.preventDefault();
+    if (target.id === "composer") stage(files);
+    else attachTo(target.dataset.id, files);
+  });
+  const dialog = $("viewer");
+  dialog.addEventListener("click", () => dialog.close());
+}
