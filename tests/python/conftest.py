@@ -67,6 +67,23 @@ class Server:
         assert status == 201
         return body["item"]
 
+    def add_with_files(self, content: str, files: list[tuple[str, bytes, str]]) -> dict:
+        """Queue `content` with files (name, bytes, declared type) as a multipart form."""
+        import uuid
+
+        boundary = uuid.uuid4().hex
+        parts = [f'--{boundary}\r\nContent-Disposition: form-data; name="content"\r\n\r\n{content}\r\n'.encode()]
+        for name, data, declared in files:
+            head = (f'--{boundary}\r\nContent-Disposition: form-data; name="files"; filename="{name}"\r\n'
+                    f"Content-Type: {declared}\r\n\r\n")
+            parts.append(head.encode() + data + b"\r\n")
+        parts.append(f"--{boundary}--\r\n".encode())
+        req = urllib.request.Request(self.url + "/api/instructions", data=b"".join(parts), method="POST",
+                                     headers={"content-type": f"multipart/form-data; boundary={boundary}"})
+        with urllib.request.urlopen(req, timeout=60) as r:
+            assert r.status == 201
+            return json.loads(r.read())["item"]
+
     def queue_url(self, queue: str) -> str:
         return f"{self.mcp_url}/q/{queue}"
 

@@ -124,3 +124,17 @@ def test_reports_are_stored_linked_and_answerable(server):
     reports = server.request("GET", "/api/reports?agent_id=py-rep")[1]["items"]
     assert len(reports) == 1
     assert (reports[0]["instruction_id"], reports[0]["options"]) == (item["id"], ["Publish", "Wait"])
+
+
+def test_attached_images_arrive_as_image_blocks_scaled_and_upright(server):
+    from images import check_delivery, upload_screenshot_photo_and_notes
+
+    upload_screenshot_photo_and_notes(server)
+
+    async def main():
+        async with Client(server.mcp_url) as client:
+            r = await client.call_tool("get_user_request", {"agent_id": "py-eyes"})
+            assert r.structured_content is None
+            check_delivery(r, result_json(r))
+
+    anyio.run(main)

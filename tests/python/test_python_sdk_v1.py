@@ -78,3 +78,18 @@ def test_a_queue_url_takes_only_its_queue(server):
         assert [i["content"] for i in server.pending()] == ["elsewhere"]
 
     anyio.run(main)
+
+
+def test_attached_images_arrive_as_image_blocks_scaled_and_upright(server):
+    from images import check_delivery, upload_screenshot_photo_and_notes
+
+    upload_screenshot_photo_and_notes(server)
+
+    async def main():
+        async with streamablehttp_client(server.mcp_url) as (read, write, _), ClientSession(read, write) as session:
+            await session.initialize()
+            r = await session.call_tool("get_user_request", {"agent_id": "py1-eyes"})
+            assert r.structuredContent is None
+            check_delivery(r, result_json(r))
+
+    anyio.run(main)

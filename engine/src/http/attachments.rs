@@ -72,7 +72,7 @@ pub struct FilesForm {
 }
 
 /// Read a form: its text fields into a [`NewInstruction`], every part with a
-/// file name (or named `files`) as an upload.
+/// file name as an upload.
 pub async fn read_form(req: Request) -> Result<(NewInstruction, Vec<Upload>)> {
     let mut form = axum::extract::Multipart::from_request(req, &())
         .await
@@ -82,13 +82,15 @@ pub async fn read_form(req: Request) -> Result<(NewInstruction, Vec<Upload>)> {
     while let Some(field) = form.next_field().await.map_err(form_error)? {
         let name = field.name().unwrap_or_default().to_owned();
         let file_name = field.file_name().map(str::to_owned);
-        if file_name.is_some() || name == "files" || name == "file" {
+        if let Some(file_name) = file_name {
             let bytes = field.bytes().await.map_err(form_error)?;
-            uploads.push(Upload {
-                name: file_name.unwrap_or_default(),
-                bytes,
-            });
+            uploads.push(Upload { name: file_name, bytes });
             continue;
+        }
+        if name == "files" {
+            return Err(Error::Invalid(
+                "a files part must be a file (with a filename in its Content-Disposition)".into(),
+            ));
         }
         let text = field.text().await.map_err(form_error)?;
         match name.as_str() {
@@ -170,7 +172,9 @@ pub enum Variant {
 /// An attachment's bytes.
 #[utoipa::path(get, path = "/api/attachments/{attachment_id}", tag = "attachments",
     params(("attachment_id" = String, Path, description = "An attachment's id"), FileQuery),
-    responses((status = 200, description = "The file, with its detected type (inline only for raster images)", content_type = "application/octet-stream", body = Vec<u8>),
+    responses((status = 200, description = "The file, with its detected type (inline only for raster images)",
+            content((Vec<u8> = "image/png"), (Vec<u8> = "image/jpeg"), (Vec<u8> = "image/webp"), (Vec<u8> = "image/gif"),
+                (Vec<u8> = "image/bmp"), (Vec<u8> = "image/tiff"), (String = "text/plain; charset=utf-8"))),
         (status = 400, description = "Malformed request", body = ErrorBody),
         (status = 404, description = "No such attachment", body = ErrorBody)))]
 async fn file(

@@ -271,8 +271,8 @@ pub async fn guard(State(sec): State<Arc<Guard>>, req: Request, next: Next) -> R
             "requests from other web origins are refused",
         );
     }
-    let upload =
-        *req.method() == Method::POST && is_upload(req.uri().path()) && super::attachments::is_multipart(headers);
+    // Any method: the router answers 405 for one an upload route lacks.
+    let upload = is_upload(req.uri().path()) && super::attachments::is_multipart(headers);
     let limit = if upload {
         super::attachments::MAX_UPLOAD_BODY_BYTES
     } else {
