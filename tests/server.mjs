@@ -70,6 +70,17 @@ export async function startServer({ dir = mkdtempSync(join(tmpdir(), "local-mcp-
       if (r.status !== 201) throw new Error(`add failed: ${r.status}`);
       return r.body.item;
     },
+    /** Queue `content` with files ({ name, bytes, type }) as a multipart form. */
+    async addWithFiles(content, files) {
+      const form = new FormData();
+      form.append("content", content);
+      for (const f of files) form.append("files", new Blob([f.bytes], { type: f.type }), f.name);
+      const headers = server.token ? { authorization: `Bearer ${server.token}` } : {};
+      const res = await fetch(url + "/api/instructions", { method: "POST", headers, body: form });
+      const body = await res.json();
+      if (res.status !== 201) throw new Error(`upload failed: ${res.status} ${JSON.stringify(body)}`);
+      return body.item;
+    },
     async pending() {
       return (await server.api("GET", "/api/instructions?status=pending")).body.items;
     },

@@ -6,6 +6,9 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 
+import { readFileSync } from "node:fs";
+
+import { png } from "../png.mjs";
 import { MODES, startServer, until } from "./harness.mjs";
 
 /** A get_user_request result's JSON: its first block, text (there is no structuredContent). */
@@ -61,6 +64,17 @@ export function clientContract(name, open) {
         assert.deepEqual([resultJson(a).instruction.content, resultJson(b).instruction.content], ["first", "second"]);
         assert.equal(resultJson(a).remaining_pending, 1);
         assert.deepEqual(await server.pending(), []);
+      });
+
+      test("an attached image arrives as an image block: the delivery copy at its path", async () => {
+        const bytes = png(300, 200);
+        await server.addWithFiles("what is wrong here?", [{ name: "shot.png", bytes, type: "image/png" }]);
+        const r = await client.call(`${name}-${mode}-eyes`);
+        const [attachment] = resultJson(r).instruction.attachments;
+        assert.deepEqual(r.content.map((c) => c.type), ["text", "image"]);
+        assert.equal(r.content[1].mimeType, "image/png");
+        assert.deepEqual(Buffer.from(r.content[1].data, "base64"), readFileSync(attachment.path), "the block is the file at path");
+        assert.deepEqual([attachment.width, attachment.height, attachment.inline], [300, 200, true]);
       });
     });
   }

@@ -3,12 +3,13 @@
 
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
-import { mkdtempSync } from "node:fs";
+import { mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { promisify } from "node:util";
 
+import { png } from "../png.mjs";
 import { MODES, startServer, until } from "./harness.mjs";
 
 /** A get_user_request result's JSON: its first block, text (there is no structuredContent). */
@@ -55,6 +56,17 @@ for (const mode of MODES) {
       await until(async () => (await server.agent(agent))?.waiting, { what: "the call waits", timeout: 10_000 });
       await server.add("woke you");
       assert.equal(resultJson((await call)).instruction.content, "woke you");
+    });
+
+    test("tools/call shows an attached image as an image block, readable as a resource too", async () => {
+      await server.addWithFiles("see the screenshot", [{ name: "shot.png", bytes: png(64, 48), type: "image/png" }]);
+      const got = await inspector(server, "--method", "tools/call", "--tool-name", "get_user_request", "--tool-arg", `agent_id=inspector-${mode}-eyes`);
+      const [attachment] = resultJson(got).instruction.attachments;
+      assert.deepEqual(got.content.map((c) => c.type), ["text", "image"]);
+      assert.deepEqual(Buffer.from(got.content[1].data, "base64"), readFileSync(attachment.path));
+      const read = await inspector(server, "--method", "resources/read", "--uri", `local-mcp://attachments/${attachment.id}`);
+      assert.equal(read.contents[0].mimeType, "image/png");
+      assert.deepEqual(Buffer.from(read.contents[0].blob, "base64"), readFileSync(attachment.path));
     });
 
     test("resources and the prompt", async () => {
