@@ -9,6 +9,9 @@
 //! - every instruction an agent received is consumed, by that agent, and was
 //!   its queue's and for it or for anyone;
 //! - nothing was delivered twice;
+//! - an upload (an instruction with an image and a text file) is whole or
+//!   absent: every attachment row's files exist, and after the next start no
+//!   file is left without a row (the sweep removes what a kill left);
 //! - `PRAGMA integrity_check` is ok.
 //!
 //! `LOCAL_MCP_CRASH_ROUNDS` sets the number of kills (25 by default, as CI
@@ -40,6 +43,50 @@ struct Ledger {
     delivered: Vec<(String, String)>,
     /// Requests that failed because the server died under them (outcome unknown).
     cut_off: u64,
+    /// Acknowledged uploads (each with two files).
+    uploads: HashSet<String>,
+}
+
+/// A small PNG and a text file, as one multipart upload.
+fn upload_form(content: &str, png: &[u8]) -> reqwest::multipart::Form {
+    reqwest::multipart::Form::new()
+        .text("content", content.to_owned())
+        .part(
+            "files",
+            reqwest::multipart::Part::bytes(png.to_vec()).file_name("shot.png"),
+        )
+        .part(
+            "files",
+            reqwest::multipart::Part::bytes(b"notes\n".to_vec()).file_name("notes.txt"),
+        )
+}
+
+/// Uploads instructions with files until the server dies under it.
+async fn uploader(http: reqwest::Client, url: String, tag: String, png: Arc<Vec<u8>>, ledger: Arc<Mutex<Ledger>>) {
+    for n in 0.. {
+        let content = format!("{tag}-{n}");
+        let Ok(response) = http
+            .post(format!("{url}/api/instructions"))
+            .multipart(upload_form(&content, &png))
+            .send()
+            .await
+        else {
+            break;
+        };
+        if response.status() != 201 {
+            break;
+        }
+        match response.json::<Value>().await {
+            Ok(body) => {
+                let id = body["item"]["id"].as_str().unwrap().to_owned();
+                let mut ledger = ledger.lock().unwrap();
+                ledger.uploads.insert(id.clone());
+                ledger.acked.insert(id, content);
+            }
+            Err(_) => break,
+        }
+    }
+    ledger.lock().unwrap().cut_off += 1;
 }
 
 async fn spawn_server(db: &std::path::Path) -> (tokio::process::Child, String) {
@@ -134,10 +181,25 @@ async fn sigkill_at_random_moments_loses_and_duplicates_nothing() {
     let db = dir.path().join("queue.sqlite3");
     let ledger = Arc::new(Mutex::new(Ledger::default()));
     let http = reqwest::Client::builder().pool_max_idle_per_host(0).build().unwrap();
+    let png = {
+        let img = image::RgbImage::from_fn(64, 48, |x, y| image::Rgb([x as u8 * 4, y as u8 * 5, 90]));
+        let mut out = Vec::new();
+        image::DynamicImage::ImageRgb8(img)
+            .write_to(&mut std::io::Cursor::new(&mut out), image::ImageFormat::Png)
+            .unwrap();
+        Arc::new(out)
+    };
 
     for round in 0..rounds {
         let (mut child, url) = spawn_server(&db).await;
         let mut tasks = Vec::new();
+        tasks.push(tokio::spawn(uploader(
+            http.clone(),
+            url.clone(),
+            format!("r{round}-up"),
+            png.clone(),
+            ledger.clone(),
+        )));
         for w in 0..WRITERS {
             tasks.push(tokio::spawn(writer(
                 http.clone(),
@@ -235,6 +297,50 @@ async fn sigkill_at_random_moments_loses_and_duplicates_nothing() {
             assert_eq!(target, agent, "{id} was addressed to {target}");
         }
     }
+    // Uploads: whole or absent. Every row's files exist; every acknowledged
+    // upload has both its files; no file is left without a row.
+    let mut named = HashSet::new();
+    let mut files_of: HashMap<String, usize> = HashMap::new();
+    let mut rows = conn
+        .prepare("SELECT instruction_id, file, delivery_file FROM attachments")
+        .unwrap();
+    let attachment_rows: Vec<(String, String, String)> = rows
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    let root = dir.path().join("queue.sqlite3-attachments");
+    for (instruction, file, delivery) in &attachment_rows {
+        assert!(
+            stored.contains_key(instruction),
+            "an attachment row of a missing instruction {instruction}"
+        );
+        for f in [file, delivery] {
+            let path = root.join(instruction).join(f);
+            assert!(path.is_file(), "a row without its file: {}", path.display());
+            named.insert(path);
+        }
+        *files_of.entry(instruction.clone()).or_default() += 1;
+    }
+    for id in &ledger.uploads {
+        assert_eq!(
+            files_of.get(id),
+            Some(&2),
+            "acknowledged upload {id} has both its files"
+        );
+    }
+    for dir in std::fs::read_dir(&root).unwrap() {
+        let dir = dir.unwrap().path();
+        assert!(dir.is_dir(), "a stray file {}", dir.display());
+        for f in std::fs::read_dir(&dir).unwrap() {
+            let f = f.unwrap().path();
+            assert!(
+                named.contains(&f),
+                "a file without a row after restart: {}",
+                f.display()
+            );
+        }
+    }
     let pending = stored.values().filter(|r| r.1 == "pending").count();
     assert_eq!(pending, 0, "the drain emptied the queue");
     let unacked = stored.len() - ledger.acked.len();
@@ -243,11 +349,13 @@ async fn sigkill_at_random_moments_loses_and_duplicates_nothing() {
     println!(
         "crash test (seed {seed}): {rounds} SIGKILLs; {} instructions acknowledged, {} stored ({unacked} committed \
          but cut off before their 201), {} delivered exactly once, {unanswered} claimed with the answer cut off by \
-         a kill, {} requests cut off; integrity ok",
+         a kill, {} requests cut off; {} uploads acknowledged, {} attachment rows, all with their files; integrity ok",
         ledger.acked.len(),
         stored.len(),
         ledger.delivered.len(),
-        ledger.cut_off
+        ledger.cut_off,
+        ledger.uploads.len(),
+        attachment_rows.len()
     );
     assert!(ledger.acked.len() > rounds, "the writers got work done between kills");
 }
