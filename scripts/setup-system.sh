@@ -7,7 +7,7 @@ set -euo pipefail
 what="${1:-build}"
 
 build_pkgs=(libwebkit2gtk-4.1-dev libayatana-appindicator3-dev librsvg2-dev libxdo-dev libssl-dev build-essential pkg-config)
-test_pkgs=(chromium xvfb xauth webkit2gtk-driver dbus curl util-linux python3)
+test_pkgs=(chromium xvfb xauth webkit2gtk-driver dbus curl util-linux python3 xclip)
 
 command -v apt-get >/dev/null 2>&1 || exit 0
 pkgs=("${build_pkgs[@]}")

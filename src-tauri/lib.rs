@@ -3,6 +3,7 @@
 //! own page), a quick-add box and OS notifications. It only uses the engine's
 //! public handle (URL, events, config); the engine knows nothing of Tauri.
 
+mod clipboard;
 mod notify;
 mod prefs;
 mod tray;
@@ -36,6 +37,9 @@ struct Cli {
     /// Open the quick-add box (in the running instance, if there is one)
     #[arg(long)]
     quick_add: bool,
+    /// Queue what the clipboard holds (an image and/or text), in the running instance if there is one
+    #[arg(long)]
+    queue_clipboard: bool,
     /// Start in the tray without opening the queue window (used at login)
     #[arg(long)]
     hidden: bool,
@@ -78,6 +82,8 @@ pub fn run() -> ExitCode {
         .plugin(tauri_plugin_single_instance::init(|app, argv, _cwd| {
             if argv.iter().any(|a| a == "--quick-add") {
                 windows::show_quick_add(app);
+            } else if argv.iter().any(|a| a == "--queue-clipboard") {
+                clipboard::queue_clipboard(app);
             } else {
                 windows::show_main(app);
             }
@@ -124,8 +130,11 @@ pub fn run() -> ExitCode {
             if let Err(e) = handle.global_shortcut().register(QUICK_ADD_SHORTCUT) {
                 tracing::warn!(error = %e, "could not register the quick-add shortcut {QUICK_ADD_SHORTCUT}; use the tray menu");
             }
-            if !cli.hidden {
+            if !cli.hidden && !cli.queue_clipboard {
                 windows::show_main(&handle);
+            }
+            if cli.queue_clipboard {
+                clipboard::queue_clipboard(&handle);
             }
             if cli.quick_add {
                 windows::show_quick_add(&handle);

@@ -17,6 +17,7 @@ use crate::{notify, windows, Shell};
 
 pub const TRAY_ID: &str = "local-mcp";
 pub const QUICK_ADD: &str = "quick-add";
+pub const QUEUE_CLIPBOARD: &str = "queue-clipboard";
 pub const OPEN: &str = "open";
 pub const PENDING: &str = "pending";
 pub const HOLD_ALL: &str = "hold-all";
@@ -56,6 +57,7 @@ pub fn create(app: &AppHandle) -> tauri::Result<TrayItems> {
         app,
         &[
             &MenuItem::with_id(app, QUICK_ADD, "Quick add…", true, Some(crate::QUICK_ADD_SHORTCUT))?,
+            &MenuItem::with_id(app, QUEUE_CLIPBOARD, "Queue clipboard", true, None::<&str>)?,
             &MenuItem::with_id(app, OPEN, "Open queue", true, None::<&str>)?,
             &pending,
             &queues,
@@ -143,6 +145,7 @@ fn on_menu(app: &AppHandle, event: tauri::menu::MenuEvent) {
     }
     match event.id().as_ref() {
         QUICK_ADD => windows::show_quick_add(app),
+        QUEUE_CLIPBOARD => crate::clipboard::queue_clipboard(app),
         HOLD_ALL => {
             let queue = shell
                 .engine

@@ -203,6 +203,23 @@ pub fn report_notification(agent: &str, content: &str) -> (String, String) {
     (title, body)
 }
 
+/// What "Queue clipboard" did: the image's size and the text's first line,
+/// or why nothing was queued.
+pub fn clipboard_notification(image: Option<(u32, u32)>, text: Option<&str>, failed: Option<&str>) -> (String, String) {
+    if let Some(why) = failed {
+        return ("Nothing queued from the clipboard".to_owned(), first_line(why, 160));
+    }
+    let what = match (image, text) {
+        (Some((w, h)), Some(_)) => format!("a {w}×{h} image and text"),
+        (Some((w, h)), None) => format!("a {w}×{h} image"),
+        _ => "text".to_owned(),
+    };
+    (
+        format!("Queued from the clipboard: {what}"),
+        text.map(|t| first_line(t, 160)).unwrap_or_default(),
+    )
+}
+
 /// An agent has started waiting on an empty queue.
 pub fn waiting_notification(agent: &str) -> (String, String) {
     (
@@ -259,6 +276,29 @@ pub fn missing_display(display: Option<&str>, wayland: Option<&str>) -> Option<S
          \n    local-mcp-server            (or: npm start, which picks it for you)\n"
             .into(),
     )
+}
+
+#[cfg(test)]
+mod clipboard_tests {
+    use super::clipboard_notification;
+
+    #[test]
+    fn clipboard_notifications_say_what_was_queued() {
+        let (title, body) = clipboard_notification(Some((1920, 1080)), Some("Fix this\nplease"), None);
+        assert_eq!(title, "Queued from the clipboard: a 1920×1080 image and text");
+        assert_eq!(body, "Fix this");
+        assert_eq!(
+            clipboard_notification(Some((8, 4)), None, None).0,
+            "Queued from the clipboard: a 8×4 image"
+        );
+        assert_eq!(
+            clipboard_notification(None, Some("hi"), None).0,
+            "Queued from the clipboard: text"
+        );
+        let (title, body) = clipboard_notification(None, None, Some("The clipboard holds no image or text."));
+        assert_eq!(title, "Nothing queued from the clipboard");
+        assert_eq!(body, "The clipboard holds no image or text.");
+    }
 }
 
 #[cfg(test)]

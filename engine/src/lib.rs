@@ -51,6 +51,7 @@ pub use config::{Config, ServeArgs};
 pub use error::{Error, Result};
 pub use events::{Event, EventData, EventKind};
 pub use http::{mcp_url, MAX_BODY_BYTES};
+pub use media::png_from_rgba;
 pub use paths::default_desktop_prefs;
 pub use queue::{Queue, ServerFacts};
 pub use store::{Db, Durability, Store};

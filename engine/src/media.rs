@@ -213,6 +213,17 @@ fn delivery_copy(img: DynamicImage) -> Result<(Encoded, Vec<u8>), Error> {
     )))
 }
 
+/// PNG bytes of raw 8-bit RGBA pixels (a clipboard image), for an upload.
+pub fn png_from_rgba(width: u32, height: u32, rgba: Vec<u8>) -> Result<Vec<u8>, Error> {
+    let img = image::RgbaImage::from_raw(width, height, rgba)
+        .ok_or_else(|| Error::Invalid(format!("{width}×{height} RGBA pixels do not match their buffer")))?;
+    let mut out = Vec::new();
+    DynamicImage::ImageRgba8(img)
+        .write_with_encoder(PngEncoder::new(&mut out))
+        .map_err(|e| Error::internal("encoding a clipboard image", e))?;
+    Ok(out)
+}
+
 fn on_white(img: &DynamicImage) -> image::RgbImage {
     let rgba = img.to_rgba8();
     image::RgbImage::from_fn(rgba.width(), rgba.height(), |x, y| {

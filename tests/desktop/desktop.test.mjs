@@ -14,6 +14,8 @@ import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { after, before, test } from "node:test";
 
+import { png } from "../png.mjs";
+
 const root = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
 const target = process.env.CARGO_TARGET_DIR ?? join(root, "target");
 const app = join(target, "debug", "local-mcp");
@@ -187,6 +189,22 @@ test("an agent's question: a Notify, the needs-you tray, and quick add answers t
   await wd("POST", s(`/element/${box}/value`), { text: "Merge\uE007" });
   assert.match(await asked, /\\"content\\":\\"Merge\\"/, "the waiting agent got the answer");
   await wd("POST", s("/window"), { handle: main });
+});
+
+test("Queue clipboard: a screenshot on the clipboard becomes an instruction, and a notification says so", async () => {
+  const shot = join(home, "clip.png");
+  writeFileSync(shot, png(320, 200));
+  // xclip owns the X clipboard from the background, as a screenshot tool would.
+  const clip = spawnSync("xclip", ["-selection", "clipboard", "-t", "image/png", "-i", shot], { env, timeout: 10000 });
+  assert.equal(clip.status, 0, `xclip: ${clip.stderr}`);
+  const before = (await (await fetch(`${base}/api/instructions?status=pending`)).json()).items.length;
+  const second = spawnSync(app, ["--queue-clipboard"], { env, timeout: 20000 });
+  assert.equal(second.status, 0, `second instance exit: ${second.stderr}`);
+  await until(() => readFileSync(monitorLog, "utf8").includes("Queued from the clipboard: a 320×200 image"), "the confirming Notify");
+  const items = (await (await fetch(`${base}/api/instructions?status=pending`)).json()).items;
+  assert.equal(items.length, before + 1);
+  const [attachment] = items.at(-1).attachments;
+  assert.deepEqual([attachment.name, attachment.kind, attachment.width, attachment.height], ["clipboard.png", "image", 320, 200]);
 });
 
 test("with a token required, the window is signed in without ever asking", async () => {

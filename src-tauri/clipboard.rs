@@ -1,0 +1,70 @@
+//! "Queue clipboard": one click (the tray, or `local-mcp --queue-clipboard`
+//! bound to a key) queues what the clipboard holds — an image, text, or
+//! both — as one instruction in the default queue, and a notification says
+//! what was queued. The screenshot → agent path.
+
+use tauri::{AppHandle, Manager};
+use tauri_plugin_clipboard_manager::ClipboardExt as _;
+
+use engine::model::{NewInstruction, Upload};
+
+use crate::{notify, view, Shell};
+
+/// Read the clipboard now (on this thread: the clipboard is the desktop's),
+/// then queue it off the UI thread.
+pub fn queue_clipboard(app: &AppHandle) {
+    let clipboard = app.clipboard();
+    let text = clipboard.read_text().ok().filter(|t| !t.trim().is_empty());
+    let image = clipboard
+        .read_image()
+        .ok()
+        .map(|i| (i.width(), i.height(), i.rgba().to_vec()))
+        .filter(|(w, h, _)| *w > 0 && *h > 0);
+    let queue = app
+        .state::<Shell>()
+        .engine
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .as_ref()
+        .map(|e| e.queue.clone());
+    let (Some(queue), app) = (queue, app.clone()) else {
+        return;
+    };
+    tauri::async_runtime::spawn(async move {
+        let size = image.as_ref().map(|(w, h, _)| (*w, *h));
+        let outcome = match (image, text.clone()) {
+            (None, None) => Err("The clipboard holds no image or text.".to_owned()),
+            (image, text) => queue_it(&queue, image, text).await,
+        };
+        let (title, body) =
+            view::clipboard_notification(size, text.as_deref(), outcome.as_ref().err().map(String::as_str));
+        notify::send(&app, &title, &body);
+    });
+}
+
+async fn queue_it(
+    queue: &engine::Queue,
+    image: Option<(u32, u32, Vec<u8>)>,
+    text: Option<String>,
+) -> Result<(), String> {
+    let mut uploads = Vec::new();
+    if let Some((w, h, rgba)) = image {
+        let png = tokio::task::spawn_blocking(move || engine::png_from_rgba(w, h, rgba))
+            .await
+            .map_err(|e| e.to_string())?
+            .map_err(|e| e.to_string())?;
+        uploads.push(Upload {
+            name: "clipboard.png".into(),
+            bytes: png.into(),
+        });
+    }
+    let new = NewInstruction {
+        content: text.unwrap_or_default(),
+        ..NewInstruction::default()
+    };
+    queue
+        .add_with_files(new, uploads)
+        .await
+        .map(|_| ())
+        .map_err(|e| e.to_string())
+}
