@@ -465,6 +465,28 @@ describe("attachments", () => {
     await context.close();
   });
 
+  test("quick add takes a pasted screenshot too", async () => {
+    const { page, errors, context } = await openPage(browser, server);
+    const png = (await page.screenshot({ clip: { x: 0, y: 0, width: 120, height: 60 } })).toString("base64");
+    await page.goto(`${server.url}/quick.html`);
+    await page.evaluate((b64) => {
+      const bytes = Uint8Array.from(atob(b64), (c) => c.charCodeAt(0));
+      const dt = new DataTransfer();
+      dt.items.add(new File([bytes], "image.png", { type: "image/png" }));
+      document.querySelector("#quick-text").dispatchEvent(new ClipboardEvent("paste", { clipboardData: dt, bubbles: true, cancelable: true }));
+    }, png);
+    await until(async () => (await page.locator("#quick-files img").count()) === 1, { what: "the staged thumbnail" });
+    await page.locator("#quick-text").fill("Why is the header cut off?");
+    await page.locator("#quick-text").press("Enter");
+    await until(async () => (await server.pending()).some((i) => i.content === "Why is the header cut off?"), { what: "queued" });
+    const item = (await server.pending()).find((i) => i.content === "Why is the header cut off?");
+    assert.deepEqual(item.attachments.map((a) => [a.name, a.width, a.height]), [["image.png", 120, 60]]);
+    // The page navigates to /quick-add/done (the desktop shell closes the window there): a 404 in a plain browser.
+    assert.deepEqual(errors.filter((e) => !/404/.test(e)), []);
+    await context.close();
+    for (const i of await server.pending()) await server.api("DELETE", `/api/instructions/${i.id}`);
+  });
+
   test("a refused file is explained and what was typed stays", async () => {
     const { page, errors, context } = await openPage(browser, server);
     await page.evaluate(() => {

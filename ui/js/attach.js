@@ -15,48 +15,59 @@ import { toast } from "./toast.js";
 /** The most files an instruction holds (the server says so too). */
 export const MAX_FILES = 8;
 
-/** Files waiting in the composer, in order: { file, url } (url for images). */
-let staged = [];
+/**
+ * Files picked but not sent yet, shown as thumbnails in `strip` with a
+ * remove button each. `onLimit` says why some were left out; `onRemove`
+ * runs after one is removed (to put focus back).
+ */
+export function createStaging(strip, { onLimit, onRemove = () => {} }) {
+  /** In order: { file, url } (a blob: URL for images). */
+  let staged = [];
+  function render() {
+    strip.replaceChildren(
+      ...staged.map((s, i) => {
+        const li = thumb(s.file.name, s.url, s.url ? () => view(s.file.name, s.url) : null);
+        const remove = el("button", "thumb__remove", "×");
+        remove.type = "button";
+        remove.setAttribute("aria-label", `Remove ${s.file.name}`);
+        remove.addEventListener("click", () => {
+          if (s.url) URL.revokeObjectURL(s.url);
+          staged.splice(i, 1);
+          render();
+          onRemove();
+        });
+        li.append(remove);
+        return li;
+      }),
+    );
+    strip.hidden = staged.length === 0;
+  }
+  return {
+    files: () => staged.map((s) => s.file),
+    add(files) {
+      const list = [...files];
+      const room = Math.max(MAX_FILES - staged.length, 0);
+      if (list.length > room) onLimit(`An instruction holds at most ${MAX_FILES} files; ${list.length - room} left out.`);
+      for (const file of list.slice(0, room)) staged.push({ file, url: file.type.startsWith("image/") ? URL.createObjectURL(file) : null });
+      render();
+    },
+    clear() {
+      for (const s of staged) if (s.url) URL.revokeObjectURL(s.url);
+      staged = [];
+      render();
+    },
+  };
+}
+
+/** The composer's staged files (set up by initAttach). */
+let composer = null;
 
 export function stagedFiles() {
-  return staged.map((s) => s.file);
+  return composer?.files() ?? [];
 }
 
 export function clearStaged() {
-  for (const s of staged) if (s.url) URL.revokeObjectURL(s.url);
-  staged = [];
-  renderStaged();
-}
-
-function stage(files) {
-  const room = MAX_FILES - staged.length;
-  const list = [...files];
-  if (list.length > room) toast(`An instruction holds at most ${MAX_FILES} files; ${list.length - Math.max(room, 0)} left out.`);
-  for (const file of list.slice(0, Math.max(room, 0))) {
-    staged.push({ file, url: file.type.startsWith("image/") ? URL.createObjectURL(file) : null });
-  }
-  renderStaged();
-}
-
-function renderStaged() {
-  const strip = $("composer-files");
-  strip.replaceChildren(
-    ...staged.map((s, i) => {
-      const li = thumb(s.file.name, s.url, () => view(s.file.name, s.url));
-      const remove = el("button", "thumb__remove", "×");
-      remove.type = "button";
-      remove.setAttribute("aria-label", `Remove ${s.file.name}`);
-      remove.addEventListener("click", () => {
-        if (s.url) URL.revokeObjectURL(s.url);
-        staged.splice(i, 1);
-        renderStaged();
-        $("composer-text").focus();
-      });
-      li.append(remove);
-      return li;
-    }),
-  );
-  strip.hidden = staged.length === 0;
+  composer?.clear();
 }
 
 /** One thumbnail: an image, or a file chip for text. */
@@ -133,8 +144,8 @@ export async function attachTo(id, files) {
 
 /** Full-size view in a dialog; Esc or a click closes it. */
 function view(name, src) {
-  if (!src) return;
   const dialog = $("viewer");
+  if (!src || !dialog) return;
   const img = $("viewer-img");
   img.src = src;
   img.alt = name;
@@ -156,21 +167,27 @@ export async function fetchOriginals(item) {
 const filesOf = (dt) => [...(dt?.files ?? [])];
 const hasFiles = (dt) => [...(dt?.types ?? [])].includes("Files");
 
+/** Paste anywhere on the page: files go to `staging`; text pastes as usual. */
+export function pasteFilesInto(staging, focus) {
+  document.addEventListener("paste", (e) => {
+    const files = filesOf(e.clipboardData);
+    if (!files.length) return;
+    e.preventDefault();
+    staging.add(files);
+    focus();
+  });
+}
+
 export function initAttach() {
+  composer = createStaging($("composer-files"), { onLimit: toast, onRemove: () => $("composer-text").focus() });
+  const stage = (files) => composer.add(files);
   const picker = $("composer-pick");
   $("composer-attach").addEventListener("click", () => picker.click());
   picker.addEventListener("change", () => {
     stage(picker.files);
     picker.value = "";
   });
-  // Paste anywhere: files go to the composer; text pastes as usual.
-  document.addEventListener("paste", (e) => {
-    const files = filesOf(e.clipboardData);
-    if (!files.length) return;
-    e.preventDefault();
-    stage(files);
-    $("composer-text").focus();
-  });
+  pasteFilesInto(composer, () => $("composer-text").focus());
   // Drop on the composer stages; drop on a pending ticket attaches to it.
   document.addEventListener("dragover", (e) => {
     if (!hasFiles(e.dataTransfer)) return;
@@ -190,6 +207,11 @@ export function initAttach() {
     if (target.id === "composer") stage(files);
     else attachTo(target.dataset.id, files);
   });
+  initViewer();
+}
+
+/** The full-size view closes on a click (Esc closes any dialog). */
+export function initViewer() {
   const dialog = $("viewer");
-  dialog.addEventListener("click", () => dialog.close());
+  dialog?.addEventListener("click", () => dialog.close());
 }

@@ -5,6 +5,7 @@
 // the shell intercepts — so this page needs no Tauri IPC at all.
 
 import { api } from "./api.js";
+import { createStaging, initViewer, pasteFilesInto } from "./attach.js";
 import { $ } from "./dom.js";
 import { BLANK_INSTRUCTION } from "./text.js";
 
@@ -17,6 +18,11 @@ if (replyTo) {
   label.textContent = `Answer ${params.get("agent") ?? "the agent"}`;
 }
 
+// A pasted screenshot goes with the instruction (not with an answer: that is text).
+const staging = createStaging($("quick-files"), { onLimit: (msg) => fail(msg), onRemove: () => box.focus() });
+if (!replyTo) pasteFilesInto(staging, () => box.focus());
+initViewer();
+
 function fail(msg) {
   error.textContent = msg;
   error.hidden = false;
@@ -26,14 +32,18 @@ function fail(msg) {
 
 async function submit() {
   const text = box.value;
-  if (!text.trim()) {
+  const files = staging.files();
+  if (!text.trim() && !files.length) {
     fail(BLANK_INSTRUCTION);
     return;
   }
+  const queue = localStorage.getItem("local-mcp.queue") || "default";
   try {
     if (replyTo) await api.reply(replyTo, text);
-    else await api.add(text, localStorage.getItem("local-mcp.queue") || "default");
+    else if (files.length) await api.addWithFiles(text, queue, null, files);
+    else await api.add(text, queue);
     box.value = "";
+    staging.clear();
     location.assign("/quick-add/done");
   } catch (err) {
     fail(`Not queued: ${err.message}`); // the text stays
