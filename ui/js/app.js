@@ -43,8 +43,9 @@ async function reload() {
       abandonSnapshot(missed); // switched meanwhile: that queue's load is under way
       return;
     }
-    load({ pending: pending.items, consumed: consumed.items, status }, missed);
+    // The reports first: load() replays what arrived meanwhile (reports included) over both.
     setReports(reports.items);
+    load({ pending: pending.items, consumed: consumed.items, status }, missed);
     loadError = null;
   } catch (err) {
     abandonSnapshot(missed);

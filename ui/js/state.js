@@ -72,6 +72,7 @@ export function load({ pending, consumed, status }, missed = []) {
   for (const [kind, item] of missed) mutate(kind, item);
   state.loaded = true;
   emit("queue", { kind: "load" });
+  emit("reports", {});
 }
 
 /**
@@ -139,13 +140,23 @@ export function setReports(items) {
   emit("reports", {});
 }
 
+/** A report event, as the snapshots in flight record it (beside instruction events). */
+const REPORT = "report.created";
+
 export function applyReport(report) {
   if (report.queue !== state.queue) return;
-  state.reports.set(report.agent_id, report);
-  const item = report.instruction_id && state.consumed.find((c) => c.id === report.instruction_id);
-  if (item) item.report = report;
+  // A snapshot fetched before this report must not erase it when it lands.
+  for (const missed of inFlight) missed.push([REPORT, report]);
+  attachReport(report);
   emit("reports", {});
   emit("ledger", {});
+}
+
+function attachReport(report) {
+  const newest = state.reports.get(report.agent_id);
+  if (!newest || newest.created_at <= report.created_at) state.reports.set(report.agent_id, report);
+  const item = report.instruction_id && state.consumed.find((c) => c.id === report.instruction_id);
+  if (item) item.report = report;
 }
 
 /** Apply one instruction event from the stream (or from our own request). */
@@ -156,6 +167,10 @@ export function applyInstruction(kind, item) {
 }
 
 function mutate(kind, item) {
+  if (kind === REPORT) {
+    attachReport(item);
+    return;
+  }
   const i = state.pending.findIndex((p) => p.id === item.id);
   if (item.queue !== state.queue) {
     // Another queue's, or moved out of this one.
