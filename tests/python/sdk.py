@@ -15,6 +15,10 @@ class Session:
     async def tool_names(self) -> list[str]:
         return [t.name for t in (await self.inner.list_tools()).tools]
 
+    async def call_raw(self, agent: str):
+        """The whole result, content blocks and all."""
+        return await self.inner.call_tool("get_user_request", {"agent_id": agent})
+
     async def get_user_request(self, agent: str) -> tuple[dict, bool]:
         r = await self.inner.call_tool("get_user_request", {"agent_id": agent})
         is_error = r.is_error if MCP_MAJOR >= 2 else r.isError

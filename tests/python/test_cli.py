@@ -49,6 +49,32 @@ def test_status_add_list(server):
     assert len(server.pending()) == 2, "nothing queued"
 
 
+def test_add_with_attachments(server, tmp_path):
+    from images import big_png
+
+    shot = tmp_path / "shot.png"
+    shot.write_bytes(big_png(800, 600))
+    log = tmp_path / "build.log"
+    log.write_text("error[E0308]: mismatched types\n")
+    r = cli(server, "add", "--attach", str(shot), "--attach", str(log), "Why", "does", "this", "fail?")
+    assert r.returncode == 0, r.stderr
+    assert "with 2 attachments" in r.stdout
+    # Files alone are an instruction too.
+    assert cli(server, "add", "--attach", str(shot)).returncode == 0
+    first, second = server.pending()
+    assert first["content"] == "Why does this fail?"
+    assert [(a["name"], a["kind"]) for a in first["attachments"]] == [("shot.png", "image"), ("build.log", "text")]
+    assert (second["content"], len(second["attachments"])) == ("", 1)
+    # A file that is not accepted: refused whole, with the reason.
+    bad = tmp_path / "archive.zip"
+    bad.write_bytes(b"PK\x03\x04\x00\xff\xfe\x00")
+    r = cli(server, "add", "--attach", str(bad), "unzip this")
+    assert r.returncode == 1 and "accepted" in r.stderr
+    missing = cli(server, "add", "--attach", str(tmp_path / "nope.png"), "x")
+    assert missing.returncode == 1 and "nope.png" in missing.stderr
+    assert len(server.pending()) == 2
+
+
 def test_queues_targets_hold_and_stop(server):
     r = cli(server, "add", "--queue", "Repo-A", "--to", "claude", "Rebase", "on", "main")
     assert r.returncode == 0 and "in repo-a for claude" in r.stdout, r.stdout + r.stderr

@@ -60,6 +60,20 @@ def test_the_bridge_serves_the_tool_over_stdio(server, program):
     anyio.run(main)
 
 
+def test_images_pass_through_the_bridge(server):
+    from images import check_delivery, upload_screenshot_photo_and_notes
+    from sdk import result_json
+
+    upload_screenshot_photo_and_notes(server)
+
+    async def main():
+        async with stdio(server_binary(), ["stdio"], bridge_env(server)) as client:
+            r = await client.call_raw("stdio-eyes")
+            check_delivery(r, result_json(r))
+
+    anyio.run(main)
+
+
 def test_the_bridge_takes_from_the_queue_it_is_given(server):
     server.add("not for the bridge")
     server.add("for the bridge", queue="bridged")
