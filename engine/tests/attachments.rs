@@ -44,6 +44,11 @@ fn rotated_jpeg() -> Vec<u8> {
     out
 }
 
+/// Send a request; its status.
+async fn status_of(request: reqwest::RequestBuilder) -> u16 {
+    request.send().await.unwrap().status().as_u16()
+}
+
 fn file(name: &str, bytes: Vec<u8>, declared: &str) -> Part {
     Part::bytes(bytes)
         .file_name(name.to_owned())
@@ -321,24 +326,26 @@ async fn hostile_uploads_are_refused_and_nothing_is_stored() {
 
     // The security layer: a cross-site form, a form without a boundary, a form on another route.
     let form = || Form::new().text("content", "from a web page");
-    let r = s
-        .http
-        .post(s.api("/api/instructions"))
-        .header("origin", "http://evil.example")
-        .multipart(form())
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 403);
-    let r = s
-        .http
-        .post(s.api("/api/instructions"))
-        .header("sec-fetch-site", "cross-site")
-        .multipart(form())
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 403);
+    assert_eq!(
+        status_of(
+            s.http
+                .post(s.api("/api/instructions"))
+                .header("origin", "http://evil.example")
+                .multipart(form())
+        )
+        .await,
+        403
+    );
+    assert_eq!(
+        status_of(
+            s.http
+                .post(s.api("/api/instructions"))
+                .header("sec-fetch-site", "cross-site")
+                .multipart(form())
+        )
+        .await,
+        403
+    );
     let r = s
         .http
         .post(s.api("/api/instructions"))
@@ -348,23 +355,26 @@ async fn hostile_uploads_are_refused_and_nothing_is_stored() {
         .await
         .unwrap();
     assert_eq!(r.status(), 415, "no boundary, no form");
-    let r = s
-        .http
-        .post(s.api("/api/queues"))
-        .multipart(Form::new().text("name", "q"))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 415, "only the upload routes take forms");
-    let r = s
-        .http
-        .post(s.api("/api/instructions"))
-        .header("content-type", "text/plain")
-        .body("content=hi")
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 415);
+    assert_eq!(
+        status_of(
+            s.http
+                .post(s.api("/api/queues"))
+                .multipart(Form::new().text("name", "q"))
+        )
+        .await,
+        415,
+        "only the upload routes take forms"
+    );
+    assert_eq!(
+        status_of(
+            s.http
+                .post(s.api("/api/instructions"))
+                .header("content-type", "text/plain")
+                .body("content=hi")
+        )
+        .await,
+        415
+    );
     assert_eq!(s.get_json("/api/instructions").await["items"], json!([]));
     s.stop().await;
 }
@@ -412,16 +422,14 @@ async fn files_of_a_pending_instruction_change_until_it_is_taken() {
         "original and copy of the image, the text once"
     );
     // Remove the image: its two files go.
-    let r = s
-        .http
-        .delete(s.api(&format!(
+    assert_eq!(
+        status_of(s.http.delete(s.api(&format!(
             "/api/instructions/{id}/attachments/{}",
             files[0]["id"].as_str().unwrap()
-        )))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 200);
+        ))))
+        .await,
+        200
+    );
     assert_eq!(stored_files(&s).len(), 1);
     // Eight is the most.
     let eight = (0..8).fold(Form::new(), |f, n| {
@@ -436,16 +444,14 @@ async fn files_of_a_pending_instruction_change_until_it_is_taken() {
     assert_eq!(got["instruction"]["attachments"][0]["name"], "two.txt");
     let (status, _) = attach(Form::new().part("files", file("late.png", png(4, 4), "image/png"))).await;
     assert_eq!(status, 409);
-    let r = s
-        .http
-        .delete(s.api(&format!(
+    assert_eq!(
+        status_of(s.http.delete(s.api(&format!(
             "/api/instructions/{id}/attachments/{}",
             files[1]["id"].as_str().unwrap()
-        )))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 409);
+        ))))
+        .await,
+        409
+    );
     let (status, again) = s.post(&format!("/api/instructions/{id}/requeue"), json!({})).await;
     assert_eq!(status, 201);
     let copy = &again["item"]["attachments"][0];
@@ -462,13 +468,14 @@ async fn files_of_a_pending_instruction_change_until_it_is_taken() {
     let (status, again) = s.post(&format!("/api/instructions/{id}/requeue"), json!({})).await;
     assert_eq!(status, 201);
     let before = stored_files(&s).len();
-    let r = s
-        .http
-        .delete(s.api(&format!("/api/instructions/{}", again["item"]["id"].as_str().unwrap())))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 204);
+    assert_eq!(
+        status_of(
+            s.http
+                .delete(s.api(&format!("/api/instructions/{}", again["item"]["id"].as_str().unwrap())))
+        )
+        .await,
+        204
+    );
     assert_eq!(stored_files(&s).len(), before - 1);
     s.stop().await;
 }
