@@ -191,6 +191,35 @@ test("an agent's question: a Notify, the needs-you tray, and quick add answers t
   await wd("POST", s("/window"), { handle: main });
 });
 
+test("a link in an agent's report opens in the system browser, and the window stays", async () => {
+  // The "system browser" is a recorder: the default handler of http(s) links for this user (the
+  // freedesktop mimeapps.list xdg-open reads), so what the app asks the desktop to open is visible.
+  const opened = join(home, "opened.txt");
+  const recorder = join(home, "record-url.sh");
+  writeFileSync(recorder, `#!/bin/sh\necho "$1" >> '${opened}'\n`, { mode: 0o755 });
+  mkdirSync(join(env.XDG_DATA_HOME, "applications"), { recursive: true });
+  writeFileSync(
+    join(env.XDG_DATA_HOME, "applications", "recorder.desktop"),
+    `[Desktop Entry]\nType=Application\nName=Recorder\nExec=${recorder} %u\nMimeType=x-scheme-handler/http;x-scheme-handler/https;\n`,
+  );
+  mkdirSync(env.XDG_CONFIG_HOME, { recursive: true });
+  writeFileSync(join(env.XDG_CONFIG_HOME, "mimeapps.list"), "[Default Applications]\nx-scheme-handler/https=recorder.desktop\nx-scheme-handler/http=recorder.desktop\n");
+  // The agent reports and waits on the empty queue (stopped at the end, so it takes nothing later).
+  const waiting = fetch(`${base}/mcp`, {
+    method: "POST",
+    headers: { "content-type": "application/json", accept: "application/json, text/event-stream" },
+    body: JSON.stringify({ jsonrpc: "2.0", id: 3, method: "tools/call", params: { name: "get_user_request", arguments: { agent_id: "linker", report: "Docs: [the guide](https://example.com/guide)" } } }),
+  }).then((r) => r.text());
+  const link = 'li[data-agent="linker"] .report a[href="https://example.com/guide"]';
+  await until(() => find(link), "the report's link in the window");
+  await wd("POST", s("/execute/sync"), { script: "document.querySelector(arguments[0]).click(); return true", args: [link] });
+  await until(() => readFileSync(opened, "utf8").includes("https://example.com/guide"), "the system browser asked to open it");
+  assert.ok((await wd("GET", s("/url"))).startsWith(base), "the window stays on the engine's page");
+  const stop = await fetch(`${base}/api/agents/stop`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ agent_id: "linker" }) });
+  assert.equal(stop.status, 204);
+  assert.match(await waiting, /stop/);
+});
+
 test("Queue clipboard: a screenshot on the clipboard becomes an instruction, and a notification says so", async () => {
   const shot = join(home, "clip.png");
   writeFileSync(shot, png(320, 200));

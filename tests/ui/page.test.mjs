@@ -452,6 +452,14 @@ describe("attachments", () => {
     assert.equal(item.attachments.length, 1);
     await page.screenshot({ path: join(artifacts, "screenshots", "attachments-rail.png") });
 
+    // Delete with Undo: the instruction comes back with its file.
+    const sha = item.attachments[0].sha256;
+    await page.locator("#rail .ticket").first().locator('[data-action="delete"]').click();
+    await until(async () => (await server.pending()).length === 0, { what: "deleted" });
+    await page.locator("#toast-action").click();
+    await until(async () => (await server.pending())[0]?.attachments?.[0]?.sha256 === sha, { what: "Undo restores the file" });
+    await until(async () => (await page.locator("#rail .ticket .thumb img").count()) === 1, { what: "the restored thumbnail" });
+
     // The agent gets the path of the delivery copy; the ledger keeps the thumbnail.
     const got = await server.consume("vision");
     assert.equal(got.instruction.attachments[0].name, "shot.png");
