@@ -51,6 +51,7 @@ fn create_main(app: &AppHandle) -> tauri::Result<()> {
         // desktop that is the system browser, never a window of ours.
         .on_new_window(move |url, _features| {
             use tauri_plugin_opener::OpenerExt;
+            tracing::info!(%url, "a link for a new window: the system browser opens it");
             if matches!(url.scheme(), "http" | "https" | "mailto") {
                 if let Err(e) = new_tabs.opener().open_url(url.as_str(), None::<&str>) {
                     tracing::warn!(error = %e, "could not open a link in the system browser");
