@@ -240,6 +240,27 @@ test("Queue clipboard: a screenshot on the clipboard becomes an instruction, and
   assert.deepEqual([attachment.name, attachment.kind, attachment.width, attachment.height], ["clipboard.png", "image", 320, 200]);
 });
 
+test("the native window takes a pasted screenshot", async () => {
+  const bytes = png(90, 60).toString("base64");
+  await wd("POST", s("/execute/sync"), {
+    script: `const bytes = Uint8Array.from(atob(arguments[0]), (c) => c.charCodeAt(0));
+      const dt = new DataTransfer();
+      dt.items.add(new File([bytes], "pasted.png", { type: "image/png" }));
+      document.querySelector("#composer-text").dispatchEvent(new ClipboardEvent("paste", { clipboardData: dt, bubbles: true, cancelable: true }));
+      return true;`,
+    args: [bytes],
+  });
+  await until(() => find("#composer-files img"), "the staged thumbnail in the native window");
+  const box = await find("#composer-text");
+  await wd("POST", s(`/element/${box}/value`), { text: "Pasted in WebKitGTK" });
+  await wd("POST", s("/execute/sync"), { script: "document.getElementById('composer-submit').click(); return true", args: [] });
+  await until(async () => {
+    const items = (await (await fetch(`${base}/api/instructions?status=pending`)).json()).items;
+    const it = items.find((i) => i.content === "Pasted in WebKitGTK");
+    return it && it.attachments[0]?.width === 90;
+  }, "queued with its image");
+});
+
 test("with a token required, the window is signed in without ever asking", async () => {
   // Stop the first app, then run a second one with a token through its own driver.
   await wd("DELETE", s(""));

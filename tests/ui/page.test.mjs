@@ -429,6 +429,15 @@ describe("attachments", () => {
       document.querySelector("#composer-text").dispatchEvent(new ClipboardEvent("paste", { clipboardData: dt, bubbles: true, cancelable: true }));
     }, png);
     await until(async () => (await page.locator("#composer-files img").count()) === 1, { what: "a staged thumbnail" });
+    // A file dropped on the composer joins it; removed again with its ×.
+    await page.locator("#composer").evaluate((form) => {
+      const dt = new DataTransfer();
+      dt.items.add(new File(["a note\n"], "note.txt", { type: "text/plain" }));
+      form.dispatchEvent(new DragEvent("drop", { dataTransfer: dt, bubbles: true, cancelable: true }));
+    });
+    await until(async () => (await page.locator("#composer-files .thumb").count()) === 2, { what: "the dropped file staged" });
+    await page.locator('#composer-files [aria-label="Remove note.txt"]').click();
+    await until(async () => (await page.locator("#composer-files .thumb").count()) === 1, { what: "the dropped file removed" });
     await page.locator("#composer-text").fill("What is wrong in this screenshot?");
     await page.keyboard.press("Control+Enter");
     await until(async () => (await page.locator("#rail .ticket .thumb img").count()) === 1, { what: "the ticket's thumbnail" });
