@@ -116,6 +116,7 @@ pub fn run() -> ExitCode {
             };
             let fallback = engine.port_fallback_from;
             let holder = engine.queue.facts().requested_port_holder.clone();
+            let recovered = engine.queue.facts().recovered.clone();
             let events = engine.subscribe();
             let mcp_url = engine.mcp_url();
             *shell.engine.lock().unwrap_or_else(|p| p.into_inner()) = Some(engine);
@@ -123,6 +124,10 @@ pub fn run() -> ExitCode {
             let handle = app.handle().clone();
             let items = tray::create(&handle)?;
             tauri::async_runtime::spawn(follow_engine(handle.clone(), items, events));
+            if let Some(r) = recovered {
+                let (title, body) = view::recovery_notification(&r.moved_to);
+                notify::send(&handle, &title, &body);
+            }
             if let Some(port) = fallback {
                 let (title, body) = view::port_fallback_notification(port, holder.as_deref(), &mcp_url);
                 notify::send(&handle, &title, &body);

@@ -203,6 +203,14 @@ pub fn report_notification(agent: &str, content: &str) -> (String, String) {
     (title, body)
 }
 
+/// The database was found damaged at start and moved aside.
+pub fn recovery_notification(moved_to: &str) -> (String, String) {
+    (
+        "local-mcp started with a fresh database".to_owned(),
+        format!("The old one was damaged; it is kept, unchanged, at {moved_to}"),
+    )
+}
+
 /// What "Queue clipboard" did: the image's size and the text's first line,
 /// or why nothing was queued.
 pub fn clipboard_notification(image: Option<(u32, u32)>, text: Option<&str>, failed: Option<&str>) -> (String, String) {
@@ -283,6 +291,13 @@ mod clipboard_tests {
     use super::clipboard_notification;
 
     #[test]
+    fn a_recovery_says_where_the_old_database_is() {
+        let (title, body) = super::recovery_notification("/data/q.sqlite3.corrupt-20261124T090000Z");
+        assert!(title.contains("fresh database"));
+        assert!(body.ends_with("/data/q.sqlite3.corrupt-20261124T090000Z"));
+    }
+
+    #[test]
     fn clipboard_notifications_say_what_was_queued() {
         let (title, body) = clipboard_notification(Some((1920, 1080)), Some("Fix this\nplease"), None);
         assert_eq!(title, "Queued from the clipboard: a 1920×1080 image and text");
@@ -316,6 +331,7 @@ mod tests {
                 version: "0".into(),
                 requested_port: None,
                 requested_port_holder: None,
+                recovered: None,
             },
             agent: AgentSummary {
                 connected: state != AgentState::Offline,

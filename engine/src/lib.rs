@@ -121,7 +121,7 @@ pub async fn start(config: Config, shutdown: CancellationToken) -> Result<Engine
         )));
     }
     let db_path = config.db_path.clone();
-    let store = tokio::task::spawn_blocking(move || store::Store::open(&db_path))
+    let (store, recovered) = tokio::task::spawn_blocking(move || store::Store::open_or_recover(&db_path))
         .await
         .map_err(|e| Error::Startup(format!("opening the database failed: {e}")))??;
     tracing::info!(path = %config.db_path.display(), "database ready");
@@ -138,6 +138,11 @@ pub async fn start(config: Config, shutdown: CancellationToken) -> Result<Engine
         started_at: time::now(),
         requested_port: port_fallback_from,
         requested_port_holder: port_fallback_from.and_then(|port| other_account_on(SocketAddr::new(config.host, port))),
+        recovered: recovered.map(|r| model::RecoveryNotice {
+            moved_to: r.moved_to,
+            reason: r.reason,
+            at: r.at,
+        }),
     };
     let queue = Queue::new(store, &config.settings, facts, shutdown.clone())?;
     // Files a crash left between writing an upload and committing its row.

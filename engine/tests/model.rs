@@ -122,6 +122,7 @@ async fn run(ops: Vec<Op>) {
         started_at: "t".into(),
         requested_port: None,
         requested_port_holder: None,
+        recovered: None,
     };
     let settings = Settings {
         default_wait_seconds: 0,

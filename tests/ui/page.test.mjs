@@ -1,7 +1,8 @@
 // The queue page in a real Chromium against the real server (issue 3).
 
 import assert from "node:assert/strict";
-import { readFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { createRequire } from "node:module";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
@@ -522,6 +523,30 @@ describe("attachments", () => {
     // A 415 answer logs a console error in Chromium; nothing else may.
     assert.deepEqual(errors.filter((e) => !/415/.test(e)), []);
     await context.close();
+  });
+});
+
+describe("a damaged database", () => {
+  test("the page says it was moved aside, where to, until dismissed", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "local-mcp-damaged-"));
+    writeFileSync(join(dir, "queue.sqlite3"), "not a database at all\n".repeat(100));
+    const server = await startServer({ dir });
+    try {
+      const { page, errors, context } = await openPage(browser, server);
+      await until(() => page.locator("#recovery-note").isVisible(), { what: "the recovery notice" });
+      const text = await page.locator("#recovery-text").textContent();
+      assert.match(text, /queue\.sqlite3\.corrupt-/);
+      assert.match(text, /not a database/);
+      await page.locator("#recovery-dismiss").click();
+      assert.equal(await page.locator("#recovery-note").isVisible(), false);
+      await page.reload();
+      await until(() => page.locator("#conn[data-conn=live]").isVisible(), { what: "live again" });
+      assert.equal(await page.locator("#recovery-note").isVisible(), false, "dismissed for good");
+      assert.deepEqual(errors, []);
+      await context.close();
+    } finally {
+      await server.stop();
+    }
   });
 });
 

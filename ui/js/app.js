@@ -13,6 +13,7 @@ import { initGate, showGate } from "./gate.js";
 import { initLedger } from "./ledger.js";
 import { initQueues } from "./queues.js";
 import { initRail } from "./rail.js";
+import { initRecoveryNote } from "./recovery.js";
 import { initSettings, loadSettingsForm } from "./settings.js";
 import { initToken, loadToken } from "./token.js";
 import { abandonSnapshot, beginSnapshot, load, on, setConn, setReports, state } from "./state.js";
@@ -100,6 +101,7 @@ async function boot() {
 initConn();
 initConnectHelp();
 initPortNote();
+initRecoveryNote();
 initAgents();
 initSettings();
 initToken(loadClients);

@@ -20,7 +20,7 @@ pub use queues::{
 };
 pub use reports::{report_args, Report, MAX_OPTIONS, MAX_OPTION_CHARS, MAX_REPORT_BYTES};
 pub use settings::{field, Field, Kind, Settings, SettingsPatch, FIELDS};
-pub use status::{AgentSummary, ServerState, ServerSummary, StatusSnapshot};
+pub use status::{AgentSummary, RecoveryNotice, ServerState, ServerSummary, StatusSnapshot};
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};

@@ -28,6 +28,20 @@ pub struct ServerSummary {
     /// configured for that port would reach a stranger's server.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub requested_port_holder: Option<String>,
+    /// Set when the database file was found damaged at start: it was moved
+    /// aside and this server started with a fresh one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recovered: Option<RecoveryNotice>,
+}
+
+/// A damaged database moved aside at start.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct RecoveryNotice {
+    /// Where the damaged file is now (with its `-wal` and attachments beside it).
+    pub moved_to: String,
+    /// What SQLite said was wrong.
+    pub reason: String,
+    pub at: String,
 }
 
 /// The single-agent summary older clients read: the most relevant agent, or nothing known.

@@ -39,6 +39,8 @@ pub struct ServerFacts {
     pub requested_port: Option<u16>,
     /// The other account holding that port, if it is not ours.
     pub requested_port_holder: Option<String>,
+    /// The damaged database moved aside at start, if one was.
+    pub recovered: Option<crate::model::RecoveryNotice>,
 }
 
 /// The queue service. Cheap to clone; all clones share one queue.

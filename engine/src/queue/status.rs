@@ -125,6 +125,7 @@ impl Queue {
                 version: facts.version.clone(),
                 requested_port: facts.requested_port,
                 requested_port_holder: facts.requested_port_holder.clone(),
+                recovered: facts.recovered.clone(),
             },
             agent,
             agents,

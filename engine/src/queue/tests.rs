@@ -14,6 +14,7 @@ fn queue(wait: u32) -> (Queue, CancellationToken) {
         started_at: time::now(),
         requested_port: None,
         requested_port_holder: None,
+        recovered: None,
     };
     let settings = Settings {
         default_wait_seconds: wait,

@@ -67,6 +67,50 @@ impl Store {
         Self::configure(conn, true, Files::beside(path))
     }
 
+    /// Open the database; if its file is damaged (not a database, or
+    /// corrupt), move it aside — with its `-wal`, `-shm` and attachments — to
+    /// `<name>.corrupt-<time>` and start a fresh one, saying what happened.
+    /// A damaged file must never make the app crash on every start.
+    pub fn open_or_recover(path: &Path) -> Result<(Store, Option<Recovery>)> {
+        let why = match Store::open(path).and_then(|s| s.quick_check().map(|()| s)) {
+            Ok(store) => return Ok((store, None)),
+            Err(e) => match damage(&e) {
+                Some(why) => why,
+                None => return Err(e),
+            },
+        };
+        let moved_to = move_aside(path).map_err(|e| {
+            Error::Startup(format!(
+                "the database {} is damaged ({why}) and could not be moved aside: {e}",
+                path.display()
+            ))
+        })?;
+        tracing::error!(path = %path.display(), moved_to = %moved_to.display(), "the database was damaged ({why}); it was moved aside and a fresh one started");
+        let store = Store::open(path)?;
+        Ok((
+            store,
+            Some(Recovery {
+                moved_to: moved_to.display().to_string(),
+                reason: why,
+                at: crate::time::now(),
+            }),
+        ))
+    }
+
+    /// `PRAGMA quick_check`: a damaged file (truncated, pages overwritten) is an error.
+    fn quick_check(&self) -> Result<()> {
+        let conn = self.lock();
+        let result: String = conn.query_row("PRAGMA quick_check(1)", [], |r| r.get(0))?;
+        if result == "ok" {
+            Ok(())
+        } else {
+            Err(Error::internal(
+                "database check",
+                rusqlite::Error::SqliteFailure(rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_CORRUPT), Some(result)),
+            ))
+        }
+    }
+
     /// A private in-memory database, for unit tests.
     pub fn open_in_memory() -> Result<Store> {
         Self::configure(Connection::open_in_memory()?, false, Files::temporary())
@@ -150,6 +194,49 @@ impl Store {
         let conn = self.lock();
         Ok(conn.query_row("PRAGMA integrity_check", [], |r| r.get(0))?)
     }
+}
+
+/// A damaged database that was moved aside at start.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Recovery {
+    /// Where the damaged file now is.
+    pub moved_to: String,
+    /// What was wrong, as SQLite said it.
+    pub reason: String,
+    pub at: String,
+}
+
+/// Whether an error from opening means the file itself is damaged, and how.
+fn damage(e: &Error) -> Option<String> {
+    let Error::Internal { source, .. } = e else {
+        return None;
+    };
+    match source.downcast_ref::<rusqlite::Error>()? {
+        rusqlite::Error::SqliteFailure(f, msg)
+            if matches!(
+                f.code,
+                rusqlite::ErrorCode::NotADatabase | rusqlite::ErrorCode::DatabaseCorrupt
+            ) =>
+        {
+            Some(msg.clone().unwrap_or_else(|| f.to_string()))
+        }
+        _ => None,
+    }
+}
+
+/// Rename the database and everything that belongs to it to `<name>.corrupt-<time>…`.
+fn move_aside(path: &Path) -> std::io::Result<std::path::PathBuf> {
+    let stamp = crate::time::now().replace([':', '-'], "").replace('.', "");
+    let name = path.file_name().unwrap_or_default().to_string_lossy().into_owned();
+    let aside = path.with_file_name(format!("{name}.corrupt-{stamp}"));
+    std::fs::rename(path, &aside)?;
+    for suffix in ["-wal", "-shm", "-attachments"] {
+        let from = path.with_file_name(format!("{name}{suffix}"));
+        if from.exists() {
+            std::fs::rename(&from, path.with_file_name(format!("{name}.corrupt-{stamp}{suffix}")))?;
+        }
+    }
+    Ok(aside)
 }
 
 #[cfg(test)]
