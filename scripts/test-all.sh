@@ -15,6 +15,19 @@ long_wait="${LOCAL_MCP_LONG_WAIT_SECONDS:-600}"
 
 step() { printf '\n==> %s\n' "$*"; }
 
+# Run a suite with a ceiling, so a hung test fails the run with its name
+# instead of holding CI until its own time limit.
+bounded() {
+  local secs="$1"
+  shift
+  local rc=0
+  timeout --kill-after=30 "$secs" "$@" || rc=$?
+  if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
+    echo "timed out after ${secs} s: $*" >&2
+  fi
+  return "$rc"
+}
+
 step "system packages (desktop build, Chromium, Xvfb, WebDriver)"
 bash scripts/setup-system.sh test
 export PATH="$HOME/.cargo/bin:$PATH"
@@ -42,16 +55,16 @@ long_pid=""
 long_log="$(mktemp)"
 if [ "$long_wait" != "0" ]; then
   step "start the ${long_wait}-second wait test in the background"
-  LOCAL_MCP_LONG_WAIT_SECONDS="$long_wait" "$venv/bin/python" -m pytest -q -p no:cacheprovider \
+  LOCAL_MCP_LONG_WAIT_SECONDS="$long_wait" timeout --kill-after=30 "$((long_wait + 600))" "$venv/bin/python" -m pytest -q -p no:cacheprovider \
     -k long_wait tests/python >"$long_log" 2>&1 &
   long_pid=$!
 fi
 
 step "Rust tests"
-cargo test --workspace --locked
+bounded 1800 cargo test --workspace --locked
 
 step "official Python MCP SDK tests, 2.x line (and the stdio bridge, the CLI)"
-"$venv/bin/python" -m pytest -q -p no:cacheprovider -k "not long_wait" tests/python
+bounded 1200 "$venv/bin/python" -m pytest -q -p no:cacheprovider -k "not long_wait" tests/python
 
 step "official Python MCP SDK tests, 1.x line (tests/.venv-mcp1)"
 venv1="$root/tests/.venv-mcp1"
@@ -59,20 +72,20 @@ if [ ! -x "$venv1/bin/python" ]; then
   python3 -m venv "$venv1"
 fi
 "$venv1/bin/python" -m pip install --quiet --disable-pip-version-check -r tests/python/requirements-mcp1.txt
-"$venv1/bin/python" -m pytest -q -p no:cacheprovider -k "not long_wait" tests/python
+bounded 1200 "$venv1/bin/python" -m pytest -q -p no:cacheprovider -k "not long_wait" tests/python
 
 step "TypeScript SDK v1 and v2, the Inspector CLI and the conformance suite (Node 22 from npm)"
-(cd tests/clients && npm ci --no-audit --no-fund --silent && npm test)
+(cd tests/clients && npm ci --no-audit --no-fund --silent && bounded 1200 npm test)
 
 step "browser tests of the page (Chromium: ${CHROMIUM_PATH:-/usr/bin/chromium})"
 if [ ! -x "${CHROMIUM_PATH:-/usr/bin/chromium}" ]; then
   echo "Chromium is missing: install Debian's chromium package (apt-get install chromium) or set CHROMIUM_PATH" >&2
   exit 1
 fi
-(cd tests/ui && npm ci --no-audit --no-fund --silent && npm test)
+(cd tests/ui && npm ci --no-audit --no-fund --silent && bounded 1500 npm test)
 
 step "the desktop app end to end (Xvfb, private D-Bus, WebDriver)"
-bash scripts/test-desktop.sh
+bounded 1500 bash scripts/test-desktop.sh
 
 if [ -n "$long_pid" ]; then
   step "wait for the ${long_wait}-second wait test"

@@ -7,12 +7,29 @@ import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { createInterface } from "node:readline";
+import { after } from "node:test";
 import { fileURLToPath } from "node:url";
 
 export const root = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 
 export const serverBin =
   process.env.LOCAL_MCP_SERVER_BIN ?? join(process.env.CARGO_TARGET_DIR ?? join(root, "target"), "debug", "local-mcp-server");
+
+// Every server a test file started and has not stopped. A test that fails
+// before its own `stop()` would otherwise leave the child (and its stderr
+// pipe) holding the test process open until CI's time limit, turning one
+// failed assertion into a timed-out run.
+const live = new Set();
+after(async () => {
+  await Promise.all([...live].map((child) => stopChild(child)));
+});
+
+async function stopChild(child) {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise((r) => child.once("exit", r));
+  child.kill("SIGTERM");
+  await exited;
+}
 
 /**
  * Start a server and resolve once it prints its ready line. `mode` is
@@ -32,6 +49,8 @@ export async function startServer({ dir = mkdtempSync(join(tmpdir(), "local-mcp-
     ...env,
   };
   const child = spawn(serverBin, [], { env: fullEnv, stdio: ["ignore", "ignore", "pipe"] });
+  live.add(child);
+  child.once("exit", () => live.delete(child));
   const log = [];
   const url = await new Promise((ok, fail) => {
     createInterface({ input: child.stderr }).on("line", (line) => {
@@ -53,10 +72,7 @@ export async function startServer({ dir = mkdtempSync(join(tmpdir(), "local-mcp-
     /** Sent as the bearer token when set (tests change it as the server's token changes). */
     token: fullEnv.API_TOKEN,
     async stop() {
-      if (child.exitCode !== null) return;
-      const exited = new Promise((r) => child.once("exit", r));
-      child.kill("SIGTERM");
-      await exited;
+      await stopChild(child);
     },
     async api(method, path, body) {
       const headers = { "content-type": "application/json" };

@@ -646,7 +646,8 @@ describe("resilience", () => {
     const first = await page.locator("#token-value").inputValue();
     assert.match(first, /^lmcp_[0-9a-f]{64}$/);
     assert.equal(await anonymous(), 401, "required at once");
-    assert.match(await page.locator("#token-state").textContent(), /required/);
+    // The state line is redrawn from the settings answer, which may land after the reveal.
+    await until(async () => /required/.test(await page.locator("#token-state").textContent()), { what: "the state says required" });
     await page.locator("#settings-details").screenshot({ path: join(artifacts, "screenshots", "settings-token.png") });
     // The page itself carries on: its session cookie was renewed with the token.
     await page.locator("#composer-text").fill("queued after requiring a token");

@@ -36,10 +36,11 @@ export function initToken(onChange) {
     if (replacing && !confirm("Make a new token? Agents using the current one are refused until you update them.")) return;
     try {
       const r = await api.changeToken("regenerate");
+      // The state line first, so the token never shows beside "No token".
+      await loadToken();
       $("token-value").value = r.token;
       $("token-reveal").hidden = false;
       $("token-value").select();
-      await loadToken();
       onChange();
     } catch (err) {
       $("token-state").textContent = err.message;
