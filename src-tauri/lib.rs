@@ -184,6 +184,7 @@ async fn follow_engine(
     mut events: tokio::sync::broadcast::Receiver<std::sync::Arc<engine::Event>>,
 ) {
     let mut listening = HashSet::new();
+    let mut faulty = false;
     loop {
         let event = match events.recv().await {
             Ok(e) => e,
@@ -194,6 +195,16 @@ async fn follow_engine(
         match (&event.kind, &event.data) {
             (EventKind::StatusChanged, EventData::Status(status)) => {
                 tray::apply(&app, &items, &view::tray_view(status));
+                // Once per fault, when it starts: the tooltip carries it after that.
+                match (&status.server.storage_fault, faulty) {
+                    (Some(fault), false) => {
+                        let (title, body) = view::storage_fault_notification(fault);
+                        notify::send(&app, &title, &body);
+                        faulty = true;
+                    }
+                    (None, true) => faulty = false,
+                    _ => {}
+                }
                 for agent in view::newly_waiting(&mut listening, status) {
                     if prefs.notify_waiting {
                         let (title, body) = view::waiting_notification(&agent);

@@ -157,10 +157,19 @@ pub fn tray_view(status: &StatusSnapshot) -> TrayView {
         Some((_, agent)) => (TrayIcon::NeedsYou, format!("{agent} needs you (quick add answers it)")),
         None => (icon, who),
     };
+    // A database that cannot be written outranks everything: nothing new can
+    // be queued or delivered until the person (or time) fixes it.
+    let (icon, tooltip) = match &status.server.storage_fault {
+        Some(fault) => (
+            TrayIcon::NeedsYou,
+            format!("local-mcp cannot write its database — {fault}"),
+        ),
+        None => (icon, format!("local-mcp — {who} · {pending}{held_note}")),
+    };
     TrayView {
         icon,
         answer,
-        tooltip: format!("local-mcp — {who} · {pending}{held_note}"),
+        tooltip,
         pending_label: capitalize(&pending),
         queue_labels,
         any_held: !held.is_empty(),
@@ -204,6 +213,11 @@ pub fn report_notification(agent: &str, content: &str) -> (String, String) {
 }
 
 /// The database was found damaged at start and moved aside.
+/// When the database stops accepting writes (the tooltip keeps saying so until it clears).
+pub fn storage_fault_notification(fault: &str) -> (String, String) {
+    ("local-mcp cannot write its database".to_owned(), fault.to_owned())
+}
+
 pub fn recovery_notification(moved_to: &str) -> (String, String) {
     (
         "local-mcp started with a fresh database".to_owned(),
@@ -332,6 +346,7 @@ mod tests {
                 requested_port: None,
                 requested_port_holder: None,
                 recovered: None,
+                storage_fault: None,
             },
             agent: AgentSummary {
                 connected: state != AgentState::Offline,
@@ -381,6 +396,21 @@ mod tests {
             (title.as_str(), body.as_str()),
             ("asker reported: Which DB?", "SQLite or Postgres")
         );
+    }
+
+    #[test]
+    fn a_database_that_cannot_be_written_takes_over_the_tray_until_it_clears() {
+        let mut s = status(Some("copilot"), AgentState::Listening, 3);
+        assert_eq!(tray_view(&s).icon, TrayIcon::Listening);
+        s.server.storage_fault = Some("the disk holding /d/q.sqlite3 is full: free some space".into());
+        let v = tray_view(&s);
+        assert_eq!(v.icon, TrayIcon::NeedsYou);
+        assert_eq!(
+            v.tooltip,
+            "local-mcp cannot write its database — the disk holding /d/q.sqlite3 is full: free some space"
+        );
+        s.server.storage_fault = None;
+        assert!(tray_view(&s).tooltip.starts_with("local-mcp — copilot listening"));
     }
 
     #[test]

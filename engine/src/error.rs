@@ -29,6 +29,14 @@ pub enum Error {
     /// A file of a type that is not accepted (the message names what is).
     #[error("{0}")]
     Unsupported(String),
+    /// The disk holding the database is full (HTTP 507). The message names
+    /// the path and what to do; nothing acknowledged is lost.
+    #[error("{0}")]
+    NoSpace(String),
+    /// The database cannot be written now: read-only, locked by another
+    /// program, or gone (HTTP 503). The message names the path and what to do.
+    #[error("{0}")]
+    Unavailable(String),
     /// A bearer token was required and missing or wrong.
     #[error("{0}")]
     Unauthorized(String),
@@ -58,6 +66,8 @@ impl Error {
             Error::Invalid(_) => "invalid_request",
             Error::TooLarge(_) => "payload_too_large",
             Error::Unsupported(_) => "unsupported_media_type",
+            Error::NoSpace(_) => "insufficient_storage",
+            Error::Unavailable(_) => "storage_unavailable",
             Error::Unauthorized(_) => "unauthorized",
             Error::Forbidden(_) => "forbidden",
             Error::Internal { .. } | Error::Startup(_) => "internal",
@@ -70,6 +80,12 @@ impl Error {
             context: context.into(),
             source: source.into(),
         }
+    }
+
+    /// Whether the database cannot be written for a reason outside the
+    /// program (disk full, read-only, locked, gone): it clears by itself.
+    pub fn is_storage_fault(&self) -> bool {
+        matches!(self, Error::NoSpace(_) | Error::Unavailable(_))
     }
 
     /// Whether the fault is ours (a 5xx, a protocol error) rather than the caller's.
@@ -91,6 +107,8 @@ impl Error {
             tracing::error!(cause = %chain, "{context}");
         } else if let Error::Startup(message) = self {
             tracing::error!("{message}");
+        } else if self.is_storage_fault() {
+            tracing::warn!("{self}");
         }
     }
 }

@@ -1,6 +1,7 @@
 // The queue page in a real Chromium against the real server (issue 3).
 
 import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
 import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { createRequire } from "node:module";
@@ -10,6 +11,14 @@ import { after, before, describe, test } from "node:test";
 import { artifacts, launchBrowser, openPage, startServer, until } from "./harness.mjs";
 
 const require = createRequire(import.meta.url);
+
+// Holds the database's write lock (as a database browser would) until stdin closes.
+const LOCK_HOLDER = `import sqlite3, sys
+c = sqlite3.connect(sys.argv[1], isolation_level=None)
+c.execute("BEGIN EXCLUSIVE")
+print("locked", flush=True)
+sys.stdin.read()
+c.execute("COMMIT")`;
 const AXE = readFileSync(require.resolve("axe-core/axe.min.js"), "utf8");
 
 let browser;
@@ -545,6 +554,37 @@ describe("a damaged database", () => {
       assert.deepEqual(errors, []);
       await context.close();
     } finally {
+      await server.stop();
+    }
+  });
+});
+
+describe("a database that cannot be written", () => {
+  test("the page says so while it lasts, keeps what was typed, and clears by itself", async () => {
+    const server = await startServer();
+    // Another program (a database browser) holding the write lock, until its stdin closes.
+    const locker = spawn("python3", ["-c", LOCK_HOLDER, join(server.dir, "queue.sqlite3")], { stdio: ["pipe", "pipe", "inherit"] });
+    try {
+      const { page, context } = await openPage(browser, server);
+      await until(() => page.locator("#conn[data-conn=live]").isVisible(), { what: "live" });
+      await new Promise((ok) => locker.stdout.once("data", ok));
+      await page.locator("#composer-text").fill("typed while the database is locked");
+      await page.keyboard.press("Control+Enter");
+      // SQLite gives the other program 5 s before local-mcp says it is locked.
+      await until(() => page.locator("#composer-error").isVisible(), { what: "the refusal", timeout: 15000 });
+      assert.match(await page.locator("#composer-error").textContent(), /Not queued: .*locked by another program/);
+      assert.equal(await page.locator("#composer-text").inputValue(), "typed while the database is locked", "the text stays");
+      await until(() => page.locator("#storage-fault").isVisible(), { what: "the alert" });
+      assert.match(await page.locator("#storage-fault-text").textContent(), /cannot write its database: .*queue\.sqlite3 is locked/);
+      await page.screenshot({ path: join(artifacts, "screenshots", "storage-fault.png") });
+
+      locker.stdin.end();
+      await until(() => page.locator("#storage-fault").isHidden(), { what: "the alert gone by itself", timeout: 15000 });
+      await page.keyboard.press("Control+Enter");
+      await until(async () => (await server.pending()).some((i) => i.content === "typed while the database is locked"), { what: "queued once it can" });
+      await context.close();
+    } finally {
+      locker.kill();
       await server.stop();
     }
   });

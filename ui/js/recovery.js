@@ -1,6 +1,8 @@
-// The notice that the database was found damaged at start: it was moved
-// aside and local-mcp started fresh. It stays until the person dismisses it
-// (remembered per damaged file, so a later recovery shows again).
+// What the page says about the database itself. A damaged file found at
+// start was moved aside and local-mcp started fresh: that notice stays until
+// the person dismisses it (remembered per damaged file, so a later recovery
+// shows again). A database that cannot be written now (disk full, locked,
+// read-only): that alert stays while it lasts and goes when it clears.
 
 import { $ } from "./dom.js";
 import { on } from "./state.js";
@@ -25,5 +27,14 @@ export function initRecoveryNote() {
   $("recovery-dismiss").addEventListener("click", () => {
     if (shown) localStorage.setItem(KEY, shown);
     $("recovery-note").hidden = true;
+  });
+}
+
+export function initStorageFault() {
+  on("status", (s) => {
+    const fault = s.server.storage_fault;
+    const alert = $("storage-fault");
+    alert.hidden = !fault;
+    if (fault) $("storage-fault-text").textContent = `local-mcp cannot write its database: ${fault}.`;
   });
 }

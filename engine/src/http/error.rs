@@ -31,6 +31,8 @@ pub fn status_of(e: &Error) -> StatusCode {
         Error::Invalid(_) => StatusCode::BAD_REQUEST,
         Error::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
         Error::Unsupported(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+        Error::NoSpace(_) => StatusCode::INSUFFICIENT_STORAGE,
+        Error::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
         Error::Unauthorized(_) => StatusCode::UNAUTHORIZED,
         Error::Forbidden(_) => StatusCode::FORBIDDEN,
         Error::Internal { .. } | Error::Startup(_) => StatusCode::INTERNAL_SERVER_ERROR,

@@ -32,6 +32,11 @@ pub struct ServerSummary {
     /// aside and this server started with a fresh one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub recovered: Option<RecoveryNotice>,
+    /// Set while the database cannot be written (disk full, read-only,
+    /// locked by another program, gone): what happened and what to do.
+    /// Cleared by the next write that succeeds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub storage_fault: Option<String>,
 }
 
 /// A damaged database moved aside at start.

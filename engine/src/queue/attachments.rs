@@ -54,7 +54,7 @@ impl Queue {
         let items = self
             .blocking(move |i| {
                 let files = i.store.files();
-                write_files(files, &item.id, &ready)?;
+                write_files(files, &item.id, &ready).map_err(|e| i.store.fault(e))?;
                 let iid = item.id.clone();
                 let written = i.write_instruction_event(EventKind::InstructionCreated, |db| {
                     item.position = db.next_position()?;
@@ -103,7 +103,7 @@ impl Queue {
         let items = self
             .blocking(move |i| {
                 let files = i.store.files();
-                write_files(files, &id, &ready)?;
+                write_files(files, &id, &ready).map_err(|e| i.store.fault(e))?;
                 let written = i.write_instruction_event(EventKind::InstructionUpdated, |db| {
                     // Touched (a new `updated_at`), and only while pending.
                     let Some(item) = db.update_pending(&id, &PendingChange::default(), &time::now())? else {

@@ -98,6 +98,7 @@ impl Queue {
             }),
         };
         tokio::spawn(status::publish_loop(queue.clone()));
+        tokio::spawn(status::fault_watch(queue.clone()));
         Ok(queue)
     }
 
@@ -112,9 +113,15 @@ impl Queue {
     /// Run blocking store work off the async threads.
     async fn blocking<T: Send + 'static>(&self, f: impl FnOnce(&Inner) -> Result<T> + Send + 'static) -> Result<T> {
         let inner = self.inner.clone();
-        tokio::task::spawn_blocking(move || f(&inner))
+        let faulty = inner.store.fault_now().is_some();
+        let result = tokio::task::spawn_blocking(move || f(&inner))
             .await
-            .map_err(|e| Error::internal("a storage task failed", e))?
+            .map_err(|e| Error::internal("a storage task failed", e))?;
+        // The status shows a storage fault while it lasts: republish when it starts or clears.
+        if faulty != self.inner.store.fault_now().is_some() {
+            self.mark_status_dirty();
+        }
+        result
     }
 
     // ---- reads --------------------------------------------------------------

@@ -126,6 +126,7 @@ impl Queue {
                 requested_port: facts.requested_port,
                 requested_port_holder: facts.requested_port_holder.clone(),
                 recovered: facts.recovered.clone(),
+                storage_fault: self.inner.store.fault_now(),
             },
             agent,
             agents,
@@ -149,6 +150,9 @@ fn status_changed(snapshot: StatusSnapshot) -> Event {
         None,
     )
 }
+
+/// How often a storage fault is retried while it lasts.
+const FAULT_PROBE_EVERY: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// Publish a fresh `status.changed` whenever the status is marked dirty, until shutdown.
 pub(super) async fn publish_loop(queue: Queue) {
@@ -176,6 +180,23 @@ pub(super) async fn publish_loop(queue: Queue) {
         tokio::select! {
             _ = shutdown.cancelled() => return,
             _ = tokio::time::sleep(SNAPSHOT_EVERY) => {}
+        }
+    }
+}
+
+/// While the database cannot be written, look every few seconds whether it
+/// can again, so the fault clears by itself when its cause goes away (space
+/// freed, the other program closed) and not only at the person's next write.
+pub(super) async fn fault_watch(queue: Queue) {
+    let shutdown = queue.inner.shutdown.clone();
+    loop {
+        tokio::select! {
+            _ = shutdown.cancelled() => return,
+            _ = tokio::time::sleep(FAULT_PROBE_EVERY) => {}
+        }
+        if queue.inner.store.fault_now().is_some() {
+            // `blocking` republishes the status when the fault clears.
+            let _ = queue.blocking(|i| i.store.probe()).await;
         }
     }
 }

@@ -43,6 +43,18 @@ pub enum WaitOutcome {
     ShuttingDown,
     /// The person stopped this agent; nothing was consumed.
     Stopped,
+    /// The database could not be written (disk full, read-only, locked,
+    /// gone): nothing was consumed, and the result says so.
+    Unwritable,
+}
+
+/// Said to an agent whose call met a database that cannot be written: its
+/// loop goes on (an error result would end it), and nothing was delivered.
+fn unwritable_response(fault: &crate::Error) -> String {
+    format!(
+        "local-mcp cannot write its database right now ({fault}). Nothing was delivered and nothing \
+         queued is lost: call this tool `get_user_request` again to keep waiting for the user's next instruction."
+    )
 }
 
 /// A claimed instruction and what its agent is told of its files.
@@ -77,6 +89,11 @@ impl Queue {
     /// `waiting` (if given) is told when the call starts to wait, so a front
     /// end can open its stream then and not for calls answered at once.
     /// `report` (checked with `model::report_args`) is stored first, durably.
+    ///
+    /// A database that cannot be written (disk full, read-only, locked by
+    /// another program, gone) never fails the call: it delivers nothing and
+    /// returns the normal `default_response` whose text says why, so the
+    /// agent's loop goes on.
     pub async fn get_user_request(
         &self,
         queue: Option<&str>,
@@ -87,6 +104,34 @@ impl Queue {
     ) -> Result<(UserRequestResult, WaitOutcome)> {
         let queue = queue_or_default(queue)?;
         let agent = self::agent_id(agent_id)?.unwrap_or_else(|| DEFAULT_AGENT_ID.to_owned());
+        match self.take_or_wait(&queue, &agent, report, caller_gone, waiting).await {
+            Err(fault) if fault.is_storage_fault() => {
+                fault.log();
+                self.mark_status_dirty();
+                let result = UserRequestResult {
+                    status: "ok".into(),
+                    result_type: ResultType::DefaultResponse,
+                    queue,
+                    instruction: None,
+                    response: Some(unwritable_response(&fault)),
+                    remaining_pending: 0,
+                    waited_seconds: 0,
+                };
+                Ok((result, WaitOutcome::Unwritable))
+            }
+            other => other,
+        }
+    }
+
+    async fn take_or_wait(
+        &self,
+        queue: &str,
+        agent: &str,
+        report: Option<(String, Vec<String>)>,
+        caller_gone: CancellationToken,
+        waiting: Option<tokio::sync::oneshot::Sender<u32>>,
+    ) -> Result<(UserRequestResult, WaitOutcome)> {
+        let (queue, agent) = (queue.to_owned(), agent.to_owned());
         let started = Instant::now();
         self.ensure_queue(&queue).await?;
         if let Some((content, options)) = report {

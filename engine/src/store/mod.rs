@@ -12,6 +12,7 @@
 //! crash of the app; a power loss can at worst roll the claim back so the
 //! instruction is delivered again, never lost).
 
+mod fault;
 mod files;
 mod migrations;
 mod queries;
@@ -39,6 +40,10 @@ pub enum Durability {
 /// The database: one connection, opened, migrated and configured.
 pub struct Store {
     conn: Mutex<Connection>,
+    /// The database file (for messages that tell the person what to fix).
+    path: Option<std::path::PathBuf>,
+    /// The storage fault met last, until a write succeeds again.
+    fault: Mutex<Option<String>>,
     /// The attachment files, beside the database.
     files: Files,
 }
@@ -57,14 +62,22 @@ impl Store {
             .create(true)
             .append(true)
             .open(path)
-            .map_err(|e| Error::Startup(format!("cannot create the database {}: {e}", path.display())))?;
+            .map_err(|e| {
+                let verb = if path.exists() { "write" } else { "create" };
+                Error::Startup(format!(
+                    "cannot {verb} the database {}: {e}; check the permissions of the file and its folder, or set DB_PATH",
+                    path.display()
+                ))
+            })?;
         if let Err(e) = paths::make_private(path) {
             // Some file systems (a FAT stick, a network share) have no modes to set.
             tracing::warn!(path = %path.display(), error = %e, "could not make the database owner-only");
         }
         let conn = Connection::open(path)
             .map_err(|e| Error::Startup(format!("cannot open the database {}: {e}", path.display())))?;
-        Self::configure(conn, true, Files::beside(path))
+        let mut store = Self::configure(conn, true, Files::beside(path))?;
+        store.path = Some(path.to_owned());
+        Ok(store)
     }
 
     /// Open the database; if its file is damaged (not a database, or
@@ -117,21 +130,12 @@ impl Store {
     }
 
     fn configure(mut conn: Connection, wal: bool, files: Files) -> Result<Store> {
-        // A busy timeout matters only if another process (a CLI, a backup tool)
-        // holds the file; five seconds rides out a checkpoint without hanging a caller.
-        conn.busy_timeout(Duration::from_secs(5))?;
-        if wal {
-            let mode: String = conn.query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))?;
-            if !mode.eq_ignore_ascii_case("wal") {
-                return Err(Error::Startup(format!(
-                    "the database refused WAL mode (got {mode}); is it on a network file system?"
-                )));
-            }
-        }
-        conn.execute_batch("PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON;")?;
+        prepare(&mut conn, wal)?;
         migrations::migrate(&mut conn)?;
         Ok(Store {
             conn: Mutex::new(conn),
+            path: None,
+            fault: Mutex::new(None),
             files,
         })
     }
@@ -159,7 +163,29 @@ impl Store {
     /// Run read-only statements.
     pub fn read<T>(&self, body: impl FnOnce(&Db<'_>) -> Result<T>) -> Result<T> {
         let conn = self.lock();
-        body(&Db::new(&conn))
+        body(&Db::new(&conn)).map_err(|e| self.fault(e))
+    }
+
+    /// Say a fault of the disk or the file in the person's terms (`fault`),
+    /// and remember it until a write succeeds. Other errors pass unchanged.
+    /// Also for errors met beside the database (writing attachment files).
+    pub fn fault(&self, e: Error) -> Error {
+        let fault = if e.is_storage_fault() {
+            e
+        } else {
+            match fault::classify(self.path.as_deref(), &e) {
+                Some(fault) => fault,
+                None => return e,
+            }
+        };
+        *self.fault.lock().unwrap_or_else(|p| p.into_inner()) = Some(fault.to_string());
+        fault
+    }
+
+    /// The storage fault met last, until a write succeeds again: what the
+    /// page and the tray show while the database cannot be written.
+    pub fn fault_now(&self) -> Option<String> {
+        self.fault.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
     /// Run `body` in one `BEGIN IMMEDIATE` transaction committed with the given
@@ -172,6 +198,10 @@ impl Store {
         on_commit: impl FnOnce(&T),
     ) -> Result<T> {
         let mut conn = self.lock();
+        if let Some(path) = self.path.as_deref().filter(|p| fault::is_gone(p)) {
+            let fresh = fault::restore(&conn, path, |c| prepare(c, true)).map_err(|e| self.fault(e))?;
+            *conn = fresh;
+        }
         if durability == Durability::Normal {
             conn.execute_batch("PRAGMA synchronous=NORMAL")?;
         }
@@ -182,11 +212,30 @@ impl Store {
             Ok(value)
         })();
         if durability == Durability::Normal {
-            conn.execute_batch("PRAGMA synchronous=FULL")?;
+            conn.execute_batch("PRAGMA synchronous=FULL")
+                .map_err(|e| self.fault(e.into()))?;
         }
-        let value = result?;
+        let value = result.map_err(|e| self.fault(e))?;
+        // A write went through: whatever blocked writes has cleared.
+        self.fault.lock().unwrap_or_else(|p| p.into_inner()).take();
         on_commit(&value);
         Ok(value)
+    }
+
+    /// While a fault lasts: try one small real write (the header's
+    /// `user_version` set to itself dirties a page, so it needs the lock and
+    /// room on the disk). Success clears the fault, so the page and the tray
+    /// stop saying so even when nobody writes anything.
+    pub fn probe(&self) -> Result<()> {
+        self.write(
+            Durability::Full,
+            |db| {
+                let version: i64 = db.conn().query_row("PRAGMA user_version", [], |r| r.get(0))?;
+                db.conn().execute_batch(&format!("PRAGMA user_version = {version}"))?;
+                Ok(())
+            },
+            |_| {},
+        )
     }
 
     /// `PRAGMA integrity_check`: "ok" for a sound database.
@@ -194,6 +243,24 @@ impl Store {
         let conn = self.lock();
         Ok(conn.query_row("PRAGMA integrity_check", [], |r| r.get(0))?)
     }
+}
+
+/// The connection's settings: a busy timeout, WAL (for a file), full sync
+/// and foreign keys.
+fn prepare(conn: &mut Connection, wal: bool) -> Result<()> {
+    // A busy timeout matters only if another process (a CLI, a backup tool)
+    // holds the file; five seconds rides out a checkpoint without hanging a caller.
+    conn.busy_timeout(Duration::from_secs(5))?;
+    if wal {
+        let mode: String = conn.query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))?;
+        if !mode.eq_ignore_ascii_case("wal") {
+            return Err(Error::Startup(format!(
+                "the database refused WAL mode (got {mode}); is it on a network file system?"
+            )));
+        }
+    }
+    conn.execute_batch("PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON;")?;
+    Ok(())
 }
 
 /// A damaged database that was moved aside at start.

@@ -158,6 +158,10 @@ impl<'c> Db<'c> {
         Db { conn }
     }
 
+    pub(super) fn conn(&self) -> &'c Connection {
+        self.conn
+    }
+
     // ---- instructions -------------------------------------------------------
 
     /// The position after every instruction ever queued (new ones go to the back).

@@ -313,8 +313,22 @@ pub struct Binary {
 
 /// Start the binary on `db` with a free port and extra environment; waits for its ready line.
 pub async fn spawn_binary(db: &std::path::Path, env: &[(&str, &str)]) -> Binary {
+    spawn_binary_via(&[], db, env).await
+}
+
+/// `spawn_binary` through a wrapper command (e.g. `unshare … sh -c SCRIPT sh`),
+/// which is given the binary's path as its last argument.
+pub async fn spawn_binary_via(wrapper: &[&str], db: &std::path::Path, env: &[(&str, &str)]) -> Binary {
     use tokio::io::AsyncBufReadExt;
-    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_local-mcp-server"));
+    let binary = env!("CARGO_BIN_EXE_local-mcp-server");
+    let mut command = match wrapper {
+        [] => tokio::process::Command::new(binary),
+        [program, args @ ..] => {
+            let mut c = tokio::process::Command::new(program);
+            c.args(args).arg(binary);
+            c
+        }
+    };
     command
         .env("DB_PATH", db)
         .env("HTTP_PORT", "0")

@@ -1,0 +1,238 @@
+//! Faults of the disk and the file while the server runs: a database locked
+//! by another program, a full disk (a real size-limited tmpfs in a private
+//! mount namespace), the database's folder removed, a truncated file at
+//! start. Each asserts what the person and the agent are told (507/503 with
+//! the path and what to do, a normal tool result instead of an error),
+//! that nothing acknowledged is lost, and that the engine recovers by itself.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::ServiceExt;
+use serde_json::{json, Value};
+
+/// Poll `/api/status` until `server.storage_fault` is (or is not) set.
+async fn until_fault(http: &reqwest::Client, url: &str, present: bool) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let status: Value = http
+            .get(format!("{url}/api/status"))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let fault = status["server"]["storage_fault"].clone();
+        if fault.is_string() == present {
+            return fault;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "storage_fault never became present={present}: {status}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+async fn post_instruction(http: &reqwest::Client, url: &str, content: &str) -> (u16, Value) {
+    let r = http
+        .post(format!("{url}/api/instructions"))
+        .json(&json!({ "content": content }))
+        .send()
+        .await
+        .unwrap();
+    (r.status().as_u16(), r.json().await.unwrap_or(Value::Null))
+}
+
+async fn pending(http: &reqwest::Client, url: &str) -> Vec<String> {
+    let list: Value = http
+        .get(format!("{url}/api/instructions?status=pending"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    list["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["content"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// The agent's call is a normal result that says why nothing came — not an
+/// error, which would end its loop.
+fn assert_told_unwritable(result: &Value) {
+    assert_eq!(result["result_type"], "default_response", "{result}");
+    assert_eq!(result["instruction"], Value::Null, "{result}");
+    let says = result["response"].as_str().unwrap();
+    assert!(says.contains("cannot write its database"), "{says}");
+    assert!(says.contains("call this tool `get_user_request` again"), "{says}");
+}
+
+#[tokio::test]
+async fn a_database_locked_by_another_program_is_said_and_outlived() {
+    let s = common::start(|_| {}).await;
+    s.add("queued before the lock").await;
+
+    // A database browser or a backup tool holding the write lock.
+    let other = rusqlite::Connection::open(&s.db).unwrap();
+    other.execute_batch("BEGIN EXCLUSIVE").unwrap();
+
+    let (code, body) = post_instruction(&s.http, &s.url, "refused while locked").await;
+    assert_eq!(code, 503, "{body}");
+    assert_eq!(body["error"]["code"], "storage_unavailable");
+    let message = body["error"]["message"].as_str().unwrap();
+    assert!(message.contains("locked by another program"), "{message}");
+    assert!(
+        message.contains(&s.db.display().to_string()),
+        "names the file: {message}"
+    );
+    let fault = until_fault(&s.http, &s.url, true).await;
+    assert!(fault.as_str().unwrap().contains("locked"), "{fault}");
+
+    // The agent's claim cannot be recorded: nothing is delivered, and it is told so.
+    let client = s.mcp().await;
+    let result = common::get_user_request(&client, Some("agent-a")).await;
+    assert_told_unwritable(&result);
+    // Reads go on (WAL): the queued instruction is still there.
+    assert_eq!(pending(&s.http, &s.url).await, ["queued before the lock"]);
+
+    other.execute_batch("COMMIT").unwrap();
+    drop(other);
+    // Cleared by itself (the engine retries while a fault lasts), with nobody writing.
+    until_fault(&s.http, &s.url, false).await;
+    let (code, _) = post_instruction(&s.http, &s.url, "after the lock").await;
+    assert_eq!(code, 201);
+    let result = common::get_user_request(&client, Some("agent-a")).await;
+    assert_eq!(result["instruction"]["content"], "queued before the lock", "{result}");
+    client.cancel().await.unwrap();
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn the_database_folder_removed_while_running_is_written_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let db = data.join("queue.sqlite3");
+    let shutdown = tokio_util::sync::CancellationToken::new();
+    let engine = engine::start(engine::Config::for_db(&db), shutdown.clone())
+        .await
+        .unwrap();
+    let http = reqwest::Client::new();
+    for n in 0..3 {
+        assert_eq!(post_instruction(&http, &engine.url, &format!("kept {n}")).await.0, 201);
+    }
+
+    // A clean-up script takes the whole folder while the app runs.
+    std::fs::remove_dir_all(&data).unwrap();
+    let (code, body) = post_instruction(&http, &engine.url, "after the folder went").await;
+    assert_eq!(code, 201, "{body}");
+    assert!(db.exists(), "the database is back at its path");
+    let expected = ["kept 0", "kept 1", "kept 2", "after the folder went"];
+    assert_eq!(pending(&http, &engine.url).await, expected);
+
+    // And it is the real file: a restart finds everything.
+    shutdown.cancel();
+    engine.stopped().await;
+    let shutdown = tokio_util::sync::CancellationToken::new();
+    let engine = engine::start(engine::Config::for_db(&db), shutdown.clone())
+        .await
+        .unwrap();
+    assert_eq!(pending(&http, &engine.url).await, expected);
+    shutdown.cancel();
+    engine.stopped().await;
+}
+
+#[tokio::test]
+async fn a_truncated_database_is_moved_aside_at_start() {
+    let s = common::start(|_| {}).await;
+    let long = "y".repeat(3000);
+    for n in 0..200 {
+        s.add(&format!("{n} {long}")).await;
+    }
+    let db = s.db.clone();
+    let dir = s.stop().await;
+    let bytes = std::fs::read(&db).unwrap();
+    std::fs::write(&db, &bytes[..bytes.len() / 3]).unwrap();
+
+    let s = common::start_in(dir, |_| {}).await;
+    let recovered = s.get_json("/api/status").await["server"]["recovered"].clone();
+    assert!(
+        recovered["moved_to"].as_str().is_some_and(|p| p.contains(".corrupt-")),
+        "{recovered}"
+    );
+    assert_eq!(pending(&s.http, &s.url).await, Vec::<String>::new());
+    s.add("fresh after truncation").await;
+    s.stop().await;
+}
+
+/// A full disk, for real: the server runs in a private mount namespace on a
+/// 3 MiB tmpfs that also holds a 1 MiB filler file; the test fills the rest
+/// with instructions until the disk refuses, then has the filler removed.
+#[tokio::test]
+async fn a_full_disk_refuses_with_507_loses_nothing_and_recovers() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    std::fs::create_dir(&data).unwrap();
+    let free = dir.path().join("free-the-disk");
+    let db = data.join("queue.sqlite3");
+    // The filler goes when the test creates `free` (or after two minutes, so nothing lingers).
+    let script = r#"set -e
+mount -t tmpfs -o size=3m tmpfs "$DATA"
+head -c 1048576 /dev/zero > "$DATA/filler"
+( i=0; while [ ! -e "$FREE" ] && [ $i -lt 1200 ]; do sleep 0.1; i=$((i+1)); done; rm -f "$DATA/filler" ) &
+exec "$1""#;
+    let data_s = data.to_str().unwrap();
+    let free_s = free.to_str().unwrap();
+    let mut server = common::spawn_binary_via(
+        &["unshare", "--map-root-user", "--mount", "sh", "-c", script, "sh"],
+        &db,
+        &[("DATA", data_s), ("FREE", free_s)],
+    )
+    .await;
+    let url = server.url.clone();
+    let http = reqwest::Client::new();
+
+    let chunk = "z".repeat(60 * 1024);
+    let mut acknowledged = Vec::new();
+    let refusal = loop {
+        let content = format!("{} {chunk}", acknowledged.len());
+        let (code, body) = post_instruction(&http, &url, &content).await;
+        match code {
+            201 => acknowledged.push(content),
+            507 => break body,
+            other => panic!("unexpected {other}: {body}"),
+        }
+        assert!(acknowledged.len() < 100, "3 MiB never filled up");
+    };
+    assert!(!acknowledged.is_empty(), "some went in before the disk filled");
+    assert_eq!(refusal["error"]["code"], "insufficient_storage");
+    let message = refusal["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("is full") && message.contains(&db.display().to_string()),
+        "{message}"
+    );
+    until_fault(&http, &url, true).await;
+
+    // The waiting agent's claim cannot be written: told so, nothing delivered.
+    let client = ().serve(StreamableHttpClientTransport::from_uri(format!("{url}/mcp"))).await.unwrap();
+    let result = common::get_user_request(&client, Some("agent-a")).await;
+    assert_told_unwritable(&result);
+    assert_eq!(pending(&http, &url).await, acknowledged, "nothing acknowledged is lost");
+
+    std::fs::write(&free, b"").unwrap();
+    until_fault(&http, &url, false).await;
+    let (code, body) = post_instruction(&http, &url, "after space was freed").await;
+    assert_eq!(code, 201, "{body}");
+    acknowledged.push("after space was freed".into());
+    assert_eq!(pending(&http, &url).await, acknowledged);
+    let result = common::get_user_request(&client, Some("agent-a")).await;
+    assert_eq!(result["instruction"]["content"], acknowledged[0].as_str());
+    client.cancel().await.unwrap();
+    server.child.kill().await.unwrap();
+}
