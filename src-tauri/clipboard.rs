@@ -3,12 +3,13 @@
 //! both — as one instruction in the default queue, and a notification says
 //! what was queued. The screenshot → agent path.
 
-use tauri::{AppHandle, Manager};
+use tauri::AppHandle;
 use tauri_plugin_clipboard_manager::ClipboardExt as _;
 
-use engine::model::{NewInstruction, Upload};
+use engine::model::Upload;
 
-use crate::{notify, view, Shell};
+use crate::backend::Backend;
+use crate::{notify, view};
 
 /// Read the clipboard now (on this thread: the clipboard is the desktop's),
 /// then queue it off the UI thread.
@@ -20,21 +21,14 @@ pub fn queue_clipboard(app: &AppHandle) {
         .ok()
         .map(|i| (i.width(), i.height(), i.rgba().to_vec()))
         .filter(|(w, h, _)| *w > 0 && *h > 0);
-    let queue = app
-        .state::<Shell>()
-        .engine
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .as_ref()
-        .map(|e| e.queue.clone());
-    let (Some(queue), app) = (queue, app.clone()) else {
+    let (Some(backend), app) = (Backend::of(app), app.clone()) else {
         return;
     };
     tauri::async_runtime::spawn(async move {
         let size = image.as_ref().map(|(w, h, _)| (*w, *h));
         let outcome = match (image, text.clone()) {
             (None, None) => Err("The clipboard holds no image or text.".to_owned()),
-            (image, text) => queue_it(&queue, image, text).await,
+            (image, text) => queue_it(&backend, image, text).await,
         };
         let (title, body) =
             view::clipboard_notification(size, text.as_deref(), outcome.as_ref().err().map(String::as_str));
@@ -42,11 +36,7 @@ pub fn queue_clipboard(app: &AppHandle) {
     });
 }
 
-async fn queue_it(
-    queue: &engine::Queue,
-    image: Option<(u32, u32, Vec<u8>)>,
-    text: Option<String>,
-) -> Result<(), String> {
+async fn queue_it(backend: &Backend, image: Option<(u32, u32, Vec<u8>)>, text: Option<String>) -> Result<(), String> {
     let mut uploads = Vec::new();
     if let Some((w, h, rgba)) = image {
         let png = tokio::task::spawn_blocking(move || engine::png_from_rgba(w, h, rgba))
@@ -58,13 +48,8 @@ async fn queue_it(
             bytes: png.into(),
         });
     }
-    let new = NewInstruction {
-        content: text.unwrap_or_default(),
-        ..NewInstruction::default()
-    };
-    queue
-        .add_with_files(new, uploads)
+    backend
+        .add(text.unwrap_or_default(), uploads)
         .await
-        .map(|_| ())
         .map_err(|e| e.to_string())
 }

@@ -2,7 +2,11 @@
 //! in a tray icon (one image per agent state), the queue window (the engine's
 //! own page), a quick-add box and OS notifications. It only uses the engine's
 //! public handle (URL, events, config); the engine knows nothing of Tauri.
+//! When a headless `local-mcp-server` already holds the database, the shell
+//! attaches to it instead (`run_attached`): same window, tray and
+//! notifications, fed by that server's page and event stream.
 
+mod backend;
 mod clipboard;
 mod notify;
 mod prefs;
@@ -58,6 +62,9 @@ pub struct Shell {
     pub credentials: std::sync::Arc<engine::Credentials>,
     pub prefs: prefs::Store,
     engine: Mutex<Option<Engine>>,
+    /// Set when a headless server already held the database at start: this
+    /// app is that server's window and tray.
+    pub attached: Option<engine::cli::remote::Remote>,
 }
 
 pub fn run() -> ExitCode {
@@ -103,34 +110,18 @@ pub fn run() -> ExitCode {
                 .build(),
         )
         .setup(move |app| {
-            let engine = tauri::async_runtime::block_on(engine::start(config, setup_shutdown))?;
-            let page_url = url::Url::parse(&format!("{}/", engine.url))?;
-            let shell = Shell {
-                quick_url: page_url.join("quick.html")?,
-                origin: page_url.origin(),
-                mcp_url: engine.mcp_url(),
-                credentials: engine.credentials(),
-                prefs: prefs::Store::load(),
-                page_url,
-                engine: Mutex::new(None),
-            };
-            let fallback = engine.port_fallback_from;
-            let holder = engine.queue.facts().requested_port_holder.clone();
-            let recovered = engine.queue.facts().recovered.clone();
-            let events = engine.subscribe();
-            let mcp_url = engine.mcp_url();
-            *shell.engine.lock().unwrap_or_else(|p| p.into_inner()) = Some(engine);
-            app.manage(shell);
             let handle = app.handle().clone();
-            let items = tray::create(&handle)?;
-            tauri::async_runtime::spawn(follow_engine(handle.clone(), items, events));
-            if let Some(r) = recovered {
-                let (title, body) = view::recovery_notification(&r.moved_to);
-                notify::send(&handle, &title, &body);
-            }
-            if let Some(port) = fallback {
-                let (title, body) = view::port_fallback_notification(port, holder.as_deref(), &mcp_url);
-                notify::send(&handle, &title, &body);
+            let db_path = config.db_path.clone();
+            let connection_file = config.connection_file.clone();
+            let api_token = config.api_token.clone();
+            match tauri::async_runtime::block_on(engine::start(config, setup_shutdown.clone())) {
+                Ok(engine) => run_engine(app, engine)?,
+                // A headless server serves this database already: be its window and tray.
+                Err(engine::Error::InUse(why)) => {
+                    let remote = attach_to(&db_path, connection_file.as_deref(), api_token).ok_or(why)?;
+                    run_attached(app, remote, setup_shutdown.clone())?;
+                }
+                Err(e) => return Err(e.into()),
             }
             if let Err(e) = handle.global_shortcut().register(QUICK_ADD_SHORTCUT) {
                 tracing::warn!(error = %e, "could not register the quick-add shortcut {QUICK_ADD_SHORTCUT}; use the tray menu");
@@ -161,6 +152,107 @@ pub fn run() -> ExitCode {
         _ => {}
     });
     ExitCode::SUCCESS
+}
+
+/// The shell around the desktop's own engine.
+fn run_engine(app: &mut tauri::App, engine: Engine) -> Result<(), Box<dyn std::error::Error>> {
+    let handle = app.handle().clone();
+    let shell = shell_for(&engine.url, None, None)?;
+    let shell = Shell {
+        credentials: engine.credentials(),
+        ..shell
+    };
+    let fallback = engine.port_fallback_from;
+    let holder = engine.queue.facts().requested_port_holder.clone();
+    let recovered = engine.queue.facts().recovered.clone();
+    let events = engine.subscribe();
+    let mcp_url = engine.mcp_url();
+    *shell.engine.lock().unwrap_or_else(|p| p.into_inner()) = Some(engine);
+    app.manage(shell);
+    let items = tray::create(&handle)?;
+    tauri::async_runtime::spawn(follow_engine(handle.clone(), items, events));
+    if let Some(r) = recovered {
+        let (title, body) = view::recovery_notification(&r.moved_to);
+        notify::send(&handle, &title, &body);
+    }
+    if let Some(port) = fallback {
+        let (title, body) = view::port_fallback_notification(port, holder.as_deref(), &mcp_url);
+        notify::send(&handle, &title, &body);
+    }
+    Ok(())
+}
+
+/// The shell as the window and tray of a headless server that already
+/// holds the database: its page, its event stream, the tooltip says whose.
+fn run_attached(
+    app: &mut tauri::App,
+    remote: engine::cli::remote::Remote,
+    shutdown: CancellationToken,
+) -> Result<(), Box<dyn std::error::Error>> {
+    tracing::info!(url = %remote.base, "a local-mcp server already serves this database; attaching to it");
+    let handle = app.handle().clone();
+    app.manage(shell_for(&remote.base, remote.token.clone(), Some(remote.clone()))?);
+    let items = tray::create(&handle)?;
+    let (tx, events) = tokio::sync::broadcast::channel(256);
+    let gone_app = handle.clone();
+    let base = remote.base.clone();
+    tauri::async_runtime::spawn(remote.follow(
+        tx,
+        // Back again: the status sent on reconnecting redraws the tray.
+        move |gone| {
+            if gone {
+                tray::say(&gone_app, view::TrayIcon::Offline, &view::attached_gone(&base));
+            }
+        },
+        shutdown,
+    ));
+    tauri::async_runtime::spawn(follow_engine(handle, items, events));
+    Ok(())
+}
+
+fn shell_for(
+    base: &str,
+    token: Option<String>,
+    attached: Option<engine::cli::remote::Remote>,
+) -> Result<Shell, Box<dyn std::error::Error>> {
+    let page_url = url::Url::parse(&format!("{base}/"))?;
+    Ok(Shell {
+        quick_url: page_url.join("quick.html")?,
+        origin: page_url.origin(),
+        mcp_url: format!("{base}/mcp"),
+        credentials: std::sync::Arc::new(engine::Credentials::new(token)),
+        prefs: prefs::Store::load(),
+        page_url,
+        engine: Mutex::new(None),
+        attached,
+    })
+}
+
+/// The server that holds `db` (its lock file names its URL), with the token
+/// its connection-info file publishes (or the one configured here).
+fn attach_to(
+    db: &std::path::Path,
+    connection_file: Option<&std::path::Path>,
+    api_token: Option<String>,
+) -> Option<engine::cli::remote::Remote> {
+    use engine::cli::target::Source;
+    let base = engine::lock::holder(db)?.url?;
+    let published = connection_file
+        .and_then(|f| Source::File(f.to_owned()).resolve().ok())
+        .filter(|t| t.base == base)
+        .and_then(|t| t.token);
+    // `resolve` also refuses a server another account runs.
+    let target = Source::Fixed {
+        url: base,
+        token: published.or(api_token),
+    }
+    .resolve()
+    .map_err(|e| tracing::warn!(error = %e, "cannot attach to the server that holds the database"))
+    .ok()?;
+    Some(engine::cli::remote::Remote {
+        base: target.base,
+        token: target.token,
+    })
 }
 
 fn stop_engine(app: &AppHandle, shutdown: &CancellationToken) {
@@ -194,7 +286,11 @@ async fn follow_engine(
         let prefs = app.state::<Shell>().prefs.get();
         match (&event.kind, &event.data) {
             (EventKind::StatusChanged, EventData::Status(status)) => {
-                tray::apply(&app, &items, &view::tray_view(status));
+                let mut tray_view = view::tray_view(status);
+                if let Some(remote) = &app.state::<Shell>().attached {
+                    tray_view = view::attached(tray_view, &remote.base);
+                }
+                tray::apply(&app, &items, &tray_view);
                 // Once per fault, when it starts: the tooltip carries it after that.
                 match (&status.server.storage_fault, faulty) {
                     (Some(fault), false) => {

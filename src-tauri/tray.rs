@@ -147,16 +147,10 @@ fn on_menu(app: &AppHandle, event: tauri::menu::MenuEvent) {
         QUICK_ADD => windows::show_quick_add(app),
         QUEUE_CLIPBOARD => crate::clipboard::queue_clipboard(app),
         HOLD_ALL => {
-            let queue = shell
-                .engine
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .as_ref()
-                .map(|e| e.queue.clone());
-            if let Some(queue) = queue {
+            if let Some(backend) = crate::backend::Backend::of(app) {
                 let hold = !ANY_HELD.load(std::sync::atomic::Ordering::Relaxed);
                 tauri::async_runtime::spawn(async move {
-                    if let Err(e) = queue.set_held(None, hold).await {
+                    if let Err(e) = backend.set_held(hold).await {
                         tracing::warn!(error = %e, "could not hold or release the queues");
                     }
                 });
@@ -186,6 +180,17 @@ fn on_menu(app: &AppHandle, event: tauri::menu::MenuEvent) {
         QUIT => app.exit(0),
         _ => {}
     }
+}
+
+/// Show just an icon and a tooltip (no status to show).
+pub fn say(app: &AppHandle, icon: crate::view::TrayIcon, tooltip: &str) {
+    let Some(tray): Option<TrayIcon> = app.tray_by_id(TRAY_ID) else {
+        return;
+    };
+    if let Ok(image) = Image::from_bytes(icon.png()) {
+        let _ = tray.set_icon(Some(image));
+    }
+    let _ = tray.set_tooltip(Some(tooltip));
 }
 
 /// Show a new view in the tray.

@@ -176,6 +176,17 @@ pub fn tray_view(status: &StatusSnapshot) -> TrayView {
     }
 }
 
+/// The desktop running as a headless server's window and tray says so.
+pub fn attached(mut view: TrayView, base: &str) -> TrayView {
+    view.tooltip = format!("{} · the window of the local-mcp server at {base}", view.tooltip);
+    view
+}
+
+/// While the server this desktop is attached to does not answer.
+pub fn attached_gone(base: &str) -> String {
+    format!("local-mcp — the server at {base} is not answering (retrying)")
+}
+
 fn capitalize(s: &str) -> String {
     let mut c = s.chars();
     c.next()
@@ -411,6 +422,19 @@ mod tests {
         );
         s.server.storage_fault = None;
         assert!(tray_view(&s).tooltip.starts_with("local-mcp — copilot listening"));
+    }
+
+    #[test]
+    fn attached_to_a_headless_server_the_tray_says_whose_window_it_is() {
+        let v = attached(
+            tray_view(&status(Some("copilot"), AgentState::Listening, 1)),
+            "http://127.0.0.1:8000",
+        );
+        assert_eq!(
+            v.tooltip,
+            "local-mcp — copilot listening · 1 pending · the window of the local-mcp server at http://127.0.0.1:8000"
+        );
+        assert!(attached_gone("http://127.0.0.1:8000").contains("not answering"));
     }
 
     #[test]

@@ -37,6 +37,9 @@ pub enum Error {
     /// program, or gone (HTTP 503). The message names the path and what to do.
     #[error("{0}")]
     Unavailable(String),
+    /// Another engine already serves this database (start-up only).
+    #[error("{0}")]
+    InUse(String),
     /// A bearer token was required and missing or wrong.
     #[error("{0}")]
     Unauthorized(String),
@@ -67,6 +70,7 @@ impl Error {
             Error::TooLarge(_) => "payload_too_large",
             Error::Unsupported(_) => "unsupported_media_type",
             Error::NoSpace(_) => "insufficient_storage",
+            Error::InUse(_) => "in_use",
             Error::Unavailable(_) => "storage_unavailable",
             Error::Unauthorized(_) => "unauthorized",
             Error::Forbidden(_) => "forbidden",

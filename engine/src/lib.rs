@@ -26,6 +26,7 @@ mod connection;
 mod error;
 mod events;
 mod http;
+pub mod lock;
 mod markdown;
 mod mcp;
 mod media;
@@ -70,6 +71,8 @@ pub struct Engine {
     connection_file: Option<PathBuf>,
     shutdown: CancellationToken,
     task: JoinHandle<()>,
+    /// Held until the server has stopped (`stopped` drops it last).
+    lock: lock::DbLock,
 }
 
 impl Engine {
@@ -107,6 +110,7 @@ impl Engine {
         if let Some(path) = &self.connection_file {
             connection::remove_if_ours(path, std::process::id());
         }
+        drop(self.lock);
     }
 }
 
@@ -120,6 +124,8 @@ pub async fn start(config: Config, shutdown: CancellationToken) -> Result<Engine
             config.host
         )));
     }
+    // Before the database is touched: a second engine must not even look.
+    let mut lock = lock::DbLock::acquire(&config.db_path)?;
     let db_path = config.db_path.clone();
     let (store, recovered) = tokio::task::spawn_blocking(move || store::Store::open_or_recover(&db_path))
         .await
@@ -131,6 +137,7 @@ pub async fn start(config: Config, shutdown: CancellationToken) -> Result<Engine
         .local_addr()
         .map_err(|e| Error::Startup(format!("reading the bound address failed: {e}")))?;
     let url = format!("http://{}:{}", server::url_host(addr.ip()), addr.port());
+    lock.publish(&url);
 
     let facts = queue::ServerFacts {
         url: url.clone(),
@@ -204,6 +211,7 @@ pub async fn start(config: Config, shutdown: CancellationToken) -> Result<Engine
         connection_file: config.connection_file,
         shutdown,
         task,
+        lock,
     })
 }
 

@@ -14,7 +14,7 @@ const LAYERS: &[&[&str]] = &[
     &["error", "time", "paths", "peer", "markdown", "media"],
     &["model"],
     &["config", "store"],
-    &["events", "auth", "connection", "snippets"],
+    &["events", "auth", "connection", "lock", "snippets"],
     &["queue"],
     &["mcp", "cli"],
     &["http"],

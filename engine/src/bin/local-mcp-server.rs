@@ -52,6 +52,10 @@ fn main() -> std::process::ExitCode {
             Err(e) => {
                 e.log();
                 eprintln!("local-mcp-server: {e}");
+                // A distinct code, so a script can tell "already running" from a failure.
+                if matches!(e, engine::Error::InUse(_)) {
+                    return std::process::ExitCode::from(engine::lock::EXIT_IN_USE);
+                }
                 return std::process::ExitCode::FAILURE;
             }
         };

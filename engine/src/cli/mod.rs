@@ -8,6 +8,7 @@
 
 mod bridge;
 mod commands;
+pub mod remote;
 pub mod target;
 
 use std::io::IsTerminal;

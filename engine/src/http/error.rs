@@ -32,6 +32,7 @@ pub fn status_of(e: &Error) -> StatusCode {
         Error::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
         Error::Unsupported(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
         Error::NoSpace(_) => StatusCode::INSUFFICIENT_STORAGE,
+        Error::InUse(_) => StatusCode::CONFLICT,
         Error::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
         Error::Unauthorized(_) => StatusCode::UNAUTHORIZED,
         Error::Forbidden(_) => StatusCode::FORBIDDEN,

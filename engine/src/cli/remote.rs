@@ -1,0 +1,261 @@
+//! A running engine driven from outside, for the desktop app when a
+//! headless server already holds the person's database: it then runs as
+//! that server's window and tray. `follow` reads the `/api/events` stream
+//! as the same `Event`s an in-process engine broadcasts, so the tray and
+//! notifications are fed exactly as they are from the desktop's own engine;
+//! `set_held` and `add` are the tray's actions over the HTTP API.
+//!
+//! After each (re)connection the current `/api/status` is sent first, as a
+//! `status.changed`, so the tray is right at once; missed events are not
+//! replayed (a notification for something long past is noise). While the
+//! server cannot be reached, `on_gone` is told once per outage.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::StreamExt;
+use reqwest::header::{ACCEPT, AUTHORIZATION};
+use tokio::sync::broadcast;
+use tokio_util::sync::CancellationToken;
+
+use crate::model::{Instruction, Report, StatusSnapshot, Upload};
+use crate::{Error, Event, EventData, EventKind, Result};
+
+/// How long to wait before reconnecting after the stream ended or failed.
+const RETRY_AFTER: Duration = Duration::from_secs(2);
+
+/// The engine at `base` (`http://host:port`); `token` is sent as the
+/// bearer token when the server requires one.
+#[derive(Debug, Clone)]
+pub struct Remote {
+    pub base: String,
+    pub token: Option<String>,
+}
+
+impl Remote {
+    fn request(&self, method: reqwest::Method, path: &str) -> Result<reqwest::RequestBuilder> {
+        let r = super::target::http_client()?.request(method, format!("{}{path}", self.base));
+        Ok(match &self.token {
+            Some(t) => r.bearer_auth(t),
+            None => r,
+        })
+    }
+
+    /// Hold (or release) every queue.
+    pub async fn set_held(&self, held: bool) -> Result<()> {
+        let path = if held { "/api/hold" } else { "/api/release" };
+        let request = self
+            .request(reqwest::Method::POST, path)?
+            .json(&serde_json::json!({ "queue": null }));
+        answer(request).await
+    }
+
+    /// Queue `content` with `files` in the default queue.
+    pub async fn add(&self, content: String, files: Vec<Upload>) -> Result<()> {
+        let mut form = reqwest::multipart::Form::new().text("content", content);
+        for f in files {
+            form = form.part(
+                "files",
+                reqwest::multipart::Part::bytes(f.bytes.to_vec()).file_name(f.name),
+            );
+        }
+        answer(
+            self.request(reqwest::Method::POST, "/api/instructions")?
+                .multipart(form),
+        )
+        .await
+    }
+
+    /// Send the engine's events to `tx` until `shutdown`, reconnecting when
+    /// the stream ends. `on_gone(true)` when it stops answering, `(false)` when back.
+    pub async fn follow(
+        self,
+        tx: broadcast::Sender<Arc<Event>>,
+        on_gone: impl Fn(bool) + Send + 'static,
+        shutdown: CancellationToken,
+    ) {
+        follow(self.base, self.token, tx, on_gone, shutdown).await
+    }
+}
+
+/// Send a request; a refusal becomes an error with the server's message.
+async fn answer(request: reqwest::RequestBuilder) -> Result<()> {
+    let response = request
+        .send()
+        .await
+        .map_err(|e| Error::Unavailable(format!("local-mcp is not answering: {}", super::target::root_cause(&e))))?;
+    if response.status().is_success() {
+        return Ok(());
+    }
+    let status = response.status();
+    let body: serde_json::Value = response.json().await.unwrap_or_default();
+    let message = body["error"]["message"]
+        .as_str()
+        .map_or_else(|| status.to_string(), str::to_owned);
+    Err(Error::Invalid(message))
+}
+
+async fn follow(
+    base: String,
+    token: Option<String>,
+    tx: broadcast::Sender<Arc<Event>>,
+    on_gone: impl Fn(bool) + Send + 'static,
+    shutdown: CancellationToken,
+) {
+    let http = match super::target::http_client() {
+        Ok(h) => h,
+        Err(e) => {
+            e.log();
+            return;
+        }
+    };
+    let mut gone = false;
+    loop {
+        let ended = tokio::select! {
+            _ = shutdown.cancelled() => return,
+            r = run_once(&http, &base, token.as_deref(), &tx, &mut gone, &on_gone) => r,
+        };
+        if let Err(e) = ended {
+            tracing::debug!(error = %e, "the event stream of {base} ended");
+        }
+        if !gone {
+            gone = true;
+            on_gone(true);
+        }
+        tokio::select! {
+            _ = shutdown.cancelled() => return,
+            _ = tokio::time::sleep(RETRY_AFTER) => {}
+        }
+    }
+}
+
+async fn run_once(
+    http: &reqwest::Client,
+    base: &str,
+    token: Option<&str>,
+    tx: &broadcast::Sender<Arc<Event>>,
+    gone: &mut bool,
+    on_gone: &(impl Fn(bool) + Send),
+) -> std::result::Result<(), String> {
+    let authorized = |r: reqwest::RequestBuilder| match token {
+        Some(t) => r.header(AUTHORIZATION, format!("Bearer {t}")),
+        None => r,
+    };
+    let response = authorized(
+        http.get(format!("{base}/api/events"))
+            .header(ACCEPT, "text/event-stream"),
+    )
+    .send()
+    .await
+    .and_then(|r| r.error_for_status())
+    .map_err(|e| e.to_string())?;
+    let status: StatusSnapshot = authorized(http.get(format!("{base}/api/status")))
+        .send()
+        .await
+        .and_then(|r| r.error_for_status())
+        .map_err(|e| e.to_string())?
+        .json()
+        .await
+        .map_err(|e| e.to_string())?;
+    if *gone {
+        *gone = false;
+        on_gone(false);
+    }
+    let _ = tx.send(Arc::new(Event::new(
+        EventKind::StatusChanged,
+        crate::time::now(),
+        EventData::Status(Box::new(status)),
+        None,
+    )));
+    let mut frames = Frames::default();
+    let mut body = response.bytes_stream();
+    while let Some(chunk) = body.next().await {
+        let chunk = chunk.map_err(|e| e.to_string())?;
+        for (kind, data) in frames.push(&chunk) {
+            if let Some(event) = to_event(&kind, &data) {
+                let _ = tx.send(Arc::new(event));
+            }
+        }
+    }
+    Err("the server closed the stream".into())
+}
+
+/// Server-sent events split into (event name, data) as bytes arrive.
+#[derive(Default)]
+struct Frames {
+    pending: Vec<u8>,
+    event: String,
+    data: String,
+}
+
+impl Frames {
+    fn push(&mut self, bytes: &[u8]) -> Vec<(String, String)> {
+        self.pending.extend_from_slice(bytes);
+        let mut out = Vec::new();
+        while let Some(end) = self.pending.iter().position(|&b| b == b'\n') {
+            let line: Vec<u8> = self.pending.drain(..=end).collect();
+            let line = String::from_utf8_lossy(&line);
+            let line = line.trim_end_matches(['\n', '\r']);
+            if line.is_empty() {
+                if !self.data.is_empty() {
+                    out.push((std::mem::take(&mut self.event), std::mem::take(&mut self.data)));
+                }
+                self.event.clear();
+                continue;
+            }
+            let (field, value) = line.split_once(':').unwrap_or((line, ""));
+            let value = value.strip_prefix(' ').unwrap_or(value);
+            match field {
+                "event" => self.event = value.to_owned(),
+                "data" => {
+                    if !self.data.is_empty() {
+                        self.data.push('\n');
+                    }
+                    self.data.push_str(value);
+                }
+                _ => {} // id, retry, comments (keep-alives)
+            }
+        }
+        out
+    }
+}
+
+/// The payload `{"type","timestamp","data"[,"pending_count"]}` as an `Event`,
+/// for the kinds a shell acts on; others are skipped.
+fn to_event(kind: &str, json: &str) -> Option<Event> {
+    let payload: serde_json::Value = serde_json::from_str(json).ok()?;
+    let timestamp = payload["timestamp"].as_str().unwrap_or_default().to_owned();
+    let pending = payload["pending_count"].as_u64();
+    let data = payload.get("data")?.clone();
+    let (kind, data) = match kind {
+        "status.changed" => (
+            EventKind::StatusChanged,
+            EventData::Status(Box::new(serde_json::from_value::<StatusSnapshot>(data).ok()?)),
+        ),
+        "report.created" => (
+            EventKind::ReportCreated,
+            EventData::Report(serde_json::from_value::<Report>(data).ok()?),
+        ),
+        "instruction.consumed" => (
+            EventKind::InstructionConsumed,
+            EventData::Instruction(serde_json::from_value::<Instruction>(data).ok()?),
+        ),
+        _ => return None,
+    };
+    Some(Event::new(kind, timestamp, data, pending))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn frames_split_across_chunks_and_keep_alives_are_skipped() {
+        let mut f = Frames::default();
+        assert!(f.push(b": keep-alive\n\nevent: status.chan").is_empty());
+        let out = f.push(b"ged\nid: 7\ndata: {\"a\":\ndata: 1}\r\n\r\n");
+        assert_eq!(out, [("status.changed".to_owned(), "{\"a\":\n1}".to_owned())]);
+        assert!(f.push(b"data: x\n").is_empty(), "not dispatched before its blank line");
+        assert_eq!(f.push(b"\n"), [(String::new(), "x".to_owned())]);
+    }
+}

@@ -1,0 +1,48 @@
+//! What the tray's actions act on: the desktop's own engine, or — when a
+//! headless `local-mcp-server` already holds the person's database — that
+//! server, over its HTTP API (the desktop then runs as its window and tray).
+
+use engine::cli::remote::Remote;
+use engine::model::{NewInstruction, Upload};
+use tauri::{AppHandle, Manager};
+
+use crate::Shell;
+
+pub enum Backend {
+    Local(engine::Queue),
+    Remote(Remote),
+}
+
+impl Backend {
+    /// The running engine or the attached server; `None` while stopping.
+    pub fn of(app: &AppHandle) -> Option<Backend> {
+        let shell = app.state::<Shell>();
+        if let Some(remote) = &shell.attached {
+            return Some(Backend::Remote(remote.clone()));
+        }
+        let engine = shell.engine.lock().unwrap_or_else(|p| p.into_inner());
+        engine.as_ref().map(|e| Backend::Local(e.queue.clone()))
+    }
+
+    /// Hold (or release) every queue.
+    pub async fn set_held(&self, held: bool) -> engine::Result<()> {
+        match self {
+            Backend::Local(queue) => queue.set_held(None, held).await.map(|_| ()),
+            Backend::Remote(remote) => remote.set_held(held).await,
+        }
+    }
+
+    /// Queue `content` with `uploads` in the default queue, for anyone.
+    pub async fn add(&self, content: String, uploads: Vec<Upload>) -> engine::Result<()> {
+        match self {
+            Backend::Local(queue) => {
+                let new = NewInstruction {
+                    content,
+                    ..NewInstruction::default()
+                };
+                queue.add_with_files(new, uploads).await.map(|_| ())
+            }
+            Backend::Remote(remote) => remote.add(content, uploads).await,
+        }
+    }
+}
