@@ -312,6 +312,13 @@ async fn follow_engine(
                 let (title, body) = view::report_notification(&report.agent_id, &report.content);
                 notify::send(&app, &title, &body);
             }
+            (EventKind::InstructionUpdated, EventData::Instruction(item))
+                if item.delivery == Some(engine::model::Delivery::InDoubt) =>
+            {
+                let agent = item.consumed_by_agent_id.as_deref().unwrap_or("An agent");
+                let (title, body) = view::in_doubt_notification(agent, &item.content);
+                notify::send(&app, &title, &body);
+            }
             (EventKind::InstructionConsumed, EventData::Instruction(item)) if prefs.notify_consumed => {
                 let agent = item.consumed_by_agent_id.as_deref().unwrap_or("An agent");
                 let (title, body) = view::consumed_notification(agent, &item.content, event.pending_count.unwrap_or(0));

@@ -164,7 +164,13 @@ pub fn tray_view(status: &StatusSnapshot) -> TrayView {
             TrayIcon::NeedsYou,
             format!("local-mcp cannot write its database — {fault}"),
         ),
-        None => (icon, format!("local-mcp — {who} · {pending}{held_note}")),
+        None => (
+            icon,
+            format!(
+                "local-mcp — {who} · {pending}{held_note}{}",
+                doubt_note(status.queue.in_doubt_count)
+            ),
+        ),
     };
     TrayView {
         icon,
@@ -174,6 +180,22 @@ pub fn tray_view(status: &StatusSnapshot) -> TrayView {
         queue_labels,
         any_held: !held.is_empty(),
     }
+}
+
+fn doubt_note(n: u64) -> String {
+    match n {
+        0 => String::new(),
+        1 => " · 1 delivery in doubt".into(),
+        n => format!(" · {n} deliveries in doubt"),
+    }
+}
+
+/// When a delivery's answer was cut off: the agent may never have seen it.
+pub fn in_doubt_notification(agent: &str, content: &str) -> (String, String) {
+    (
+        format!("{agent} may not have received: {}", first_line(content, 60)),
+        "Its answer was cut off. Send it again from the ledger.".to_owned(),
+    )
 }
 
 /// The desktop running as a headless server's window and tray says so.
@@ -371,6 +393,7 @@ mod tests {
             queue: QueueCounts {
                 pending_count: pending,
                 consumed_count: 0,
+                in_doubt_count: 0,
             },
             queues: vec![queue("default", pending, false)],
             settings: Settings::default(),
@@ -435,6 +458,22 @@ mod tests {
             "local-mcp — copilot listening · 1 pending · the window of the local-mcp server at http://127.0.0.1:8000"
         );
         assert!(attached_gone("http://127.0.0.1:8000").contains("not answering"));
+    }
+
+    #[test]
+    fn deliveries_in_doubt_are_counted_in_the_tooltip_and_notified() {
+        let mut s = status(Some("copilot"), AgentState::Listening, 0);
+        s.queue.in_doubt_count = 2;
+        assert!(
+            tray_view(&s)
+                .tooltip
+                .ends_with("nothing pending · 2 deliveries in doubt"),
+            "{}",
+            tray_view(&s).tooltip
+        );
+        let (title, body) = in_doubt_notification("copilot", "Fix the build\nthen deploy");
+        assert_eq!(title, "copilot may not have received: Fix the build");
+        assert!(body.contains("Send it again"));
     }
 
     #[test]

@@ -156,6 +156,8 @@ pub async fn start(config: Config, shutdown: CancellationToken) -> Result<Engine
     if let Err(e) = queue.sweep_files().await {
         e.log();
     }
+    // Claims whose answer nobody saw written (a crash, a stop mid-answer) are in doubt.
+    queue.doubt_open_claims().await?;
     let credentials = Arc::new(Credentials::new(token));
     let tokens = Arc::new(auth::Tokens::new(
         token_source,

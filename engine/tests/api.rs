@@ -309,7 +309,10 @@ async fn config_is_validated_and_survives_a_restart_with_the_queue() {
     assert_eq!(all[0]["id"], kept["id"], "pending first");
     assert_eq!(all[1]["status"], "consumed");
     let status = s.get_json("/api/status").await;
-    assert_eq!(status["queue"], json!({"pending_count": 1, "consumed_count": 1}));
+    assert_eq!(
+        status["queue"],
+        json!({"pending_count": 1, "consumed_count": 1, "in_doubt_count": 0})
+    );
     assert_eq!(
         status["agents"][0]["agent_id"], "before-restart",
         "agent activity is stored too"

@@ -12,7 +12,11 @@
 //! - an upload (an instruction with an image and a text file) is whole or
 //!   absent: every attachment row's files exist, and after the next start no
 //!   file is left without a row (the sweep removes what a kill left);
-//! - `PRAGMA integrity_check` is ok.
+//! - `PRAGMA integrity_check` is ok;
+//! - every delivery's fate is known (`sent`, `confirmed` or `in_doubt` — none
+//!   left `claimed` once the next start has looked), and none marked `sent` or
+//!   `confirmed` is one whose answer the kill cut off: what the clients did
+//!   not receive is `in_doubt`.
 //!
 //! `LOCAL_MCP_CRASH_ROUNDS` sets the number of kills (25 by default, as CI
 //! runs it; more for a longer local run). Totals are printed at the end.
@@ -253,6 +257,10 @@ async fn sigkill_at_random_moments_loses_and_duplicates_nothing() {
     }
     child.start_kill().unwrap();
     let _ = child.wait().await;
+    // One more start, as a person's next launch would: it decides the claims the last kill left open.
+    let (mut child, _) = spawn_server(&db).await;
+    child.start_kill().unwrap();
+    let _ = child.wait().await;
 
     let ledger = ledger.lock().unwrap();
     let conn = rusqlite::Connection::open(&db).unwrap();
@@ -341,15 +349,38 @@ async fn sigkill_at_random_moments_loses_and_duplicates_nothing() {
             );
         }
     }
+    // Every delivery's fate is known, and only what the clients received may say it arrived.
+    let received: HashSet<&str> = ledger.delivered.iter().map(|(id, _)| id.as_str()).collect();
+    let mut fates = conn
+        .prepare("SELECT id, delivery FROM instructions WHERE status = 'consumed'")
+        .unwrap();
+    let fates: Vec<(String, Option<String>)> = fates
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    let mut in_doubt = 0;
+    for (id, fate) in &fates {
+        match fate.as_deref() {
+            Some("sent" | "confirmed") => assert!(
+                received.contains(id.as_str()),
+                "{id} is marked {fate:?} but no client received it"
+            ),
+            Some("in_doubt") => in_doubt += 1,
+            other => panic!("{id} has no known fate: {other:?}"),
+        }
+    }
     let pending = stored.values().filter(|r| r.1 == "pending").count();
     assert_eq!(pending, 0, "the drain emptied the queue");
     let unacked = stored.len() - ledger.acked.len();
     // Claimed, but the kill cut the answer off: the at-most-once window ("send again" recovers these).
     let unanswered = stored.len() - ledger.delivered.len();
+    assert!(in_doubt >= unanswered, "every answer the kill cut off is in doubt");
     println!(
         "crash test (seed {seed}): {rounds} SIGKILLs; {} instructions acknowledged, {} stored ({unacked} committed \
          but cut off before their 201), {} delivered exactly once, {unanswered} claimed with the answer cut off by \
-         a kill, {} requests cut off; {} uploads acknowledged, {} attachment rows, all with their files; integrity ok",
+         a kill ({in_doubt} marked in doubt), {} requests cut off; {} uploads acknowledged, {} attachment rows, all \
+         with their files; integrity ok",
         ledger.acked.len(),
         stored.len(),
         ledger.delivered.len(),

@@ -205,7 +205,11 @@ async fn agents_share_exactly_once(AGENTS: usize, PREFILLED: usize, LIVE: usize)
     );
     assert!(per_agent.iter().all(|n| *n > 0), "every agent got work: {per_agent:?}");
     let counts = s.get_json("/api/status").await["queue"].clone();
-    assert_eq!(counts, json!({"pending_count": 0, "consumed_count": PREFILLED + LIVE}));
+    // And every one of those answers was written out in full: none in doubt.
+    assert_eq!(
+        counts,
+        json!({"pending_count": 0, "consumed_count": PREFILLED + LIVE, "in_doubt_count": 0})
+    );
     assert_eq!(s.engine.queue.integrity_check().await.unwrap(), "ok");
 }
 

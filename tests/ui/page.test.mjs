@@ -1,7 +1,7 @@
 // The queue page in a real Chromium against the real server (issue 3).
 
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { createRequire } from "node:module";
@@ -11,6 +11,12 @@ import { after, before, describe, test } from "node:test";
 import { artifacts, launchBrowser, openPage, startServer, until } from "./harness.mjs";
 
 const require = createRequire(import.meta.url);
+
+// Marks the one instruction as claimed by "crashy" with no answer written (what a kill leaves).
+const MARK_CLAIMED = `import sqlite3, sys
+c = sqlite3.connect(sys.argv[1])
+c.execute("UPDATE instructions SET status='consumed', consumed_by_agent_id='crashy', consumed_at='2026-11-24T10:00:00.000Z', delivery='claimed'")
+c.commit()`;
 
 // Holds the database's write lock (as a database browser would) until stdin closes.
 const LOCK_HOLDER = `import sqlite3, sys
@@ -551,6 +557,35 @@ describe("a damaged database", () => {
       await page.reload();
       await until(() => page.locator("#conn[data-conn=live]").isVisible(), { what: "live again" });
       assert.equal(await page.locator("#recovery-note").isVisible(), false, "dismissed for good");
+      assert.deepEqual(errors, []);
+      await context.close();
+    } finally {
+      await server.stop();
+    }
+  });
+});
+
+describe("a delivery in doubt", () => {
+  test("the ledger marks it in words, and Send again puts it first, for that agent", async () => {
+    let server = await startServer();
+    await server.add("cut off on its way to the agent");
+    const { dir, port } = server;
+    await server.stop();
+    // A claim whose answer a crash cut off, as the database keeps it: the next start puts it in doubt.
+    const marked = spawnSync("python3", ["-c", MARK_CLAIMED, join(dir, "queue.sqlite3")], { encoding: "utf8" });
+    assert.equal(marked.status, 0, marked.stderr);
+    server = await startServer({ dir, port });
+    try {
+      const { page, context, errors } = await openPage(browser, server);
+      const entry = page.locator('#ledger .entry[data-delivery="in_doubt"]');
+      await until(() => entry.isVisible(), { what: "the in-doubt entry" });
+      assert.match(await entry.locator(".entry__fate").textContent(), /In doubt: the answer to crashy was cut off/);
+      await page.locator("#ledger").screenshot({ path: join(artifacts, "screenshots", "ledger-in-doubt.png") });
+      await entry.locator('[data-action="requeue"]').click();
+      await until(async () => (await railTexts(page)).includes("cut off on its way to the agent"), { what: "sent again" });
+      assert.equal(await page.locator("#rail .ticket").first().locator(".chip--target").textContent(), "for crashy");
+      await until(() => page.locator('#ledger .entry[data-delivery="resent"]').isVisible(), { what: "marked resent" });
+      assert.equal((await server.api("GET", "/api/status")).body.queue.in_doubt_count, 0);
       assert.deepEqual(errors, []);
       await context.close();
     } finally {

@@ -1,5 +1,7 @@
 // The ledger: what agents took, newest first, struck through, with "Send
-// again" and the report each agent gave on it. It shows a window of the
+// again" and the report each agent gave on it. A delivery in doubt (its
+// answer was cut off) is not struck through: it says so, and "Send again"
+// (to that agent, first in line) is the obvious next step. It shows a window of the
 // history and loads more on request. Filtered to one agent it reads as a
 // conversation: instruction, report, instruction, report — with the
 // reports that stand alone (questions, notes) in their place.
@@ -15,18 +17,29 @@ import { toast } from "./toast.js";
 const LEDGER_PAGE = 20;
 let ledgerShown = LEDGER_PAGE;
 
+/** What the ledger says of a delivery's fate (nothing while it is on its way, sent or confirmed). */
+const FATE = {
+  in_doubt: (agent) => `In doubt: the answer to ${agent} was cut off — it may never have seen this. Send it again?`,
+  resent: () => "Was in doubt; sent again.",
+};
+
 function entryFor(item, now) {
-  const li = el("li", "entry");
+  const doubt = item.delivery === "in_doubt";
+  const li = el("li", doubt ? "entry entry--doubt" : "entry");
   li.dataset.id = item.id;
+  if (item.delivery) li.dataset.delivery = item.delivery;
   const text = el("p", "entry__text", item.content);
   const to = item.target ? ` (for ${item.target})` : "";
-  const meta = el("p", "entry__meta", `${item.consumed_by_agent_id ?? "unknown agent"}${to} · ${relative(item.consumed_at, now)}`);
+  const agent = item.consumed_by_agent_id ?? "unknown agent";
+  const meta = el("p", "entry__meta", `${agent}${to} · ${relative(item.consumed_at, now)}`);
   meta.title = `taken ${exact(item.consumed_at)}`;
-  const again = el("button", "btn btn--small", "Send again");
+  const again = el("button", doubt ? "btn btn--small btn--primary" : "btn btn--small", "Send again");
   again.type = "button";
   again.dataset.action = "requeue";
   again.setAttribute("aria-label", `Send again: ${item.content.slice(0, 60)}`);
   li.append(text, meta, again);
+  const fate = FATE[item.delivery];
+  if (fate) li.append(el("p", "entry__fate", fate(agent)));
   if (item.attachments?.length) li.append(attachmentStrip(item));
   if (item.report) li.append(reportBlock(item.report));
   return li;
@@ -82,7 +95,7 @@ async function sendAgain(btn) {
   try {
     const { item } = await api.requeue(id);
     applyInstruction(KIND.created, item);
-    toast("Sent again: it is next on the rail.");
+    toast(item.target ? `Sent again: it is next on the rail, for ${item.target}.` : "Sent again: it is next on the rail.");
   } catch (err) {
     toast(`Not sent again: ${err.message}`);
   } finally {

@@ -181,10 +181,19 @@ function mutate(kind, item) {
     if (i >= 0) state.pending.splice(i, 1);
   } else if (kind === KIND.consumed) {
     if (i >= 0) state.pending.splice(i, 1);
-    if (!state.consumed.some((c) => c.id === item.id)) {
+    const c = state.consumed.findIndex((x) => x.id === item.id);
+    if (c >= 0) {
+      // Delivered again (an in-doubt one, re-sent by the setting): newest first again.
+      state.consumed.splice(c, 1);
+      state.consumed.unshift(item);
+    } else {
       state.consumed.unshift(item);
       state.consumedTotal += 1;
     }
+  } else if (item.status === "consumed") {
+    // A delivery's fate changed (sent, confirmed, in doubt): keep its report.
+    const c = state.consumed.findIndex((x) => x.id === item.id);
+    if (c >= 0) state.consumed[c] = { ...item, report: item.report ?? state.consumed[c].report };
   } else if (item.status === "pending") {
     if (i >= 0) state.pending[i] = item;
     else state.pending.push(item);

@@ -240,6 +240,11 @@ fn to_event(kind: &str, json: &str) -> Option<Event> {
             EventKind::InstructionConsumed,
             EventData::Instruction(serde_json::from_value::<Instruction>(data).ok()?),
         ),
+        // A delivery's fate (in doubt) comes as an update.
+        "instruction.updated" => (
+            EventKind::InstructionUpdated,
+            EventData::Instruction(serde_json::from_value::<Instruction>(data).ok()?),
+        ),
         _ => return None,
     };
     Some(Event::new(kind, timestamp, data, pending))

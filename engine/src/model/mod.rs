@@ -46,6 +46,50 @@ pub enum InstructionStatus {
     Consumed,
 }
 
+/// What became of a delivery (a consumed instruction), as far as local-mcp
+/// can know. `null` for pending instructions and for deliveries made before
+/// local-mcp tracked them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Delivery {
+    /// Claimed; its answer is on its way (or the app stopped meanwhile).
+    Claimed,
+    /// The response carrying it was written out in full.
+    Sent,
+    /// Its agent called again (or reported) afterwards: it had it.
+    Confirmed,
+    /// The connection broke, or the app stopped, after the claim and before
+    /// the answer was written: the agent may never have seen it.
+    InDoubt,
+    /// It was in doubt and has been sent again (by the person or by the
+    /// `redeliver_in_doubt` setting).
+    Resent,
+}
+
+impl Delivery {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Delivery::Claimed => "claimed",
+            Delivery::Sent => "sent",
+            Delivery::Confirmed => "confirmed",
+            Delivery::InDoubt => "in_doubt",
+            Delivery::Resent => "resent",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Delivery> {
+        [
+            Delivery::Claimed,
+            Delivery::Sent,
+            Delivery::Confirmed,
+            Delivery::InDoubt,
+            Delivery::Resent,
+        ]
+        .into_iter()
+        .find(|d| d.as_str() == s)
+    }
+}
+
 impl InstructionStatus {
     pub fn as_str(self) -> &'static str {
         match self {
@@ -70,6 +114,9 @@ pub struct Instruction {
     pub queue: String,
     /// The one agent it is for; `null`: anyone in its queue.
     pub target: Option<String>,
+    /// Once consumed: what became of the delivery.
+    #[serde(default)]
+    pub delivery: Option<Delivery>,
     /// What the agent reported on it, once it has (listings only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub report: Option<Report>,
@@ -98,6 +145,7 @@ impl Instruction {
             position,
             queue,
             target,
+            delivery: None,
             report: None,
             attachments: Vec::new(),
         }
@@ -241,6 +289,9 @@ pub struct AgentStatus {
 pub struct QueueCounts {
     pub pending_count: u64,
     pub consumed_count: u64,
+    /// Deliveries whose answer may never have reached the agent (see `Delivery::InDoubt`).
+    #[serde(default)]
+    pub in_doubt_count: u64,
 }
 
 /// Which instructions a listing wants.

@@ -124,6 +124,9 @@ settings! {
     /// Refuse other accounts of this machine unless they send the token. Turning it off lets any local account read and queue instructions that your agents carry out with your rights.
     same_user_only: bool = true, Kind::Switch,
         short = "same-user", label = "Only my account may use local-mcp", env = "SAME_USER_ONLY";
+    /// Deliver an instruction again, automatically, on its agent's next call when its first delivery is in doubt (the connection broke or local-mcp stopped before the answer was written). Off: the ledger marks it and you choose.
+    redeliver_in_doubt: bool = false, Kind::Switch,
+        short = "redeliver", label = "Send in-doubt deliveries again by themselves", env = "REDELIVER_IN_DOUBT";
 }
 
 /// A setting's `--help` line: what it does, its limits and its default.

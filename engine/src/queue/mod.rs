@@ -7,6 +7,7 @@
 
 mod agents;
 mod attachments;
+mod delivery;
 mod dispatch;
 mod queues;
 mod reports;
@@ -21,7 +22,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::events::{Bus, Event, EventData, EventKind};
 use crate::model::{
-    agent_id, Instruction, InstructionPatch, InstructionStatus, Listing, MoveTo, NewInstruction, QueueCounts,
+    agent_id, Delivery, Instruction, InstructionPatch, InstructionStatus, Listing, MoveTo, NewInstruction, QueueCounts,
     QueueRecord, RequeuePlace, Settings, SettingsPatch, MAX_INSTRUCTION_BYTES,
 };
 use crate::store::{Db, Durability, PendingChange, Store};
@@ -334,8 +335,13 @@ impl Queue {
         self.list(Listing::pending().in_queue(queue)).await
     }
 
-    /// "Send again": queue a copy of a consumed instruction as a new pending one.
+    /// "Send again": queue a copy of a consumed instruction as a new pending
+    /// one. A delivery in doubt goes to the agent it was meant for, and is
+    /// marked `resent`.
     pub async fn requeue(&self, id: String, place: RequeuePlace) -> Result<Instruction> {
+        let source_id = id.clone();
+        let in_doubt = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let was_in_doubt = in_doubt.clone();
         let items = self
             .blocking(move |i| {
                 i.write_instruction_event(EventKind::InstructionCreated, |db| {
@@ -349,8 +355,13 @@ impl Queue {
                         RequeuePlace::Front => db.front_position(&source.queue)?,
                         RequeuePlace::Back => db.next_position()?,
                     };
-                    let item =
-                        Instruction::new_pending(source.content, source.queue, source.target, position, time::now());
+                    let target = if source.delivery == Some(Delivery::InDoubt) {
+                        in_doubt.store(true, std::sync::atomic::Ordering::Relaxed);
+                        source.consumed_by_agent_id.or(source.target)
+                    } else {
+                        source.target
+                    };
+                    let item = Instruction::new_pending(source.content, source.queue, target, position, time::now());
                     db.insert_instruction(&item)?;
                     // Its files come along: linked into the copy's folder before the rows commit.
                     let rows = db.attachments_of(&id)?;
@@ -380,6 +391,11 @@ impl Queue {
             })
             .await?;
         let item = first(items)?;
+        if was_in_doubt.load(std::sync::atomic::Ordering::Relaxed) {
+            self.set_delivery(source_id, Delivery::InDoubt, Delivery::Resent)
+                .await?;
+            self.mark_status_dirty();
+        }
         // Its queue may have been archived since: a pending instruction brings it back.
         self.ensure_queue(&item.queue).await?;
         self.kick(&item.queue);
@@ -519,6 +535,16 @@ impl Inner {
 }
 
 /// Persist an event in the log and return it with its id.
+/// An instruction event (with its files and its queue's pending count), logged.
+fn instruction_event(db: &Db<'_>, kind: EventKind, now: &str, mut item: Instruction) -> Result<Event> {
+    db.fill_attachments(std::slice::from_mut(&mut item))?;
+    let pending = db.queue_pending_count(&item.queue)?;
+    log_event(
+        db,
+        Event::new(kind, now.to_owned(), EventData::Instruction(item), Some(pending)),
+    )
+}
+
 fn log_event(db: &Db<'_>, event: Event) -> Result<Event> {
     let id = db.append_event(event.kind.as_str(), &event.timestamp, &event.json)?;
     Ok(Event { id: Some(id), ..event })

@@ -31,7 +31,7 @@ impl Queue {
     /// The current status report.
     pub async fn status(&self) -> Result<StatusSnapshot> {
         // One pass over the instructions gives every queue's counts; the totals are their sums.
-        let (activity, records, tallies, questions) = self
+        let (activity, records, tallies, questions, in_doubt) = self
             .blocking(|i| {
                 i.store.read(|db| {
                     Ok((
@@ -39,6 +39,7 @@ impl Queue {
                         db.queues()?,
                         db.queue_tallies()?,
                         db.open_questions()?,
+                        db.in_doubt_count()?,
                     ))
                 })
             })
@@ -52,6 +53,7 @@ impl Queue {
         let queue = QueueCounts {
             pending_count: tallies.iter().map(|t| t.pending).sum(),
             consumed_count: tallies.iter().map(|t| t.consumed).sum(),
+            in_doubt_count: in_doubt,
         };
         let settings = self.settings();
         let mut agents: Vec<AgentStatus> = activity

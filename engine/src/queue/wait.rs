@@ -14,7 +14,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::dispatch::Place;
-use super::{log_event, Inner, Queue};
+use super::{instruction_event, log_event, Inner, Queue};
 use crate::events::{Event, EventData, EventKind};
 use crate::model::{
     agent_id, queue_or_default, DeliveredAttachment, DeliveredInstruction, Instruction, ResultType, UserRequestResult,
@@ -293,30 +293,47 @@ impl Queue {
                 Durability::Normal,
                 |db| {
                     let now = time::now();
+                    let mut events = Vec::new();
+                    // A new call from this agent: what was sent to it before arrived.
+                    if first {
+                        for item in db.confirm_sent(&queue, &agent, &now)? {
+                            events.push(instruction_event(db, EventKind::InstructionUpdated, &now, item)?);
+                        }
+                    }
                     let key = (queue.clone(), agent.clone());
                     if i.stops().contains(&key) && db.take_stop(&queue, &agent)? {
                         db.touch_agent(&queue, &agent, &now, Some(ResultType::Stop))?;
-                        return Ok((Claim::Stopped(db.eligible_count(&queue, &agent)?), None));
+                        return Ok((Claim::Stopped(db.eligible_count(&queue, &agent)?), events));
                     }
                     let item = if i.is_held(&queue) {
                         None
                     } else {
-                        match db.claim(&queue, &agent, offer.as_deref(), &now)? {
-                            None if offer.is_some() => db.claim(&queue, &agent, None, &now)?,
-                            got => got,
+                        // With `redeliver_in_doubt`, a delivery in doubt goes again first, to the same agent.
+                        let again = if first && i.settings.read().unwrap_or_else(|p| p.into_inner()).redeliver_in_doubt
+                        {
+                            db.reclaim_in_doubt(&queue, &agent, &now)?
+                        } else {
+                            None
+                        };
+                        match again {
+                            Some(item) => Some(item),
+                            None => match db.claim(&queue, &agent, offer.as_deref(), &now)? {
+                                None if offer.is_some() => db.claim(&queue, &agent, None, &now)?,
+                                got => got,
+                            },
                         }
                     };
                     let Some(mut item) = item else {
                         if first {
                             db.touch_agent(&queue, &agent, &now, None)?;
                         }
-                        return Ok((Claim::Nothing, None));
+                        return Ok((Claim::Nothing, events));
                     };
                     db.touch_agent(&queue, &agent, &now, Some(ResultType::Instruction))?;
                     let rows = db.attachments_of(&item.id)?;
                     item.attachments = rows.iter().map(|r| r.attachment.clone()).collect();
                     let (left, remaining) = db.pending_in(&queue, &agent)?;
-                    let event = log_event(
+                    events.push(log_event(
                         db,
                         Event::new(
                             EventKind::InstructionConsumed,
@@ -324,12 +341,12 @@ impl Queue {
                             EventData::Instruction(item.clone()),
                             Some(left),
                         ),
-                    )?;
+                    )?);
                     let delivered = super::attachments::delivered(i.store.files(), &rows, item.content.len());
-                    Ok((Claim::Got((item, delivered), remaining), Some(event)))
+                    Ok((Claim::Got((item, delivered), remaining), events))
                 },
-                |(claim, event)| {
-                    if let Some(event) = event {
+                |(claim, events)| {
+                    for event in events {
                         i.bus.publish(event.clone());
                     }
                     if matches!(claim, Claim::Stopped(_)) {

@@ -123,6 +123,14 @@ const MIGRATIONS: &[&str] = &[
     );
     CREATE INDEX attachments_by_instruction ON attachments(instruction_id, ordinal);
     "#,
+    // 5: each delivery's fate (`docs/RELIABILITY.md`, "Delivery"): claimed,
+    // sent, confirmed, in_doubt, resent. Deliveries made before it stay NULL
+    // (unknown). The index serves "this agent's open deliveries" on every call.
+    r#"
+    ALTER TABLE instructions ADD COLUMN delivery TEXT
+        CHECK (delivery IN ('claimed', 'sent', 'confirmed', 'in_doubt', 'resent'));
+    CREATE INDEX instructions_by_delivery ON instructions(delivery, queue, consumed_by_agent_id);
+    "#,
 ];
 
 /// The schema version this build writes.

@@ -5,8 +5,8 @@
 use rusqlite::{params, Connection, OptionalExtension, Row};
 
 use crate::model::{
-    AgentActivity, Attachment, DeliveryCopy, Instruction, InstructionStatus, Listing, QueueCounts, QueueRecord, Report,
-    ResultType, Settings, StatusFilter,
+    AgentActivity, Attachment, Delivery, DeliveryCopy, Instruction, InstructionStatus, Listing, QueueCounts,
+    QueueRecord, Report, ResultType, Settings, StatusFilter,
 };
 use crate::Result;
 
@@ -32,7 +32,7 @@ pub struct Db<'c> {
 /// by name, so a new column goes here, in `instruction_from_row` and in
 /// `insert_instruction`'s values — and nowhere shifts.
 const INSTRUCTION_COLUMNS: &str =
-    "id, content, status, created_at, updated_at, consumed_at, consumed_by_agent_id, position, queue, target";
+    "id, content, status, created_at, updated_at, consumed_at, consumed_by_agent_id, position, queue, target, delivery";
 
 fn instruction_from_row(row: &Row<'_>) -> rusqlite::Result<Instruction> {
     let status: String = row.get("status")?;
@@ -59,6 +59,10 @@ fn instruction_from_row(row: &Row<'_>) -> rusqlite::Result<Instruction> {
         position: row.get("position")?,
         queue: row.get("queue")?,
         target: row.get("target")?,
+        delivery: row
+            .get::<_, Option<String>>("delivery")?
+            .as_deref()
+            .and_then(Delivery::parse),
         report: None,
         attachments: Vec::new(),
     })
@@ -198,7 +202,8 @@ impl<'c> Db<'c> {
                 i.consumed_by_agent_id,
                 i.position,
                 i.queue,
-                i.target
+                i.target,
+                i.delivery.map(Delivery::as_str)
             ])?;
         Ok(())
     }
@@ -260,7 +265,8 @@ impl<'c> Db<'c> {
             .conn
             .prepare_cached(&format!(
                 "UPDATE instructions
-                 SET status = 'consumed', consumed_at = ?2, consumed_by_agent_id = ?1, updated_at = ?2
+                 SET status = 'consumed', consumed_at = ?2, consumed_by_agent_id = ?1, updated_at = ?2,
+                     delivery = 'claimed'
                  WHERE id = (SELECT id FROM instructions
                              WHERE status = 'pending' AND queue = ?3 AND (target IS NULL OR target = ?1)
                                AND (?4 IS NULL OR id = ?4)
@@ -337,7 +343,75 @@ impl<'c> Db<'c> {
         Ok(QueueCounts {
             pending_count: pending as u64,
             consumed_count: consumed as u64,
+            in_doubt_count: self.in_doubt_count()?,
         })
+    }
+
+    /// Deliveries in doubt, in every queue (an index lookup).
+    pub fn in_doubt_count(&self) -> Result<u64> {
+        let n: i64 = self
+            .conn
+            .prepare_cached("SELECT COUNT(*) FROM instructions WHERE delivery = 'in_doubt'")?
+            .query_row([], |r| r.get(0))?;
+        Ok(n as u64)
+    }
+
+    // ---- deliveries ---------------------------------------------------------
+
+    /// Move the delivery of `id` from `from` to `to`; the row as it is now,
+    /// or `None` when its delivery was not `from` (already settled otherwise).
+    pub fn set_delivery(&self, id: &str, from: Delivery, to: Delivery, now: &str) -> Result<Option<Instruction>> {
+        Ok(self
+            .conn
+            .prepare_cached(&format!(
+                "UPDATE instructions SET delivery = ?3, updated_at = ?4
+                 WHERE id = ?1 AND delivery = ?2
+                 RETURNING {INSTRUCTION_COLUMNS}"
+            ))?
+            .query_row(params![id, from.as_str(), to.as_str(), now], instruction_from_row)
+            .optional()?)
+    }
+
+    /// The agent called again (or reported): what was sent to it arrived.
+    pub fn confirm_sent(&self, queue: &str, agent_id: &str, now: &str) -> Result<Vec<Instruction>> {
+        let mut stmt = self.conn.prepare_cached(&format!(
+            "UPDATE instructions SET delivery = 'confirmed', updated_at = ?3
+             WHERE delivery = 'sent' AND queue = ?1 AND consumed_by_agent_id = ?2
+             RETURNING {INSTRUCTION_COLUMNS}"
+        ))?;
+        let rows = stmt
+            .query_map(params![queue, agent_id, now], instruction_from_row)?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        Ok(rows)
+    }
+
+    /// Claims a crash left open (no answer was known to be written): in doubt.
+    pub fn doubt_open_claims(&self, now: &str) -> Result<Vec<Instruction>> {
+        let mut stmt = self.conn.prepare_cached(&format!(
+            "UPDATE instructions SET delivery = 'in_doubt', updated_at = ?1
+             WHERE delivery = 'claimed'
+             RETURNING {INSTRUCTION_COLUMNS}"
+        ))?;
+        let rows = stmt
+            .query_map(params![now], instruction_from_row)?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        Ok(rows)
+    }
+
+    /// Deliver again, to the same agent, the oldest of its in-doubt
+    /// deliveries in `queue` (the `redeliver_in_doubt` setting): claimed anew.
+    pub fn reclaim_in_doubt(&self, queue: &str, agent_id: &str, now: &str) -> Result<Option<Instruction>> {
+        Ok(self
+            .conn
+            .prepare_cached(&format!(
+                "UPDATE instructions SET delivery = 'claimed', consumed_at = ?3, updated_at = ?3
+                 WHERE id = (SELECT id FROM instructions
+                             WHERE delivery = 'in_doubt' AND queue = ?1 AND consumed_by_agent_id = ?2
+                             ORDER BY consumed_at LIMIT 1)
+                 RETURNING {INSTRUCTION_COLUMNS}"
+            ))?
+            .query_row(params![queue, agent_id, now], instruction_from_row)
+            .optional()?)
     }
 
     /// How many instructions of `queue` are pending, and how many of them

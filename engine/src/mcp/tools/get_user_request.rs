@@ -28,7 +28,8 @@ use serde::Deserialize;
 use tokio_util::sync::CancellationToken;
 
 use super::{portable, tool_error};
-use crate::mcp::disconnect::ClientGone;
+use crate::mcp::disconnect::{Carried, ClientGone};
+use crate::model::Delivery;
 use crate::model::UserRequestResult;
 use crate::queue::Queue;
 
@@ -150,7 +151,12 @@ pub async fn call(
     gone.cancel();
 
     match result {
-        Ok((result, _outcome)) => shape(result).await,
+        Ok((result, _outcome)) => {
+            if let Some(item) = &result.instruction {
+                settle_when_written(&ctx, queue, item.id.clone());
+            }
+            shape(result).await
+        }
         Err(e) if e.is_internal() => {
             // The edge where a failure leaves the engine: log it here, once.
             e.log();
@@ -218,6 +224,32 @@ async fn announce_wait(ctx: &RequestContext<RoleServer>, token: Option<ProgressT
     if let Err(e) = sent {
         tracing::debug!(error = %e, "could not announce a wait (caller gone?)");
     }
+}
+
+/// Have the response-body guard settle this delivery: `sent` once the
+/// answer is written out in full, `in_doubt` if it is cut off. Without the
+/// guard (not over HTTP) the claim stays open and the next start doubts it.
+fn settle_when_written(ctx: &RequestContext<RoleServer>, queue: &Queue, id: String) {
+    let Some(carried) = ctx
+        .extensions
+        .get::<http::request::Parts>()
+        .and_then(|parts| parts.extensions.get::<Carried>())
+    else {
+        return;
+    };
+    let queue = queue.clone();
+    carried.carry(Box::new(move |complete| {
+        let fate = if complete { Delivery::Sent } else { Delivery::InDoubt };
+        // Run from the body's poll or its drop: never block there. Outside a
+        // runtime (it is shutting down) the claim stays open for the next start.
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(async move {
+                if let Err(e) = queue.settle_delivery(id, fate).await {
+                    e.log();
+                }
+            });
+        }
+    }));
 }
 
 /// One token for "this caller has gone": rmcp's request token (cancel
