@@ -245,6 +245,13 @@ async fn departed_caller_consumes_nothing(s: &common::Server, session: Option<&s
     let client = s.mcp().await;
     let r = common::get_user_request(&client, Some("stayer")).await;
     assert_eq!(r["instruction"]["id"], item["id"]);
+    // And its fate is known: written out to the stayer, never left claimed.
+    let path = format!("/api/instructions/{}", item["id"].as_str().unwrap());
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while s.get_json(&path).await["item"]["delivery"] != "sent" {
+        assert!(Instant::now() < deadline, "the delivery was never settled as sent");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
 }
 
 #[tokio::test]
