@@ -77,7 +77,12 @@ impl DbLock {
             .create(true)
             .truncate(false)
             .open(&path)
-            .map_err(|e| Error::Startup(format!("cannot open the lock file {}: {e}", path.display())))?;
+            .map_err(|e| {
+                Error::Startup(format!(
+                    "cannot open the lock file {}: {e}; check the permissions of the database's folder, or set DB_PATH",
+                    path.display()
+                ))
+            })?;
         if let Err(e) = paths::make_private(&path) {
             tracing::debug!(path = %path.display(), error = %e, "could not make the lock file owner-only");
         }

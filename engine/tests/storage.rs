@@ -236,3 +236,52 @@ exec "$1""#;
     client.cancel().await.unwrap();
     server.child.kill().await.unwrap();
 }
+
+/// A database file this account may not write, at start: a clear refusal
+/// naming it (there is nothing useful to serve). The account is `nobody`
+/// (via `setpriv`, which needs root — as CI runs); the file is root's, 0444.
+#[tokio::test]
+async fn a_database_read_only_at_start_is_refused_naming_the_file() {
+    use std::os::unix::fs::PermissionsExt;
+    if !std::fs::metadata("/proc/self").is_ok_and(|m| std::os::unix::fs::MetadataExt::uid(&m) == 0) {
+        assert!(std::env::var_os("CI").is_none(), "CI must run this as root");
+        eprintln!("skipped: switching to another account needs root");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+    let db = dir.path().join("queue.sqlite3");
+    let s = common::start(|c| c.db_path = db.clone()).await;
+    s.add("kept, and read-only").await;
+    s.stop().await;
+    std::fs::set_permissions(&db, std::fs::Permissions::from_mode(0o444)).unwrap();
+    // The lock file root's engine left is root's too; it is not what this test is about.
+    std::fs::remove_file(engine::lock::lock_path(&db)).unwrap();
+    let bin = dir.path().join("local-mcp-server");
+    std::fs::copy(env!("CARGO_BIN_EXE_local-mcp-server"), &bin).unwrap();
+    std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
+
+    let out = std::process::Command::new("setpriv")
+        .args(["--reuid", "65534", "--regid", "65534", "--clear-groups"])
+        .arg(&bin)
+        .env("DB_PATH", &db)
+        .env("HTTP_PORT", "0")
+        .env("LOCAL_MCP_CONNECTION_FILE", dir.path().join("connection.json"))
+        .env("LOCAL_MCP_TOKEN_FILE", dir.path().join("token"))
+        .env("HOME", dir.path())
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains(&format!("cannot write the database {}", db.display())),
+        "{stderr}"
+    );
+    assert!(stderr.contains("check the permissions"), "{stderr}");
+    assert_eq!(
+        std::fs::metadata(&db).unwrap().permissions().mode() & 0o777,
+        0o444,
+        "left as it was"
+    );
+}

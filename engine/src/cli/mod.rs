@@ -8,6 +8,7 @@
 
 mod bridge;
 mod commands;
+mod hook;
 pub mod remote;
 pub mod target;
 
@@ -151,11 +152,32 @@ pub enum Command {
         #[arg(long, short)]
         queue: Option<String>,
     },
+    /// Run as a client's hook (reads the hook's JSON on stdin): `claude-stop`
+    /// keeps a Claude Code agent calling get_user_request instead of ending its turn
+    Hook {
+        #[command(flatten)]
+        connect: Connect,
+        #[arg(value_enum)]
+        hook: HookKind,
+        /// The agent's queue (default: default): no nudge while it is held
+        #[arg(long, short)]
+        queue: Option<String>,
+        /// The agent's id: no nudge once the person stopped it
+        #[arg(long)]
+        agent: Option<String>,
+    },
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell)
     Completions {
         #[arg(value_enum)]
         shell: clap_complete::Shell,
     },
+}
+
+/// The hooks `hook` can be.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum HookKind {
+    /// Claude Code's `Stop` hook
+    ClaudeStop,
 }
 
 /// A command-line failure: the message for stderr and the exit code.
@@ -268,6 +290,12 @@ pub fn run(command: Command, cli: &mut clap::Command, connection_file: Option<Pa
             Command::Stop { connect, agent, queue } => commands::stop(&source(connect)?.resolve()?, agent, queue).await,
             Command::Config { connect, queue, client } => commands::config(&source(connect)?, queue.as_deref(), client),
             Command::Stdio { connect, queue } => bridge::run(source(connect)?, queue).await.map_err(Failure::from),
+            Command::Hook {
+                connect,
+                hook: HookKind::ClaudeStop,
+                queue,
+                agent,
+            } => hook::claude_stop(source(connect).map_err(Failure::from), queue, agent).await,
             Command::Completions { .. } => unreachable!("handled above"),
         }
     });
