@@ -746,6 +746,33 @@ describe("resilience", () => {
     await server.stop();
   });
 
+  test("a status snapshot that was in flight does not hide an agent a newer status event showed", async () => {
+    const server = await startServer();
+    const context = await browser.newContext();
+    const page = await context.newPage();
+    // Hold the second status answer (the catch-up load when the stream goes live).
+    let held = 0;
+    let release;
+    const released = new Promise((r) => (release = r));
+    await page.route(/\/api\/status$/, async (route) => {
+      held += 1;
+      const response = await route.fetch();
+      if (held === 2) await released;
+      await route.fulfill({ response });
+    });
+    await page.goto(server.url + "/");
+    await until(() => held >= 2, { what: "the catch-up load in flight" });
+    await server.consume("late-agent");
+    const agent = page.locator('#agents li[data-agent="late-agent"]');
+    await until(() => agent.isVisible(), { what: "the agent from the status event" });
+    release();
+    await until(async () => !(await page.evaluate(() => document.getElementById("rail-loading")?.hidden === false)), { what: "loaded" });
+    await new Promise((r) => setTimeout(r, 500));
+    assert.ok(await agent.isVisible(), "the older snapshot's status hid the agent");
+    await context.close();
+    await server.stop();
+  });
+
   test("a snapshot that was in flight while an event arrived does not bring back what the event changed", async () => {
     const server = await startServer();
     await server.add("taken while the snapshot travels");

@@ -3,7 +3,7 @@
 // server replays what we missed. If the stream cannot be had (no EventSource,
 // or the server refuses it), the page falls back to polling.
 
-import { applyInstruction, applyReport, KIND, setConn, setQueue, setSettings, setStatus, state } from "./state.js";
+import { applyInstruction, applyReport, applyStatus, KIND, setConn, setQueue, setSettings, state } from "./state.js";
 
 const POLL_MS = 5000;
 const RETRY_STREAM_MS = 30_000;
@@ -62,7 +62,7 @@ export function connect(reload) {
   }
   source.addEventListener("status.changed", (e) => {
     const msg = parse(e);
-    if (msg) setStatus(msg.data);
+    if (msg) applyStatus(msg.data);
   });
   source.addEventListener("config.updated", (e) => {
     const msg = parse(e);

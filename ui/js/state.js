@@ -142,6 +142,14 @@ export function setReports(items) {
 
 /** A report event, as the snapshots in flight record it (beside instruction events). */
 const REPORT = "report.created";
+/** A status event, likewise: a snapshot's older status must not replace it. */
+const STATUS = "status.changed";
+
+/** A status event from the stream. */
+export function applyStatus(status) {
+  for (const missed of inFlight) missed.push([STATUS, status]);
+  setStatus(status);
+}
 
 export function applyReport(report) {
   if (report.queue !== state.queue) return;
@@ -169,6 +177,10 @@ export function applyInstruction(kind, item) {
 function mutate(kind, item) {
   if (kind === REPORT) {
     attachReport(item);
+    return;
+  }
+  if (kind === STATUS) {
+    setStatus(item);
     return;
   }
   const i = state.pending.findIndex((p) => p.id === item.id);
