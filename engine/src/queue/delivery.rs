@@ -3,46 +3,84 @@
 //! and can send it again.
 //!
 //! A claim starts `claimed` (in the claim's own transaction). The front end
-//! that carries the answer settles it: `sent` once the response body was
-//! written out in full, `in_doubt` when it was dropped before its end (the
-//! connection broke, the server stopped). The agent's next call (or report)
-//! confirms what was `sent` (in that call's first claim transaction, so it
-//! costs no extra commit). Claims a crash left `claimed` are put in doubt
-//! at the next start. "Send again" of one in doubt (or the
-//! `redeliver_in_doubt` setting) makes it `resent`.
+//! that carries the answer settles it: `sent` once the response body has
+//! handed over the answer, `in_doubt` when it was dropped before (the
+//! connection broke, the server stopped); a task writes these in batches.
+//! The agent's next call (or report) confirms what was `sent` (in that
+//! call's first claim transaction, so it costs no extra commit). Claims a
+//! crash left `claimed` are put in doubt at the next start. "Send again" of
+//! one in doubt makes it `resent`; the `redeliver_in_doubt` setting claims
+//! it anew for the same agent instead. Only doubts (and resends) are
+//! events: `sent` and `confirmed` change nothing a person sees.
 
-use crate::events::EventKind;
+use tokio::sync::mpsc::UnboundedReceiver;
+
+use crate::events::Event;
 use crate::model::{Delivery, Instruction};
 use crate::store::Durability;
 use crate::{time, Result};
 
-use super::{instruction_event, Queue};
+use super::{fate_event, Queue};
+
+/// At most this many settlements go in one transaction.
+const SETTLE_BATCH: usize = 512;
 
 impl Queue {
     /// Settle a claimed delivery once its answer was written in full
-    /// (`Sent`) or cut off (`InDoubt`). A delivery already settled
-    /// otherwise is left alone.
-    pub async fn settle_delivery(&self, id: String, fate: Delivery) -> Result<Option<Instruction>> {
-        let changed = self.set_delivery(id, Delivery::Claimed, fate).await?;
-        if let Some(item) = &changed {
-            if fate == Delivery::InDoubt {
-                tracing::warn!(id = %item.id, agent_id = item.consumed_by_agent_id.as_deref().unwrap_or(""), "a delivery is in doubt: its answer was cut off");
-                self.mark_status_dirty();
-            }
+    /// (`Sent`) or cut off (`InDoubt`). Called from a response body's poll
+    /// or drop, so it only hands the settlement to the writer task, which
+    /// commits them in batches — off every agent's path, and one commit for
+    /// many under load. A delivery already settled otherwise is left alone.
+    pub fn settle_delivery(&self, id: String, fate: Delivery) {
+        // Closed only when the engine is gone: the next start doubts what is left `claimed`.
+        let _ = self.inner.settle.send((id, fate));
+    }
+
+    async fn settle_batch(&self, batch: Vec<(String, Delivery)>) -> Result<()> {
+        let doubted = self
+            .blocking(move |i| {
+                i.store.write(
+                    // Like the claim itself: a crash cannot lose it (only a power loss could).
+                    Durability::Normal,
+                    |db| {
+                        let now = time::now();
+                        let mut events = Vec::new();
+                        for (id, fate) in &batch {
+                            let Some(item) = db.set_delivery(id, Delivery::Claimed, *fate, &now)? else {
+                                continue;
+                            };
+                            // Only a doubt changes what a person sees.
+                            if *fate == Delivery::InDoubt {
+                                tracing::warn!(id = %item.id, agent_id = item.consumed_by_agent_id.as_deref().unwrap_or(""), "a delivery is in doubt: its answer was cut off");
+                                events.push(fate_event(db, &now, item)?);
+                            }
+                        }
+                        Ok(events)
+                    },
+                    |events: &Vec<Event>| {
+                        for e in events {
+                            i.bus.publish(e.clone());
+                        }
+                    },
+                )
+            })
+            .await?
+            .len();
+        if doubted > 0 {
+            self.mark_status_dirty();
         }
-        Ok(changed)
+        Ok(())
     }
 
     /// One delivery's move from `from` to `to`, with its `instruction.updated`.
     pub(super) async fn set_delivery(&self, id: String, from: Delivery, to: Delivery) -> Result<Option<Instruction>> {
         self.blocking(move |i| {
             i.store.write(
-                // Like the claim itself: a crash cannot lose it (only a power loss could).
-                Durability::Normal,
+                Durability::Full,
                 |db| {
                     let now = time::now();
                     match db.set_delivery(&id, from, to, &now)? {
-                        Some(item) => Ok(Some(instruction_event(db, EventKind::InstructionUpdated, &now, item)?)),
+                        Some(item) => Ok(Some(fate_event(db, &now, item)?)),
                         None => Ok(None),
                     }
                 },
@@ -74,7 +112,7 @@ impl Queue {
                         let items = db.doubt_open_claims(&now)?;
                         let n = items.len();
                         for item in items {
-                            instruction_event(db, EventKind::InstructionUpdated, &now, item)?;
+                            fate_event(db, &now, item)?;
                         }
                         Ok(n)
                     },
@@ -89,5 +127,41 @@ impl Queue {
             );
         }
         Ok(n)
+    }
+}
+
+/// Write settlements as they come, as many per transaction as are waiting;
+/// at shutdown, write what is queued and stop.
+pub(super) async fn settle_loop(queue: Queue, mut settling: UnboundedReceiver<(String, Delivery)>) {
+    let shutdown = queue.inner.shutdown.clone();
+    loop {
+        let first = tokio::select! {
+            got = settling.recv() => match got {
+                Some(s) => s,
+                None => return,
+            },
+            _ = shutdown.cancelled() => {
+                let mut rest = Vec::new();
+                while let Ok(s) = settling.try_recv() {
+                    rest.push(s);
+                }
+                if !rest.is_empty() {
+                    if let Err(e) = queue.settle_batch(rest).await {
+                        e.log();
+                    }
+                }
+                return;
+            }
+        };
+        let mut batch = vec![first];
+        while batch.len() < SETTLE_BATCH {
+            match settling.try_recv() {
+                Ok(s) => batch.push(s),
+                Err(_) => break,
+            }
+        }
+        if let Err(e) = queue.settle_batch(batch).await {
+            e.log();
+        }
     }
 }

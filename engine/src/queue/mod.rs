@@ -67,6 +67,8 @@ struct Inner {
     stops: std::sync::Mutex<std::collections::HashSet<(String, String)>>,
     /// Set when the status snapshot is out of date; a task publishes a fresh one.
     status_dirty: Notify,
+    /// Deliveries to settle (`sent`, `in_doubt`), written in batches by a task.
+    settle: tokio::sync::mpsc::UnboundedSender<(String, Delivery)>,
     shutdown: CancellationToken,
 }
 
@@ -84,6 +86,7 @@ impl Queue {
             },
             |_| (),
         )?;
+        let (settle, settling) = tokio::sync::mpsc::unbounded_channel();
         let queue = Queue {
             inner: Arc::new(Inner {
                 store,
@@ -95,10 +98,12 @@ impl Queue {
                 calls: agents::Calls::default(),
                 stops: std::sync::Mutex::new(stops.into_iter().collect()),
                 status_dirty: Notify::new(),
+                settle,
                 shutdown,
             }),
         };
         tokio::spawn(status::publish_loop(queue.clone()));
+        tokio::spawn(delivery::settle_loop(queue.clone(), settling));
         tokio::spawn(status::fault_watch(queue.clone()));
         Ok(queue)
     }
@@ -534,17 +539,22 @@ impl Inner {
     }
 }
 
-/// Persist an event in the log and return it with its id.
-/// An instruction event (with its files and its queue's pending count), logged.
-fn instruction_event(db: &Db<'_>, kind: EventKind, now: &str, mut item: Instruction) -> Result<Event> {
+/// An `instruction.updated` for a delivery's fate (with its files; no
+/// pending count: the rail did not change), logged.
+fn fate_event(db: &Db<'_>, now: &str, mut item: Instruction) -> Result<Event> {
     db.fill_attachments(std::slice::from_mut(&mut item))?;
-    let pending = db.queue_pending_count(&item.queue)?;
     log_event(
         db,
-        Event::new(kind, now.to_owned(), EventData::Instruction(item), Some(pending)),
+        Event::new(
+            EventKind::InstructionUpdated,
+            now.to_owned(),
+            EventData::Instruction(item),
+            None,
+        ),
     )
 }
 
+/// Persist an event in the log and return it with its id.
 fn log_event(db: &Db<'_>, event: Event) -> Result<Event> {
     let id = db.append_event(event.kind.as_str(), &event.timestamp, &event.json)?;
     Ok(Event { id: Some(id), ..event })

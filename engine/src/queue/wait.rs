@@ -14,7 +14,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::dispatch::Place;
-use super::{instruction_event, log_event, Inner, Queue};
+use super::{log_event, Inner, Queue};
 use crate::events::{Event, EventData, EventKind};
 use crate::model::{
     agent_id, queue_or_default, DeliveredAttachment, DeliveredInstruction, Instruction, ResultType, UserRequestResult,
@@ -295,10 +295,9 @@ impl Queue {
                     let now = time::now();
                     let mut events = Vec::new();
                     // A new call from this agent: what was sent to it before arrived.
+                    // (No event: nothing a person sees changes.)
                     if first {
-                        for item in db.confirm_sent(&queue, &agent, &now)? {
-                            events.push(instruction_event(db, EventKind::InstructionUpdated, &now, item)?);
-                        }
+                        db.confirm_sent(&queue, &agent, &now)?;
                     }
                     let key = (queue.clone(), agent.clone());
                     if i.stops().contains(&key) && db.take_stop(&queue, &agent)? {

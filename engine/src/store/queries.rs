@@ -373,16 +373,15 @@ impl<'c> Db<'c> {
     }
 
     /// The agent called again (or reported): what was sent to it arrived.
-    pub fn confirm_sent(&self, queue: &str, agent_id: &str, now: &str) -> Result<Vec<Instruction>> {
-        let mut stmt = self.conn.prepare_cached(&format!(
-            "UPDATE instructions SET delivery = 'confirmed', updated_at = ?3
-             WHERE delivery = 'sent' AND queue = ?1 AND consumed_by_agent_id = ?2
-             RETURNING {INSTRUCTION_COLUMNS}"
-        ))?;
-        let rows = stmt
-            .query_map(params![queue, agent_id, now], instruction_from_row)?
-            .collect::<rusqlite::Result<Vec<_>>>()?;
-        Ok(rows)
+    /// Returns how many were confirmed.
+    pub fn confirm_sent(&self, queue: &str, agent_id: &str, now: &str) -> Result<usize> {
+        Ok(self
+            .conn
+            .prepare_cached(
+                "UPDATE instructions SET delivery = 'confirmed', updated_at = ?3
+                 WHERE delivery = 'sent' AND queue = ?1 AND consumed_by_agent_id = ?2",
+            )?
+            .execute(params![queue, agent_id, now])?)
     }
 
     /// Claims a crash left open (no answer was known to be written): in doubt.

@@ -239,16 +239,8 @@ fn settle_when_written(ctx: &RequestContext<RoleServer>, queue: &Queue, id: Stri
     };
     let queue = queue.clone();
     carried.carry(Box::new(move |complete| {
-        let fate = if complete { Delivery::Sent } else { Delivery::InDoubt };
-        // Run from the body's poll or its drop: never block there. Outside a
-        // runtime (it is shutting down) the claim stays open for the next start.
-        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-            runtime.spawn(async move {
-                if let Err(e) = queue.settle_delivery(id, fate).await {
-                    e.log();
-                }
-            });
-        }
+        // Run from the body's poll or its drop: this only queues the settlement.
+        queue.settle_delivery(id, if complete { Delivery::Sent } else { Delivery::InDoubt });
     }));
 }
 
