@@ -286,6 +286,10 @@ async fn follow_engine(
         let prefs = app.state::<Shell>().prefs.get();
         match (&event.kind, &event.data) {
             (EventKind::StatusChanged, EventData::Status(status)) => {
+                tray::LOG_DIR
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .clone_from(&status.server.log_dir);
                 let mut tray_view = view::tray_view(status);
                 if let Some(remote) = &app.state::<Shell>().attached {
                     tray_view = view::attached(tray_view, &remote.base);

@@ -27,6 +27,7 @@ pub const NOTIFY_CONSUMED: &str = "notify-consumed";
 pub const NOTIFY_WAITING: &str = "notify-waiting";
 pub const NOTIFY_REPORTED: &str = "notify-reported";
 pub const AUTOSTART: &str = "autostart";
+pub const LOG_FOLDER: &str = "log-folder";
 pub const QUIT: &str = "quit";
 
 /// The menu items that change after start-up.
@@ -40,6 +41,9 @@ pub struct TrayItems {
 
 /// Whether a queue is held now: what "Hold all" / "Release all" toggles.
 static ANY_HELD: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// The engine's log folder, as its last status said (own engine or attached server).
+pub static LOG_DIR: std::sync::Mutex<Option<String>> = std::sync::Mutex::new(None);
 
 pub fn create(app: &AppHandle) -> tauri::Result<TrayItems> {
     let prefs = app.state::<Shell>().prefs.get();
@@ -89,6 +93,7 @@ pub fn create(app: &AppHandle) -> tauri::Result<TrayItems> {
                 None::<&str>,
             )?,
             &CheckMenuItem::with_id(app, AUTOSTART, "Start at login", true, autostart, None::<&str>)?,
+            &MenuItem::with_id(app, LOG_FOLDER, "Open log folder", true, None::<&str>)?,
             &PredefinedMenuItem::separator(app)?,
             &MenuItem::with_id(app, QUIT, "Quit local-mcp", true, None::<&str>)?,
         ],
@@ -175,6 +180,22 @@ fn on_menu(app: &AppHandle, event: tauri::menu::MenuEvent) {
             };
             if let Err(e) = result {
                 tracing::warn!(error = %e, "could not change start-at-login");
+            }
+        }
+        LOG_FOLDER => {
+            let dir = LOG_DIR.lock().unwrap_or_else(|p| p.into_inner()).clone();
+            match dir {
+                Some(dir) => {
+                    use tauri_plugin_opener::OpenerExt;
+                    if let Err(e) = app.opener().open_path(&dir, None::<&str>) {
+                        tracing::warn!(error = %e, "could not open the log folder {dir}");
+                    }
+                }
+                None => notify::send(
+                    app,
+                    "No log files",
+                    "This local-mcp does not write log files (LOCAL_MCP_LOG_DIR=off).",
+                ),
             }
         }
         QUIT => app.exit(0),

@@ -379,6 +379,7 @@ mod tests {
                 requested_port: None,
                 requested_port_holder: None,
                 recovered: None,
+                log_dir: None,
                 storage_fault: None,
             },
             agent: AgentSummary {

@@ -42,6 +42,7 @@ export async function startServer({ dir = mkdtempSync(join(tmpdir(), "local-mcp-
     DB_PATH: join(dir, "queue.sqlite3"),
     LOCAL_MCP_CONNECTION_FILE: join(dir, "connection.json"),
     LOCAL_MCP_TOKEN_FILE: join(dir, "token"),
+    LOCAL_MCP_LOG_DIR: join(dir, "logs"),
     HTTP_PORT: String(port),
     DEFAULT_WAIT_SECONDS: String(waitSeconds),
     MCP_STATELESS: mode === "stateless" ? "true" : "false",

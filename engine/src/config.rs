@@ -33,6 +33,8 @@ pub struct Config {
     pub connection_file: Option<PathBuf>,
     /// The token file the page can manage when `api_token` is not set (`None`: no token management).
     pub token_file: Option<PathBuf>,
+    /// Where the daily log files are written (shown in the status; `None`: not written).
+    pub log_dir: Option<PathBuf>,
 }
 
 impl Config {
@@ -48,6 +50,7 @@ impl Config {
             api_token: None,
             connection_file: None,
             token_file: None,
+            log_dir: None,
         }
     }
 }
@@ -67,6 +70,10 @@ pub struct ServeArgs {
     /// Log filter, e.g. info, debug, local_mcp=trace [default: info]
     #[arg(long, env = "LOG_LEVEL")]
     pub log_level: Option<String>,
+    /// Folder for the daily log files (7 kept); `off` for none
+    /// [default: logs in the platform state folder]
+    #[arg(long, env = "LOCAL_MCP_LOG_DIR")]
+    pub log_dir: Option<PathBuf>,
     /// First-run values of the runtime settings (one flag per `model::FIELDS` entry).
     #[command(flatten)]
     pub settings: SettingsPatch,
@@ -96,6 +103,15 @@ impl ServeArgs {
     /// The connection-info file this instance publishes and the CLI reads.
     pub fn connection_file(&self) -> Option<PathBuf> {
         self.connection_file.clone().or_else(paths::default_connection_file)
+    }
+
+    /// Where a serving instance writes its log files (`None`: `off`, or no platform folder).
+    pub fn log_dir(&self) -> Option<PathBuf> {
+        match &self.log_dir {
+            Some(dir) if dir.as_os_str() == "off" || dir.as_os_str().is_empty() => None,
+            Some(dir) => Some(dir.clone()),
+            None => paths::default_log_dir(),
+        }
     }
 }
 
@@ -160,6 +176,7 @@ impl ServeArgs {
                 .filter(|t| !t.trim().is_empty()),
             connection_file: self.connection_file(),
             token_file: self.token_file.clone().or_else(paths::default_token_file),
+            log_dir: self.log_dir(),
         };
         let log_level = self
             .log_level

@@ -150,6 +150,7 @@ pub async fn start(config: Config, shutdown: CancellationToken) -> Result<Engine
             reason: r.reason,
             at: r.at,
         }),
+        log_dir: config.log_dir.as_ref().map(|d| d.display().to_string()),
     };
     let queue = Queue::new(store, &config.settings, facts, shutdown.clone())?;
     // Files a crash left between writing an upload and committing its row.

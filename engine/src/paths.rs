@@ -40,6 +40,12 @@ pub fn default_token_file() -> Option<PathBuf> {
     in_config_dir("token")
 }
 
+/// The log folder: the platform state folder's `logs` (`~/.local/state/local-mcp/logs` on
+/// Linux; the local data folder's elsewhere, which has no state folder).
+pub fn default_log_dir() -> Option<PathBuf> {
+    project_dirs().map(|d| d.state_dir().unwrap_or_else(|| d.data_local_dir()).join("logs"))
+}
+
 /// The desktop shell's own preferences.
 pub fn default_desktop_prefs() -> Option<PathBuf> {
     in_config_dir("desktop.json")

@@ -123,6 +123,7 @@ async fn run(ops: Vec<Op>) {
         requested_port: None,
         requested_port_holder: None,
         recovered: None,
+        log_dir: None,
     };
     let settings = Settings {
         default_wait_seconds: 0,

@@ -38,7 +38,8 @@ class Server:
                         DEFAULT_WAIT_SECONDS=str(wait_seconds), LOG_LEVEL="info",
                         MCP_STATELESS="true" if mode == "stateless" else "false",
                         LOCAL_MCP_CONNECTION_FILE=str(self.connection_file),
-                        LOCAL_MCP_TOKEN_FILE=str(tmp / "token"))
+                        LOCAL_MCP_TOKEN_FILE=str(tmp / "token"),
+                        LOCAL_MCP_LOG_DIR=str(tmp / "logs"))
         self.mode = mode
         self.proc = subprocess.Popen([server_binary()], env=self.env, stdin=subprocess.DEVNULL,
                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)

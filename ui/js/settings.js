@@ -115,5 +115,10 @@ export function initSettings() {
     }
   });
   on("settings", (s) => fill(s));
-  on("status", () => fill(state.settings));
+  on("status", (s) => {
+    fill(state.settings);
+    // Where this server writes its daily log files, when it does.
+    $("log-dir").hidden = !s.server.log_dir;
+    $("log-dir-path").textContent = s.server.log_dir ?? "";
+  });
 }

@@ -13,7 +13,7 @@ pub mod remote;
 pub mod target;
 
 use std::io::IsTerminal;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use crate::config::{self, Config, ServeArgs};
@@ -206,12 +206,19 @@ pub fn prelude(program: &str, serve: &ServeArgs, command: Option<Command>, cli: 
     if let Some(command) = command {
         // Warnings only unless asked: stdout is the commands' output (or, for
         // `stdio`, the protocol), so logs go to stderr and stay quiet.
-        init_logging(program, serve.log_level.as_deref().unwrap_or("warn"), false);
+        init_logging(program, serve.log_level.as_deref().unwrap_or("warn"), false, None);
         return Prelude::Exit(run(command, cli, serve.connection_file()));
     }
     match serve.resolve() {
-        Ok((config, log_level)) => {
-            init_logging(program, &log_level, std::io::stderr().is_terminal());
+        Ok((mut config, log_level)) => {
+            if !init_logging(
+                program,
+                &log_level,
+                std::io::stderr().is_terminal(),
+                config.log_dir.as_deref(),
+            ) {
+                config.log_dir = None;
+            }
             Prelude::Serve(config)
         }
         Err(e) => {
@@ -221,18 +228,44 @@ pub fn prelude(program: &str, serve: &ServeArgs, command: Option<Command>, cli: 
     }
 }
 
-/// Logs to stderr, filtered by a `LOG_LEVEL` (an invalid one says so and falls back to info).
-fn init_logging(program: &str, level: &str, ansi: bool) {
+/// Logs to stderr, filtered by a `LOG_LEVEL` (an invalid one says so and
+/// falls back to info) — and, for a serving instance, to daily files in
+/// `log_dir` (`<program>.<date>.log`, the newest 7 kept), so a headless
+/// server's history survives its terminal. Returns whether the files are
+/// written (a folder that cannot be made is said on stderr, not fatal).
+fn init_logging(program: &str, level: &str, ansi: bool, log_dir: Option<&Path>) -> bool {
     let filter = tracing_subscriber::EnvFilter::try_new(config::log_filter(level)).unwrap_or_else(|_| {
         eprintln!("{program}: LOG_LEVEL {level:?} is not a valid filter; using info");
         tracing_subscriber::EnvFilter::new(config::log_filter("info"))
     });
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_ansi(ansi)
-        .with_writer(std::io::stderr)
+    let files = log_dir.and_then(|dir| {
+        tracing_appender::rolling::RollingFileAppender::builder()
+            .rotation(tracing_appender::rolling::Rotation::DAILY)
+            .filename_prefix(program)
+            .filename_suffix("log")
+            .max_log_files(LOG_FILES_KEPT)
+            .build(dir)
+            .map_err(|e| eprintln!("{program}: cannot write log files in {}: {e}", dir.display()))
+            .ok()
+    });
+    let written = files.is_some();
+    use tracing_subscriber::layer::SubscriberExt as _;
+    use tracing_subscriber::util::SubscriberInitExt as _;
+    tracing_subscriber::registry()
+        .with(filter)
+        .with(
+            tracing_subscriber::fmt::layer()
+                .with_ansi(ansi)
+                .with_writer(std::io::stderr),
+        )
+        // The same lines in the files, never with terminal colours.
+        .with(files.map(|f| tracing_subscriber::fmt::layer().with_ansi(false).with_writer(f)))
         .init();
+    written
 }
+
+/// Daily log files kept (a week).
+const LOG_FILES_KEPT: usize = 7;
 
 /// Run `command`. `cli` is the whole command line (for completions);
 /// `connection_file` is where a running instance publishes itself.

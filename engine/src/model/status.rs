@@ -37,6 +37,9 @@ pub struct ServerSummary {
     /// Cleared by the next write that succeeds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub storage_fault: Option<String>,
+    /// The folder of the daily log files (`<program>.<date>.log`, 7 kept), when written.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub log_dir: Option<String>,
 }
 
 /// A damaged database moved aside at start.

@@ -42,6 +42,8 @@ pub struct ServerFacts {
     pub requested_port_holder: Option<String>,
     /// The damaged database moved aside at start, if one was.
     pub recovered: Option<crate::model::RecoveryNotice>,
+    /// The folder of the daily log files, when they are written.
+    pub log_dir: Option<String>,
 }
 
 /// The queue service. Cheap to clone; all clones share one queue.

@@ -129,6 +129,7 @@ impl Queue {
                 requested_port_holder: facts.requested_port_holder.clone(),
                 recovered: facts.recovered.clone(),
                 storage_fault: self.inner.store.fault_now(),
+                log_dir: facts.log_dir.clone(),
             },
             agent,
             agents,

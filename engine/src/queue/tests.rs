@@ -15,6 +15,7 @@ fn queue(wait: u32) -> (Queue, CancellationToken) {
         requested_port: None,
         requested_port_holder: None,
         recovered: None,
+        log_dir: None,
     };
     let settings = Settings {
         default_wait_seconds: wait,

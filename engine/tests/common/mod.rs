@@ -335,6 +335,7 @@ pub async fn spawn_binary_via(wrapper: &[&str], db: &std::path::Path, env: &[(&s
         .env("LOG_LEVEL", "warn")
         .env("LOCAL_MCP_CONNECTION_FILE", db.with_extension("connection.json"))
         .env("LOCAL_MCP_TOKEN_FILE", db.with_extension("token"))
+        .env("LOCAL_MCP_LOG_DIR", "off")
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())

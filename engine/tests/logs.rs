@@ -1,0 +1,59 @@
+//! A serving instance writes daily log files (`<program>.<date>.log`, the
+//! newest 7 kept) in its log folder, says where in its status, and writes
+//! none with `LOCAL_MCP_LOG_DIR=off`.
+
+mod common;
+
+use serde_json::Value;
+
+async fn status(url: &str) -> Value {
+    reqwest::get(format!("{url}/api/status"))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn the_server_logs_to_daily_files_and_keeps_a_week() {
+    let dir = tempfile::tempdir().unwrap();
+    let logs = dir.path().join("logs");
+    std::fs::create_dir(&logs).unwrap();
+    // Nine older days, as a long-running install would have.
+    for day in 1..=9 {
+        let old = logs.join(format!("local-mcp-server.2026-10-0{day}.log"));
+        std::fs::write(&old, format!("day {day}\n")).unwrap();
+        // The appender ages files by their creation time: make it follow the days.
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let db = dir.path().join("queue.sqlite3");
+    let logs_s = logs.to_str().unwrap();
+    let mut server = common::spawn_binary(&db, &[("LOCAL_MCP_LOG_DIR", logs_s), ("LOG_LEVEL", "info")]).await;
+
+    assert_eq!(status(&server.url).await["server"]["log_dir"], logs_s);
+    let today = format!("local-mcp-server.{}.log", &engine::time::now()[..10]);
+    let text = std::fs::read_to_string(logs.join(&today)).expect("today's file");
+    assert!(text.contains("starting local-mcp-server"), "{text}");
+    assert!(!text.contains("\u{1b}["), "no terminal colours in the file");
+    let kept: Vec<String> = std::fs::read_dir(&logs)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(kept.len() <= 7, "a week is kept: {kept:?}");
+    assert!(kept.contains(&today));
+    assert!(
+        !kept.iter().any(|n| n.ends_with("10-01.log")),
+        "the oldest went first: {kept:?}"
+    );
+    server.child.kill().await.unwrap();
+}
+
+#[tokio::test]
+async fn with_log_dir_off_no_files_are_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("queue.sqlite3");
+    let mut server = common::spawn_binary(&db, &[("LOCAL_MCP_LOG_DIR", "off")]).await;
+    assert_eq!(status(&server.url).await["server"]["log_dir"], Value::Null);
+    server.child.kill().await.unwrap();
+}
