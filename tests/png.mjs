@@ -36,3 +36,21 @@ export function png(width, height) {
   }
   return Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), chunk("IHDR", header), chunk("IDAT", deflateSync(rows)), chunk("IEND", Buffer.alloc(0))]);
 }
+
+/** A PNG of random pixels (`seed` picks them): incompressible, so it stays as large as it is. */
+export function noisePng(width, height, seed = 1) {
+  const header = Buffer.alloc(13);
+  header.writeUInt32BE(width, 0);
+  header.writeUInt32BE(height, 4);
+  header.set([8, 2, 0, 0, 0], 8); // 8-bit RGB
+  const rows = Buffer.alloc((width * 3 + 1) * height);
+  let x = seed >>> 0 || 1;
+  for (let i = 0; i < rows.length; i++) {
+    if (i % (width * 3 + 1) === 0) continue; // filter byte: none
+    x ^= x << 13;
+    x ^= x >>> 17;
+    x ^= x << 5;
+    rows[i] = x & 0xff;
+  }
+  return Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), chunk("IHDR", header), chunk("IDAT", deflateSync(rows)), chunk("IEND", Buffer.alloc(0))]);
+}

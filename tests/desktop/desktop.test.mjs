@@ -8,13 +8,13 @@
 import assert from "node:assert/strict";
 import { spawn, spawnSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
-import { createServer } from "node:net";
+import { connect, createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { after, before, test } from "node:test";
 
-import { png } from "../png.mjs";
+import { noisePng, png } from "../png.mjs";
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
 const target = process.env.CARGO_TARGET_DIR ?? join(root, "target");
@@ -238,6 +238,36 @@ test("Queue clipboard: a screenshot on the clipboard becomes an instruction, and
   assert.equal(items.length, before + 1);
   const [attachment] = items.at(-1).attachments;
   assert.deepEqual([attachment.name, attachment.kind, attachment.width, attachment.height], ["clipboard.png", "image", 320, 200]);
+});
+
+test("an answer cut off on its way is in doubt, and the app says so", async () => {
+  // ~7 MiB of answer (eight noise images) in a queue of its own, to a client that stops reading
+  // after the headers and hangs up: more than the socket buffers hold, so it cannot be written out.
+  const form = new FormData();
+  form.append("content", "Big answer that never arrives");
+  form.append("queue", "doubt");
+  for (let n = 0; n < 8; n++) form.append("files", new Blob([noisePng(480, 480, n + 7)], { type: "image/png" }), `noise-${n}.png`);
+  const added = await fetch(`${base}/api/instructions`, { method: "POST", body: form });
+  const answer = await added.json();
+  assert.equal(added.status, 201, JSON.stringify(answer));
+  const { item } = answer;
+  const body = JSON.stringify({ jsonrpc: "2.0", id: 9, method: "tools/call", params: { name: "get_user_request", arguments: { agent_id: "doubtful" } } });
+  await new Promise((done, fail) => {
+    const socket = connect(port, "127.0.0.1", () => {
+      socket.write(`POST /mcp/q/doubt HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
+    });
+    socket.once("data", () => {
+      socket.pause();
+      setTimeout(() => {
+        socket.destroy();
+        done();
+      }, 700);
+    });
+    socket.on("error", fail);
+  });
+  await until(() => readFileSync(monitorLog, "utf8").includes("doubtful may not have received: Big answer that never arrives"), "the in-doubt Notify");
+  const after = await (await fetch(`${base}/api/instructions/${item.id}`)).json();
+  assert.equal(after.item.delivery, "in_doubt");
 });
 
 test("the native window takes a pasted screenshot", async () => {
