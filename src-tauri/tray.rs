@@ -223,6 +223,7 @@ pub fn apply(app: &AppHandle, items: &TrayItems, view: &TrayView) {
         let _ = tray.set_icon(Some(image));
     }
     let _ = tray.set_tooltip(Some(&view.tooltip));
+    let _ = tray.set_title(view.title.as_deref());
     *crate::windows::ANSWERING.lock().unwrap_or_else(|p| p.into_inner()) = view.answer.clone();
     let _ = items.pending.set_text(&view.pending_label);
     ANY_HELD.store(view.any_held, std::sync::atomic::Ordering::Relaxed);

@@ -42,6 +42,9 @@ pub struct TrayView {
     pub any_held: bool,
     /// The question quick add answers now: (report id, agent id).
     pub answer: Option<(String, String)>,
+    /// Short text beside the icon, only while something needs the person:
+    /// Linux trays (AppIndicator) show no tooltips, so this is what says it there.
+    pub title: Option<String>,
 }
 
 fn pending_words(n: u64) -> String {
@@ -176,9 +179,21 @@ pub fn tray_view(status: &StatusSnapshot) -> TrayView {
         icon,
         answer,
         tooltip,
+        title: alert_title(status),
         pending_label: capitalize(&pending),
         queue_labels,
         any_held: !held.is_empty(),
+    }
+}
+
+/// The text beside the icon: a database that cannot be written, or deliveries in doubt.
+fn alert_title(status: &StatusSnapshot) -> Option<String> {
+    if status.server.storage_fault.is_some() {
+        return Some("cannot write".into());
+    }
+    match status.queue.in_doubt_count {
+        0 => None,
+        n => Some(format!("{n} in doubt")),
     }
 }
 
@@ -444,6 +459,7 @@ mod tests {
             v.tooltip,
             "local-mcp cannot write its database — the disk holding /d/q.sqlite3 is full: free some space"
         );
+        assert_eq!(v.title.as_deref(), Some("cannot write"));
         s.server.storage_fault = None;
         assert!(tray_view(&s).tooltip.starts_with("local-mcp — copilot listening"));
     }
@@ -472,6 +488,9 @@ mod tests {
             "{}",
             tray_view(&s).tooltip
         );
+        assert_eq!(tray_view(&s).title.as_deref(), Some("2 in doubt"));
+        s.queue.in_doubt_count = 0;
+        assert_eq!(tray_view(&s).title, None, "nothing beside the icon when all is well");
         let (title, body) = in_doubt_notification("copilot", "Fix the build\nthen deploy");
         assert_eq!(title, "copilot may not have received: Fix the build");
         assert!(body.contains("Send it again"));
