@@ -57,3 +57,56 @@ async fn with_log_dir_off_no_files_are_written() {
     assert_eq!(status(&server.url).await["server"]["log_dir"], Value::Null);
     server.child.kill().await.unwrap();
 }
+
+/// `logs -n N` prints the end of today's file; `logs -f` keeps printing what is written.
+#[tokio::test]
+async fn the_logs_command_prints_and_follows_the_newest_file() {
+    use tokio::io::AsyncBufReadExt;
+    let dir = tempfile::tempdir().unwrap();
+    let logs = dir.path().join("logs");
+    let db = dir.path().join("queue.sqlite3");
+    let logs_s = logs.to_str().unwrap();
+    let mut server = common::spawn_binary(&db, &[("LOCAL_MCP_LOG_DIR", logs_s), ("LOG_LEVEL", "info")]).await;
+    let bin = env!("CARGO_BIN_EXE_local-mcp-server");
+
+    // The folder comes from the running server's status (this command's own default differs).
+    let out = std::process::Command::new(bin)
+        .args(["logs", "-n", "2", "--url", &server.url])
+        .env("LOCAL_MCP_LOG_DIR", "off")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(text.lines().count(), 2, "{text}");
+    let today =
+        std::fs::read_to_string(logs.join(format!("local-mcp-server.{}.log", &engine::time::now()[..10]))).unwrap();
+    assert!(today.ends_with(&text), "the file's last two lines");
+
+    let mut follower = tokio::process::Command::new(bin)
+        .args(["logs", "-n", "0", "-f", "--url", &server.url])
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut lines = tokio::io::BufReader::new(follower.stdout.take().unwrap()).lines();
+    tokio::time::sleep(std::time::Duration::from_millis(400)).await;
+    reqwest::Client::new()
+        .post(format!("{}/api/instructions", server.url))
+        .json(&serde_json::json!({ "content": "logged as it happens" }))
+        .send()
+        .await
+        .unwrap();
+    let line = tokio::time::timeout(std::time::Duration::from_secs(10), async {
+        loop {
+            let line = lines.next_line().await.unwrap().expect("a line");
+            if line.contains("instruction created") {
+                return line;
+            }
+        }
+    })
+    .await
+    .expect("the new line followed");
+    assert!(line.contains("queue=default"), "{line}");
+    follower.kill().await.unwrap();
+    server.child.kill().await.unwrap();
+}

@@ -32,6 +32,7 @@ def test_status_add_list(server):
     r = cli(server, "status")
     assert r.returncode == 0, r.stderr
     assert server.url in r.stdout and "0 pending" in r.stdout
+    assert "log files: " in r.stdout, r.stdout
 
     assert cli(server, "add", "Fix", "the", "flaky", "test").returncode == 0
     r = cli(server, "add", "-", stdin="Second line\nwith detail\n")

@@ -90,6 +90,16 @@ pub async fn status(target: &Target, only: Option<&str>, raw: bool) -> Result<()
             crate::model::mcp_path(name),
         );
     }
+    if let Some(fault) = server["storage_fault"].as_str() {
+        println!("cannot write its database: {fault}");
+    }
+    match s["queue"]["in_doubt_count"].as_u64() {
+        Some(0) | None => {}
+        Some(n) => println!("deliveries in doubt: {n} (the answer was cut off; send them again from the page)"),
+    }
+    if let Some(dir) = server["log_dir"].as_str() {
+        println!("log files: {dir}");
+    }
     let agents = s["agents"].as_array().cloned().unwrap_or_default();
     if agents.is_empty() {
         println!("agents: none has called yet");

@@ -1,7 +1,9 @@
 //! The command line shared by `local-mcp-server` and the desktop `local-mcp`:
 //! `status`, `add`, `list`, `hold`, `release`, `stop`, `reports`, `reply`,
-//! `config <client>`, `stdio` (the bridge) and `completions`. Every command talks to the *running* instance, found
-//! through the connection-info file or `--url`; none opens the database.
+//! `config <client>`, `stdio` (the bridge), `hook claude-stop`, `logs` and
+//! `completions`. Every command talks to the *running* instance, found
+//! through the connection-info file or `--url` (`logs` reads the files it
+//! names); none opens the database.
 //!
 //! Results go to stdout, messages to stderr; exit 1 on failure, 3 when
 //! local-mcp is not running.
@@ -9,6 +11,7 @@
 mod bridge;
 mod commands;
 mod hook;
+mod logs;
 pub mod remote;
 pub mod target;
 
@@ -166,6 +169,17 @@ pub enum Command {
         #[arg(long)]
         agent: Option<String>,
     },
+    /// Print the end of the newest log file; -f keeps printing what is written
+    Logs {
+        #[command(flatten)]
+        connect: Connect,
+        /// How many lines
+        #[arg(short = 'n', default_value_t = 50)]
+        lines: usize,
+        /// Keep printing new lines as they are written (Ctrl+C ends)
+        #[arg(short, long)]
+        follow: bool,
+    },
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell)
     Completions {
         #[arg(value_enum)]
@@ -207,7 +221,7 @@ pub fn prelude(program: &str, serve: &ServeArgs, command: Option<Command>, cli: 
         // Warnings only unless asked: stdout is the commands' output (or, for
         // `stdio`, the protocol), so logs go to stderr and stay quiet.
         init_logging(program, serve.log_level.as_deref().unwrap_or("warn"), false, None);
-        return Prelude::Exit(run(command, cli, serve.connection_file()));
+        return Prelude::Exit(run(command, cli, serve.connection_file(), serve.log_dir()));
     }
     match serve.resolve() {
         Ok((mut config, log_level)) => {
@@ -268,8 +282,14 @@ fn init_logging(program: &str, level: &str, ansi: bool, log_dir: Option<&Path>) 
 const LOG_FILES_KEPT: usize = 7;
 
 /// Run `command`. `cli` is the whole command line (for completions);
-/// `connection_file` is where a running instance publishes itself.
-pub fn run(command: Command, cli: &mut clap::Command, connection_file: Option<PathBuf>) -> ExitCode {
+/// `connection_file` is where a running instance publishes itself;
+/// `log_dir` where this configuration's instance writes its logs.
+pub fn run(
+    command: Command,
+    cli: &mut clap::Command,
+    connection_file: Option<PathBuf>,
+    log_dir: Option<PathBuf>,
+) -> ExitCode {
     let name = cli.get_name().to_owned();
     if let Command::Completions { shell } = command {
         clap_complete::generate(shell, cli, name, &mut std::io::stdout());
@@ -329,6 +349,7 @@ pub fn run(command: Command, cli: &mut clap::Command, connection_file: Option<Pa
                 queue,
                 agent,
             } => hook::claude_stop(source(connect).map_err(Failure::from), queue, agent).await,
+            Command::Logs { connect, lines, follow } => logs::logs(source(connect).ok(), log_dir, lines, follow).await,
             Command::Completions { .. } => unreachable!("handled above"),
         }
     });
