@@ -237,18 +237,23 @@ fn attach_to(
 ) -> Option<engine::cli::remote::Remote> {
     use engine::cli::target::Source;
     let base = engine::lock::holder(db)?.url?;
-    let published = connection_file
+    // Its connection file, when it describes this server, carries the token it requires;
+    // else the configured one. `resolve` also refuses a server another account runs.
+    let target = connection_file
         .and_then(|f| Source::File(f.to_owned()).resolve().ok())
         .filter(|t| t.base == base)
-        .and_then(|t| t.token);
-    // `resolve` also refuses a server another account runs.
-    let target = Source::Fixed {
-        url: base,
-        token: published.or(api_token),
-    }
-    .resolve()
-    .map_err(|e| tracing::warn!(error = %e, "cannot attach to the server that holds the database"))
-    .ok()?;
+        .map_or_else(
+            || {
+                Source::Fixed {
+                    url: base,
+                    token: api_token,
+                }
+                .resolve()
+            },
+            Ok,
+        )
+        .map_err(|e| tracing::warn!(error = %e, "cannot attach to the server that holds the database"))
+        .ok()?;
     Some(engine::cli::remote::Remote {
         base: target.base,
         token: target.token,

@@ -11,7 +11,12 @@ use crate::snippets::{self, Client, Endpoint};
 use crate::Error;
 
 /// Call the API; a JSON error body becomes its message.
-async fn call(target: &Target, method: reqwest::Method, path: &str, body: Option<Value>) -> Result<Value, Failure> {
+pub(super) async fn call(
+    target: &Target,
+    method: reqwest::Method,
+    path: &str,
+    body: Option<Value>,
+) -> Result<Value, Failure> {
     let mut request = http_client()?.request(method, target.api(path));
     if let Some(body) = body {
         request = request.json(&body);

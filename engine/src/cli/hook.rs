@@ -17,10 +17,9 @@
 //! Every doubt lets the agent stop: a hook that fails closed would trap it.
 
 use serde::Deserialize;
-use serde_json::Value;
 use tokio::io::AsyncReadExt;
 
-use super::target::{http_client, Source};
+use super::target::Source;
 use super::Failure;
 
 /// At most this much of stdin is read (Claude Code's input is a few hundred bytes).
@@ -67,13 +66,9 @@ pub async fn claude_stop(
         Ok(t) => t,
         Err(Failure(message, _)) => return allow(&message),
     };
-    let mut request = http_client()?.get(target.api("/api/status"));
-    if let Some(token) = &target.token {
-        request = request.bearer_auth(token);
-    }
-    let status: Value = match request.send().await.and_then(|r| r.error_for_status()) {
-        Ok(r) => r.json().await.unwrap_or(Value::Null),
-        Err(e) => return allow(&format!("local-mcp is not answering at {}: {e}", target.base)),
+    let status = match super::commands::call(&target, reqwest::Method::GET, "/api/status", None).await {
+        Ok(status) => status,
+        Err(Failure(message, _)) => return allow(&message),
     };
     let queue = queue.unwrap_or_else(|| crate::model::DEFAULT_QUEUE.to_owned());
     let held = status["queues"]

@@ -7,7 +7,7 @@ use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use super::target::{http_client, Source};
+use super::target::Source;
 use super::Failure;
 
 /// How often `-f` looks for more.
@@ -70,11 +70,9 @@ pub async fn logs(
 /// The log folder the running instance reports, if one answers.
 async fn running_log_dir(source: Option<Source>) -> Option<PathBuf> {
     let target = source?.resolve().ok()?;
-    let mut request = http_client().ok()?.get(target.api("/api/status"));
-    if let Some(token) = &target.token {
-        request = request.bearer_auth(token);
-    }
-    let status: serde_json::Value = request.send().await.ok()?.json().await.ok()?;
+    let status = super::commands::call(&target, reqwest::Method::GET, "/api/status", None)
+        .await
+        .ok()?;
     status["server"]["log_dir"].as_str().map(PathBuf::from)
 }
 

@@ -74,7 +74,83 @@ impl Remote {
         on_gone: impl Fn(bool) + Send + 'static,
         shutdown: CancellationToken,
     ) {
-        follow(self.base, self.token, tx, on_gone, shutdown).await
+        let http = match super::target::http_client() {
+            Ok(h) => h,
+            Err(e) => {
+                e.log();
+                return;
+            }
+        };
+        let mut gone = false;
+        loop {
+            let ended = tokio::select! {
+                _ = shutdown.cancelled() => return,
+                r = self.run_once(&http, &tx, &mut gone, &on_gone) => r,
+            };
+            if let Err(e) = ended {
+                tracing::debug!(error = %e, "the event stream of {} ended", self.base);
+            }
+            if !gone {
+                gone = true;
+                on_gone(true);
+            }
+            tokio::select! {
+                _ = shutdown.cancelled() => return,
+                _ = tokio::time::sleep(RETRY_AFTER) => {}
+            }
+        }
+    }
+
+    /// One connection: the current status, then the stream's events until it ends.
+    async fn run_once(
+        &self,
+        http: &reqwest::Client,
+        tx: &broadcast::Sender<Arc<Event>>,
+        gone: &mut bool,
+        on_gone: &(impl Fn(bool) + Send),
+    ) -> std::result::Result<(), String> {
+        let authorized = |r: reqwest::RequestBuilder| match &self.token {
+            Some(t) => r.header(AUTHORIZATION, format!("Bearer {t}")),
+            None => r,
+        };
+        let response = authorized(
+            http.get(format!("{}/api/events", self.base))
+                .header(ACCEPT, "text/event-stream"),
+        )
+        .send()
+        .await
+        .and_then(|r| r.error_for_status())
+        .map_err(|e| e.to_string())?;
+        let status: StatusSnapshot = authorized(http.get(format!("{}/api/status", self.base)))
+            .send()
+            .await
+            .and_then(|r| r.error_for_status())
+            .map_err(|e| e.to_string())?
+            .json()
+            .await
+            .map_err(|e| e.to_string())?;
+        if *gone {
+            *gone = false;
+            on_gone(false);
+        }
+        let _ = tx.send(Arc::new(Event::new(
+            EventKind::StatusChanged,
+            crate::time::now(),
+            EventData::Status(Box::new(status)),
+            None,
+        )));
+        // The same SSE parser the stdio bridge reads `/mcp` answers with.
+        let mut events = sse_stream::SseStream::from_bytes_stream(response.bytes_stream());
+        while let Some(event) = events.next().await {
+            let event = event.map_err(|e| e.to_string())?;
+            let (Some(kind), Some(data)) = (event.event, event.data) else {
+                continue; // keep-alives and comments
+            };
+            if let Some(event) = to_event(&kind, &data) {
+                let _ = tx.send(Arc::new(event));
+            }
+        }
+        Err("the server closed the stream".into())
     }
 }
 
@@ -93,131 +169,6 @@ async fn answer(request: reqwest::RequestBuilder) -> Result<()> {
         .as_str()
         .map_or_else(|| status.to_string(), str::to_owned);
     Err(Error::Invalid(message))
-}
-
-async fn follow(
-    base: String,
-    token: Option<String>,
-    tx: broadcast::Sender<Arc<Event>>,
-    on_gone: impl Fn(bool) + Send + 'static,
-    shutdown: CancellationToken,
-) {
-    let http = match super::target::http_client() {
-        Ok(h) => h,
-        Err(e) => {
-            e.log();
-            return;
-        }
-    };
-    let mut gone = false;
-    loop {
-        let ended = tokio::select! {
-            _ = shutdown.cancelled() => return,
-            r = run_once(&http, &base, token.as_deref(), &tx, &mut gone, &on_gone) => r,
-        };
-        if let Err(e) = ended {
-            tracing::debug!(error = %e, "the event stream of {base} ended");
-        }
-        if !gone {
-            gone = true;
-            on_gone(true);
-        }
-        tokio::select! {
-            _ = shutdown.cancelled() => return,
-            _ = tokio::time::sleep(RETRY_AFTER) => {}
-        }
-    }
-}
-
-async fn run_once(
-    http: &reqwest::Client,
-    base: &str,
-    token: Option<&str>,
-    tx: &broadcast::Sender<Arc<Event>>,
-    gone: &mut bool,
-    on_gone: &(impl Fn(bool) + Send),
-) -> std::result::Result<(), String> {
-    let authorized = |r: reqwest::RequestBuilder| match token {
-        Some(t) => r.header(AUTHORIZATION, format!("Bearer {t}")),
-        None => r,
-    };
-    let response = authorized(
-        http.get(format!("{base}/api/events"))
-            .header(ACCEPT, "text/event-stream"),
-    )
-    .send()
-    .await
-    .and_then(|r| r.error_for_status())
-    .map_err(|e| e.to_string())?;
-    let status: StatusSnapshot = authorized(http.get(format!("{base}/api/status")))
-        .send()
-        .await
-        .and_then(|r| r.error_for_status())
-        .map_err(|e| e.to_string())?
-        .json()
-        .await
-        .map_err(|e| e.to_string())?;
-    if *gone {
-        *gone = false;
-        on_gone(false);
-    }
-    let _ = tx.send(Arc::new(Event::new(
-        EventKind::StatusChanged,
-        crate::time::now(),
-        EventData::Status(Box::new(status)),
-        None,
-    )));
-    let mut frames = Frames::default();
-    let mut body = response.bytes_stream();
-    while let Some(chunk) = body.next().await {
-        let chunk = chunk.map_err(|e| e.to_string())?;
-        for (kind, data) in frames.push(&chunk) {
-            if let Some(event) = to_event(&kind, &data) {
-                let _ = tx.send(Arc::new(event));
-            }
-        }
-    }
-    Err("the server closed the stream".into())
-}
-
-/// Server-sent events split into (event name, data) as bytes arrive.
-#[derive(Default)]
-struct Frames {
-    pending: Vec<u8>,
-    event: String,
-    data: String,
-}
-
-impl Frames {
-    fn push(&mut self, bytes: &[u8]) -> Vec<(String, String)> {
-        self.pending.extend_from_slice(bytes);
-        let mut out = Vec::new();
-        while let Some(end) = self.pending.iter().position(|&b| b == b'\n') {
-            let line: Vec<u8> = self.pending.drain(..=end).collect();
-            let line = String::from_utf8_lossy(&line);
-            let line = line.trim_end_matches(['\n', '\r']);
-            if line.is_empty() {
-                if !self.data.is_empty() {
-                    out.push((std::mem::take(&mut self.event), std::mem::take(&mut self.data)));
-                }
-                self.event.clear();
-                continue;
-            }
-            let (field, value) = line.split_once(':').unwrap_or((line, ""));
-            let value = value.strip_prefix(' ').unwrap_or(value);
-            match field {
-                "event" => self.event = value.to_owned(),
-                "data" => {
-                    if !self.data.is_empty() {
-                        self.data.push('\n');
-                    }
-                    self.data.push_str(value);
-                }
-                _ => {} // id, retry, comments (keep-alives)
-            }
-        }
-        out
-    }
 }
 
 /// The payload `{"type","timestamp","data"[,"pending_count"]}` as an `Event`,
@@ -248,19 +199,4 @@ fn to_event(kind: &str, json: &str) -> Option<Event> {
         _ => return None,
     };
     Some(Event::new(kind, timestamp, data, pending))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn frames_split_across_chunks_and_keep_alives_are_skipped() {
-        let mut f = Frames::default();
-        assert!(f.push(b": keep-alive\n\nevent: status.chan").is_empty());
-        let out = f.push(b"ged\nid: 7\ndata: {\"a\":\ndata: 1}\r\n\r\n");
-        assert_eq!(out, [("status.changed".to_owned(), "{\"a\":\n1}".to_owned())]);
-        assert!(f.push(b"data: x\n").is_empty(), "not dispatched before its blank line");
-        assert_eq!(f.push(b"\n"), [(String::new(), "x".to_owned())]);
-    }
 }

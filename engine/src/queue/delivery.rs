@@ -16,7 +16,7 @@
 use tokio::sync::mpsc::UnboundedReceiver;
 
 use crate::events::Event;
-use crate::model::{Delivery, Instruction};
+use crate::model::Delivery;
 use crate::store::Durability;
 use crate::{time, Result};
 
@@ -72,17 +72,17 @@ impl Queue {
         Ok(())
     }
 
-    /// One delivery's move from `from` to `to`, with its `instruction.updated`.
-    pub(super) async fn set_delivery(&self, id: String, from: Delivery, to: Delivery) -> Result<Option<Instruction>> {
+    /// A delivery sent again: `resent` (with its `instruction.updated`) if it
+    /// was in doubt; whether it was.
+    pub(super) async fn mark_resent(&self, id: String) -> Result<bool> {
         self.blocking(move |i| {
             i.store.write(
                 Durability::Full,
                 |db| {
                     let now = time::now();
-                    match db.set_delivery(&id, from, to, &now)? {
-                        Some(item) => Ok(Some(fate_event(db, &now, item)?)),
-                        None => Ok(None),
-                    }
+                    db.set_delivery(&id, Delivery::InDoubt, Delivery::Resent, &now)?
+                        .map(|item| fate_event(db, &now, item))
+                        .transpose()
                 },
                 |event| {
                     if let Some(e) = event {
@@ -92,12 +92,7 @@ impl Queue {
             )
         })
         .await
-        .map(|event| {
-            event.and_then(|e| match &e.data {
-                crate::events::EventData::Instruction(item) => Some(item.clone()),
-                _ => None,
-            })
-        })
+        .map(|event| event.is_some())
     }
 
     /// At start: claims left open by a crash (or a stop mid-answer) are in

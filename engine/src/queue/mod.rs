@@ -347,8 +347,6 @@ impl Queue {
     /// marked `resent`.
     pub async fn requeue(&self, id: String, place: RequeuePlace) -> Result<Instruction> {
         let source_id = id.clone();
-        let in_doubt = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let was_in_doubt = in_doubt.clone();
         let items = self
             .blocking(move |i| {
                 i.write_instruction_event(EventKind::InstructionCreated, |db| {
@@ -363,7 +361,6 @@ impl Queue {
                         RequeuePlace::Back => db.next_position()?,
                     };
                     let target = if source.delivery == Some(Delivery::InDoubt) {
-                        in_doubt.store(true, std::sync::atomic::Ordering::Relaxed);
                         source.consumed_by_agent_id.or(source.target)
                     } else {
                         source.target
@@ -398,9 +395,8 @@ impl Queue {
             })
             .await?;
         let item = first(items)?;
-        if was_in_doubt.load(std::sync::atomic::Ordering::Relaxed) {
-            self.set_delivery(source_id, Delivery::InDoubt, Delivery::Resent)
-                .await?;
+        // The source, if it was in doubt, is now resent (a no-op otherwise).
+        if self.mark_resent(source_id).await? {
             self.mark_status_dirty();
         }
         // Its queue may have been archived since: a pending instruction brings it back.
