@@ -188,16 +188,13 @@ async fn a_claim_left_open_by_a_crash_is_in_doubt_at_the_next_start() {
     let db = dir.path().join("queue.sqlite3");
     let mut server = common::spawn_binary(&db, &[]).await;
     let http = reqwest::Client::new();
-    let r = http
-        .post(format!("{}/api/instructions", server.url))
-        .json(&json!({ "content": "claimed, then the app died" }))
-        .send()
-        .await
-        .unwrap();
-    let id = r.json::<Value>().await.unwrap()["item"]["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let (_, created) = common::post_with(
+        &http,
+        &format!("{}/api/instructions", server.url),
+        json!({ "content": "claimed, then the app died" }),
+    )
+    .await;
+    let id = created["item"]["id"].as_str().unwrap().to_owned();
     server.child.kill().await.unwrap();
     // The moment between a claim's commit and its answer, as a crash leaves it.
     let conn = rusqlite::Connection::open(&db).unwrap();
@@ -209,23 +206,9 @@ async fn a_claim_left_open_by_a_crash_is_in_doubt_at_the_next_start() {
     drop(conn);
 
     let mut server = common::spawn_binary(&db, &[]).await;
-    let item: Value = http
-        .get(format!("{}/api/instructions/{id}", server.url))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let item = common::get_json_with(&http, &format!("{}/api/instructions/{id}", server.url)).await;
     assert_eq!(item["item"]["delivery"], "in_doubt");
-    let status: Value = http
-        .get(format!("{}/api/status", server.url))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let status = common::get_json_with(&http, &format!("{}/api/status", server.url)).await;
     assert_eq!(status["queue"]["in_doubt_count"], 1);
     server.child.kill().await.unwrap();
 }

@@ -7,12 +7,7 @@ mod common;
 use serde_json::Value;
 
 async fn status(url: &str) -> Value {
-    reqwest::get(format!("{url}/api/status"))
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap()
+    common::get_json_with(&reqwest::Client::new(), &format!("{url}/api/status")).await
 }
 
 #[tokio::test]

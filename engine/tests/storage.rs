@@ -17,14 +17,7 @@ use serde_json::{json, Value};
 async fn until_fault(http: &reqwest::Client, url: &str, present: bool) -> Value {
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
-        let status: Value = http
-            .get(format!("{url}/api/status"))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let status = common::get_json_with(http, &format!("{url}/api/status")).await;
         let fault = status["server"]["storage_fault"].clone();
         if fault.is_string() == present {
             return fault;
@@ -38,24 +31,11 @@ async fn until_fault(http: &reqwest::Client, url: &str, present: bool) -> Value 
 }
 
 async fn post_instruction(http: &reqwest::Client, url: &str, content: &str) -> (u16, Value) {
-    let r = http
-        .post(format!("{url}/api/instructions"))
-        .json(&json!({ "content": content }))
-        .send()
-        .await
-        .unwrap();
-    (r.status().as_u16(), r.json().await.unwrap_or(Value::Null))
+    common::post_with(http, &format!("{url}/api/instructions"), json!({ "content": content })).await
 }
 
 async fn pending(http: &reqwest::Client, url: &str) -> Vec<String> {
-    let list: Value = http
-        .get(format!("{url}/api/instructions?status=pending"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let list = common::get_json_with(http, &format!("{url}/api/instructions?status=pending")).await;
     list["items"]
         .as_array()
         .unwrap()

@@ -7,105 +7,54 @@
 // after desktop.test.mjs (files run one at a time: one tauri-driver port).
 
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
-import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { dirname, join, resolve } from "node:path";
-import { createInterface } from "node:readline";
-import { fileURLToPath } from "node:url";
+import { join } from "node:path";
 import { after, before, test } from "node:test";
 
-const root = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
-const target = process.env.CARGO_TARGET_DIR ?? join(root, "target");
-const app = join(target, "debug", "local-mcp");
-const serverBin = join(target, "debug", "local-mcp-server");
-
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-async function until(fn, what, timeout = 20000) {
-  const deadline = Date.now() + timeout;
-  let last;
-  for (;;) {
-    try {
-      last = await fn();
-      if (last) return last;
-    } catch (e) {
-      last = e;
-    }
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what} (last: ${last})`);
-    await sleep(100);
-  }
-}
+import { startServer } from "../server.mjs";
+import { monitorNotifications, openSession, sleep, until, wd } from "./harness.mjs";
 
 const home = mkdtempSync(join(tmpdir(), "local-mcp-attached-"));
 const monitorLog = join(home, "dbus-monitor.log");
-const connectionFile = join(home, "connection.json");
-const env = {
-  ...process.env,
-  XDG_CONFIG_HOME: join(home, "config"),
-  XDG_DATA_HOME: join(home, "data"),
-  DB_PATH: join(home, "queue.sqlite3"),
-  LOCAL_MCP_CONNECTION_FILE: connectionFile,
-  LOCAL_MCP_TOKEN_FILE: join(home, "token"),
-  HTTP_PORT: "0",
-  LOG_LEVEL: "info",
-};
 let server, base, driver, monitor, session;
 
-async function wd(method, path, body) {
-  const res = await fetch(`http://127.0.0.1:4444${path}`, {
-    method,
-    headers: { "content-type": "application/json" },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const json = await res.json();
-  if (!res.ok) throw new Error(`${method} ${path}: ${JSON.stringify(json.value)}`);
-  return json.value;
-}
 const s = (path) => `/session/${session}${path}`;
 const contentOf = (css) => wd("POST", s("/execute/sync"), { script: "return document.querySelector(arguments[0])?.textContent ?? ''", args: [css] });
 
 before(async () => {
-  server = spawn(serverBin, [], { env, stdio: ["ignore", "ignore", "pipe"] });
-  base = await new Promise((ok, fail) => {
-    createInterface({ input: server.stderr }).on("line", (line) => {
-      const m = /^local-mcp-server ready: (\S+)/.exec(line);
-      if (m) ok(m[1]);
-    });
-    server.on("exit", (code) => fail(new Error(`the server exited (${code})`)));
-  });
-  const added = await fetch(`${base}/api/instructions`, {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify({ content: "Queued in the headless server" }),
-  });
-  assert.equal(added.status, 201);
-
-  monitor = spawn("dbus-monitor", ["--session", "interface='org.freedesktop.Notifications',member='Notify'"], { stdio: ["ignore", "pipe", "inherit"] });
-  let log = "";
-  monitor.stdout.on("data", (c) => {
-    log += c;
-    writeFileSync(monitorLog, log);
-  });
-  driver = spawn("tauri-driver", ["--port", "4444", "--native-driver", "/usr/bin/WebKitWebDriver"], { env, stdio: ["ignore", "inherit", "inherit"] });
-  await until(() => fetch("http://127.0.0.1:4444/status").then((r) => r.ok), "tauri-driver");
-  const created = await wd("POST", "/session", { capabilities: { alwaysMatch: { "tauri:options": { application: app } } } });
-  session = created.sessionId;
+  // The headless server first, on the folder the app is then pointed at.
+  server = await startServer({ dir: home });
+  base = server.url;
+  await server.add("Queued in the headless server");
+  const env = {
+    ...process.env,
+    XDG_CONFIG_HOME: join(home, "config"),
+    XDG_DATA_HOME: join(home, "data"),
+    DB_PATH: join(home, "queue.sqlite3"),
+    LOCAL_MCP_CONNECTION_FILE: server.connectionFile,
+    LOCAL_MCP_TOKEN_FILE: join(home, "token"),
+    HTTP_PORT: "0",
+    LOG_LEVEL: "info",
+  };
+  monitor = monitorNotifications(monitorLog);
+  ({ session, driver } = await openSession(env));
 });
 
 after(async () => {
   if (session) await wd("DELETE", s("")).catch(() => {});
   driver?.kill();
   monitor?.kill();
-  server?.kill();
+  await server?.stop();
 });
 
 test("the app started on a database a headless server holds becomes that server's window", async () => {
   await until(async () => (await wd("GET", s("/url"))).startsWith(base), "the window on the server's page");
   await until(async () => (await contentOf("#rail")).includes("Queued in the headless server"), "the server's queue in the window");
   await until(async () => (await contentOf("#conn")) === "live", "live events in the window");
-  const info = JSON.parse(readFileSync(connectionFile, "utf8"));
+  const info = JSON.parse(readFileSync(server.connectionFile, "utf8"));
   assert.equal(info.url, base, "the server's connection file still names it");
-  assert.equal(server.exitCode, null, "the server keeps running");
+  assert.equal(server.child.exitCode, null, "the server keeps running");
 });
 
 test("an agent consuming at the server produces the app's notification", async () => {

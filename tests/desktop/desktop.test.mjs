@@ -6,37 +6,18 @@
 // Notify on org.freedesktop.Notifications naming the agent and the instruction.
 
 import assert from "node:assert/strict";
-import { spawn, spawnSync } from "node:child_process";
+import { spawnSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { connect, createServer } from "node:net";
 import { tmpdir } from "node:os";
-import { dirname, join, resolve } from "node:path";
-import { fileURLToPath } from "node:url";
+import { join } from "node:path";
 import { after, before, test } from "node:test";
 
 import { noisePng, png } from "../png.mjs";
+import { app, monitorNotifications, openSession, root, until, wd } from "./harness.mjs";
 
-const root = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
-const target = process.env.CARGO_TARGET_DIR ?? join(root, "target");
-const app = join(target, "debug", "local-mcp");
 const shots = join(root, "tests/artifacts/screenshots");
 mkdirSync(shots, { recursive: true });
-
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-async function until(fn, what, timeout = 20000) {
-  const deadline = Date.now() + timeout;
-  let last;
-  for (;;) {
-    try {
-      last = await fn();
-      if (last) return last;
-    } catch (e) {
-      last = e; // not yet
-    }
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what} (last: ${last})`);
-    await sleep(100);
-  }
-}
 
 function freePort() {
   return new Promise((ok) => {
@@ -58,17 +39,6 @@ const env = {
   LOG_LEVEL: "info",
 };
 
-let driverPort = 4444;
-async function wd(method, path, body) {
-  const res = await fetch(`http://127.0.0.1:${driverPort}${path}`, {
-    method,
-    headers: { "content-type": "application/json" },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const json = await res.json();
-  if (!res.ok) throw new Error(`${method} ${path}: ${JSON.stringify(json.value)}`);
-  return json.value;
-}
 const s = (path) => `/session/${session}${path}`;
 // The W3C element reference is an object with one well-known key; take its value.
 const find = async (css) => Object.values(await wd("POST", s("/element"), { using: "css selector", value: css }))[0];
@@ -80,18 +50,8 @@ before(async () => {
   port = await freePort();
   env.HTTP_PORT = String(port);
   base = `http://127.0.0.1:${port}`;
-  monitor = spawn("dbus-monitor", ["--session", "interface='org.freedesktop.Notifications',member='Notify'"], { stdio: ["ignore", "pipe", "inherit"] });
-  let log = "";
-  monitor.stdout.on("data", (c) => {
-    log += c;
-    writeFileSync(monitorLog, log);
-  });
-  driver = spawn("tauri-driver", ["--port", "4444", "--native-driver", "/usr/bin/WebKitWebDriver"], { env, stdio: ["ignore", "inherit", "inherit"] });
-  await until(() => fetch("http://127.0.0.1:4444/status").then((r) => r.ok), "tauri-driver");
-  const created = await wd("POST", "/session", {
-    capabilities: { alwaysMatch: { "tauri:options": { application: app } } },
-  });
-  session = created.sessionId;
+  monitor = monitorNotifications(monitorLog);
+  ({ session, driver } = await openSession(env));
 });
 
 after(async () => {
@@ -299,10 +259,7 @@ test("with a token required, the window is signed in without ever asking", async
   const tokenPort = await freePort();
   const token = "desktop-e2e-token";
   const tokenEnv = { ...env, HTTP_PORT: String(tokenPort), API_TOKEN: token, DB_PATH: join(home, "token.sqlite3") };
-  driverPort = 4446;
-  driver = spawn("tauri-driver", ["--port", "4446", "--native-port", "4447", "--native-driver", "/usr/bin/WebKitWebDriver"], { env: tokenEnv, stdio: ["ignore", "inherit", "inherit"] });
-  await until(() => fetch("http://127.0.0.1:4446/status").then((r) => r.ok), "the second tauri-driver");
-  session = (await wd("POST", "/session", { capabilities: { alwaysMatch: { "tauri:options": { application: app } } } })).sessionId;
+  ({ session, driver } = await openSession(tokenEnv, 4446));
   const tokenBase = `http://127.0.0.1:${tokenPort}`;
   await until(async () => (await wd("GET", s("/url"))).startsWith(tokenBase), "the window on the engine's page");
   await until(async () => (await textOf("#conn")) === "live", "live events with the shell's session cookie");

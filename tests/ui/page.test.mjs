@@ -36,6 +36,33 @@ after(async () => {
 });
 
 const texts = (page, sel) => page.locator(sel).allTextContents();
+
+/**
+ * Open the page with the second answer to `url` — the catch-up load when the
+ * event stream goes live — held back, so events overtake it. `releaseAndSettle()`
+ * lets it land and waits until the page has applied it.
+ */
+async function openWithCatchUpHeld(server, url) {
+  const context = await browser.newContext();
+  const page = await context.newPage();
+  let held = 0;
+  let release;
+  const released = new Promise((r) => (release = r));
+  await page.route(url, async (route) => {
+    held += 1;
+    const response = await route.fetch();
+    if (held === 2) await released;
+    await route.fulfill({ response });
+  });
+  await page.goto(server.url + "/");
+  await until(() => held >= 2, { what: "the catch-up load in flight" });
+  const releaseAndSettle = async () => {
+    release();
+    await until(async () => !(await page.evaluate(() => document.getElementById("rail-loading")?.hidden === false)), { what: "loaded" });
+    await new Promise((r) => setTimeout(r, 500));
+  };
+  return { page, context, releaseAndSettle };
+}
 const railTexts = (page) => texts(page, "#rail .ticket__text");
 
 describe("the queue page", () => {
@@ -748,26 +775,12 @@ describe("resilience", () => {
 
   test("a status snapshot that was in flight does not hide an agent a newer status event showed", async () => {
     const server = await startServer();
-    const context = await browser.newContext();
-    const page = await context.newPage();
-    // Hold the second status answer (the catch-up load when the stream goes live).
-    let held = 0;
-    let release;
-    const released = new Promise((r) => (release = r));
-    await page.route(/\/api\/status$/, async (route) => {
-      held += 1;
-      const response = await route.fetch();
-      if (held === 2) await released;
-      await route.fulfill({ response });
-    });
-    await page.goto(server.url + "/");
-    await until(() => held >= 2, { what: "the catch-up load in flight" });
+    // The status answer of the catch-up load is held while a newer status event arrives.
+    const { page, context, releaseAndSettle } = await openWithCatchUpHeld(server, /\/api\/status$/);
     await server.consume("late-agent");
     const agent = page.locator('#agents li[data-agent="late-agent"]');
     await until(() => agent.isVisible(), { what: "the agent from the status event" });
-    release();
-    await until(async () => !(await page.evaluate(() => document.getElementById("rail-loading")?.hidden === false)), { what: "loaded" });
-    await new Promise((r) => setTimeout(r, 500));
+    await releaseAndSettle();
     assert.ok(await agent.isVisible(), "the older snapshot's status hid the agent");
     await context.close();
     await server.stop();
@@ -776,26 +789,12 @@ describe("resilience", () => {
   test("a snapshot that was in flight while an event arrived does not bring back what the event changed", async () => {
     const server = await startServer();
     await server.add("taken while the snapshot travels");
-    const context = await browser.newContext();
-    const page = await context.newPage();
-    // Hold the second pending-list answer (the catch-up load when the stream goes live):
-    // it is taken on the server at once but reaches the page only after an event has.
-    let held = 0;
-    let release;
-    const released = new Promise((r) => (release = r));
-    await page.route(/\/api\/instructions\?status=pending/, async (route) => {
-      held += 1;
-      const response = await route.fetch();
-      if (held === 2) await released;
-      await route.fulfill({ response });
-    });
-    await page.goto(server.url + "/");
-    await until(() => held >= 2, { what: "the catch-up load in flight" });
+    // The pending list of the catch-up load is taken on the server at once but reaches
+    // the page only after an event has.
+    const { page, context, releaseAndSettle } = await openWithCatchUpHeld(server, /\/api\/instructions\?status=pending/);
     await server.consume("racer");
     await until(async () => (await texts(page, "#ledger .entry__text")).includes("taken while the snapshot travels"), { what: "the event applied" });
-    release();
-    await until(async () => !(await page.evaluate(() => document.getElementById("rail-loading")?.hidden === false)), { what: "loaded" });
-    await new Promise((r) => setTimeout(r, 500));
+    await releaseAndSettle();
     assert.ok(!(await railTexts(page)).includes("taken while the snapshot travels"), "the stale snapshot put the delivered ticket back on the rail");
     await context.close();
     await server.stop();

@@ -85,9 +85,7 @@ impl Server {
     }
 
     pub async fn get_json(&self, path: &str) -> Value {
-        let r = self.http.get(self.api(path)).send().await.unwrap();
-        assert!(r.status().is_success(), "GET {path}: {}", r.status());
-        r.json().await.unwrap()
+        get_json_with(&self.http, &self.api(path)).await
     }
 
     pub async fn set_config(&self, patch: Value) -> Value {
@@ -138,9 +136,7 @@ impl Server {
 
     /// POST `body` to `path`; the status and the JSON answer (null if none).
     pub async fn post(&self, path: &str, body: Value) -> (u16, Value) {
-        let r = self.http.post(self.api(path)).json(&body).send().await.unwrap();
-        let status = r.status().as_u16();
-        (status, r.json().await.unwrap_or(Value::Null))
+        post_with(&self.http, &self.api(path), body).await
     }
 
     /// PATCH `body` to `path`; the status and the JSON answer.
@@ -182,6 +178,21 @@ impl Server {
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
     }
+}
+
+/// GET `url` and its JSON; panics unless it succeeded. Also for servers known
+/// only by their URL (the binary as a child process).
+pub async fn get_json_with(http: &reqwest::Client, url: &str) -> Value {
+    let r = http.get(url).send().await.unwrap();
+    assert!(r.status().is_success(), "GET {url}: {}", r.status());
+    r.json().await.unwrap()
+}
+
+/// POST `body` to `url`; the status and the JSON answer (null if none).
+pub async fn post_with(http: &reqwest::Client, url: &str, body: Value) -> (u16, Value) {
+    let r = http.post(url).json(&body).send().await.unwrap();
+    let status = r.status().as_u16();
+    (status, r.json().await.unwrap_or(Value::Null))
 }
 
 /// Call `get_user_request` with these arguments and return its result's JSON.
