@@ -56,17 +56,6 @@ fn file(name: &str, bytes: Vec<u8>, declared: &str) -> Part {
         .unwrap()
 }
 
-async fn upload(s: &common::Server, form: Form) -> (u16, Value) {
-    let r = s
-        .http
-        .post(s.api("/api/instructions"))
-        .multipart(form)
-        .send()
-        .await
-        .unwrap();
-    (r.status().as_u16(), r.json().await.unwrap_or(Value::Null))
-}
-
 /// Every file under the attachment folder.
 fn stored_files(s: &common::Server) -> Vec<std::path::PathBuf> {
     let root = s.db.with_file_name("queue.sqlite3-attachments");
@@ -89,7 +78,7 @@ async fn images_and_text_reach_the_agent_scaled_upright_and_on_disk() {
         .part("files", file("phone.jpg", rotated_jpeg(), "image/jpeg"))
         // The declared type lies both ways: the bytes decide.
         .part("files", file("notes.md", notes.clone().into_bytes(), "image/png"));
-    let (status, body) = upload(&s, form).await;
+    let (status, body) = s.upload(form).await;
     assert_eq!(status, 201, "{body}");
     let item = &body["item"];
     let a = item["attachments"].as_array().unwrap();
@@ -220,26 +209,26 @@ async fn images_and_text_reach_the_agent_scaled_upright_and_on_disk() {
 async fn an_image_only_instruction_and_what_does_not_fit_goes_by_path() {
     let s = common::start(|c| c.settings.default_wait_seconds = 0).await;
     // Blank text is fine beside a file; not without one.
-    let (status, body) = upload(
-        &s,
-        Form::new()
-            .text("content", "  ")
-            .part("files", file("a.png", png(8, 8), "image/png")),
-    )
-    .await;
+    let (status, body) = s
+        .upload(
+            Form::new()
+                .text("content", "  ")
+                .part("files", file("a.png", png(8, 8), "image/png")),
+        )
+        .await;
     assert_eq!(status, 201, "{body}");
     assert_eq!(body["item"]["content"], "");
-    let (status, _) = upload(&s, Form::new().text("content", "  ")).await;
+    let (status, _) = s.upload(Form::new().text("content", "  ")).await;
     assert_eq!(status, 400);
     // A text file over 64 KiB rides by path only.
     let big = "x".repeat(70 * 1024);
-    let (status, _) = upload(
-        &s,
-        Form::new()
-            .text("content", "log")
-            .part("files", file("big.log", big.into_bytes(), "text/plain")),
-    )
-    .await;
+    let (status, _) = s
+        .upload(
+            Form::new()
+                .text("content", "log")
+                .part("files", file("big.log", big.into_bytes(), "text/plain")),
+        )
+        .await;
     assert_eq!(status, 201);
     let client = s.mcp().await;
     let first = common::call(&client, Some("p")).await;
@@ -316,7 +305,7 @@ async fn hostile_uploads_are_refused_and_nothing_is_stored() {
         ),
     ];
     for (what, form, want, says) in cases {
-        let (status, body) = upload(&s, form).await;
+        let (status, body) = s.upload(form).await;
         assert_eq!(status, want, "{what}: {body}");
         let message = body["error"]["message"].as_str().unwrap_or_default();
         assert!(message.contains(says), "{what}: {message}");
@@ -483,13 +472,13 @@ async fn files_of_a_pending_instruction_change_until_it_is_taken() {
 #[tokio::test]
 async fn files_left_without_a_row_are_swept_at_start() {
     let s = common::start(|_| {}).await;
-    let (status, body) = upload(
-        &s,
-        Form::new()
-            .text("content", "keep")
-            .part("files", file("k.png", png(5, 5), "image/png")),
-    )
-    .await;
+    let (status, body) = s
+        .upload(
+            Form::new()
+                .text("content", "keep")
+                .part("files", file("k.png", png(5, 5), "image/png")),
+        )
+        .await;
     assert_eq!(status, 201, "{body}");
     let root = s.db.with_file_name("queue.sqlite3-attachments");
     let dir = s.stop().await;

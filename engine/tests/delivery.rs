@@ -78,15 +78,8 @@ async fn add_big(s: &common::Server, content: &str) -> String {
             reqwest::multipart::Part::bytes(png).file_name(format!("noise-{n}.png")),
         );
     }
-    let r = s
-        .http
-        .post(s.api("/api/instructions"))
-        .multipart(form)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 201);
-    let created: Value = r.json().await.unwrap();
+    let (status, created) = s.upload(form).await;
+    assert_eq!(status, 201, "{created}");
     created["item"]["id"].as_str().unwrap().to_owned()
 }
 

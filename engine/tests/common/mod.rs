@@ -134,6 +134,18 @@ impl Server {
         ().serve(transport).await.expect("MCP client connects")
     }
 
+    /// POST a multipart instruction (text and files); the status and the JSON answer.
+    pub async fn upload(&self, form: reqwest::multipart::Form) -> (u16, Value) {
+        let r = self
+            .http
+            .post(self.api("/api/instructions"))
+            .multipart(form)
+            .send()
+            .await
+            .unwrap();
+        (r.status().as_u16(), r.json().await.unwrap_or(Value::Null))
+    }
+
     /// POST `body` to `path`; the status and the JSON answer (null if none).
     pub async fn post(&self, path: &str, body: Value) -> (u16, Value) {
         post_with(&self.http, &self.api(path), body).await
