@@ -22,6 +22,7 @@
 mod auth;
 pub mod cli;
 pub mod config;
+pub mod connect;
 mod connection;
 mod error;
 mod events;

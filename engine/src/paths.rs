@@ -46,6 +46,11 @@ pub fn default_log_dir() -> Option<PathBuf> {
     project_dirs().map(|d| d.state_dir().unwrap_or_else(|| d.data_local_dir()).join("logs"))
 }
 
+/// The record of what `connect` wrote into clients' configuration files.
+pub fn default_connections_file() -> Option<PathBuf> {
+    in_config_dir("connections.json")
+}
+
 /// The desktop shell's own preferences.
 pub fn default_desktop_prefs() -> Option<PathBuf> {
     in_config_dir("desktop.json")

@@ -1,20 +1,33 @@
 //! The exact configuration each MCP client expects. One source for the page
-//! (`GET /api/clients`), the tray's "Copy MCP config" and the CLI's `config`
-//! command, so they never disagree.
+//! (`GET /api/clients`), the tray's "Copy MCP config", the CLI's `config`
+//! command and `connect` (which writes the same entry into the client's own
+//! file), so they never disagree.
 //!
 //! Clients that speak streamable HTTP get the URL (and the token header when
-//! one is set). Claude Desktop launches stdio servers only, so it gets the
-//! stdio bridge, which finds the running app through the connection-info
-//! file and needs neither URL nor token in the snippet.
+//! one is set) plus, where the client has one, a tool-call timeout long enough
+//! for the longest wait. Claude Desktop launches stdio servers only, so it gets
+//! the stdio bridge, which finds the running app through the connection-info
+//! file and needs neither URL nor token in the snippet. Field names per client
+//! are in `docs/CLIENTS.md`, each with its source.
 
 use serde::Serialize;
-use serde_json::json;
+use serde_json::{json, Value};
+
+use crate::model::MAX_WAIT_SECONDS;
+
+/// The name of our entry in every client's configuration.
+pub const ENTRY_NAME: &str = "local-mcp";
+
+/// The tool-call timeout written for clients that have one: the longest wait
+/// the settings allow, plus a minute for the answer to travel.
+pub const CLIENT_TIMEOUT_SECONDS: u64 = MAX_WAIT_SECONDS as u64 + 60;
 
 /// Clients we know how to configure.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, clap::ValueEnum)]
 #[serde(rename_all = "kebab-case")]
 pub enum Client {
     Vscode,
+    VscodeInsiders,
     ClaudeCode,
     /// Claude Code's project file, `.mcp.json`: one queue per repository.
     ClaudeCodeProject,
@@ -22,11 +35,13 @@ pub enum Client {
     Codex,
     Windsurf,
     ClaudeDesktop,
+    GeminiCli,
+    CopilotCli,
+    Cline,
+    Opencode,
+    Zed,
+    LmStudio,
 }
-
-/// The environment variable Codex reads the token from (Codex refuses an
-/// inline token in its config file).
-pub const CODEX_TOKEN_ENV: &str = "LOCAL_MCP_TOKEN";
 
 /// Where a snippet goes, for people.
 #[derive(Debug, Clone, Serialize)]
@@ -56,12 +71,19 @@ impl Client {
     pub fn id(self) -> &'static str {
         match self {
             Client::Vscode => "vscode",
+            Client::VscodeInsiders => "vscode-insiders",
             Client::ClaudeCode => "claude-code",
             Client::ClaudeCodeProject => "claude-code-project",
             Client::Cursor => "cursor",
             Client::Codex => "codex",
             Client::Windsurf => "windsurf",
             Client::ClaudeDesktop => "claude-desktop",
+            Client::GeminiCli => "gemini-cli",
+            Client::CopilotCli => "copilot-cli",
+            Client::Cline => "cline",
+            Client::Opencode => "opencode",
+            Client::Zed => "zed",
+            Client::LmStudio => "lm-studio",
         }
     }
 
@@ -70,31 +92,48 @@ impl Client {
         Client::ALL.into_iter().find(|c| c.id() == id)
     }
 
-    pub const ALL: [Client; 7] = [
+    pub const ALL: [Client; 14] = [
         Client::Vscode,
+        Client::VscodeInsiders,
         Client::ClaudeCode,
         Client::ClaudeCodeProject,
         Client::Cursor,
         Client::Codex,
         Client::Windsurf,
         Client::ClaudeDesktop,
+        Client::GeminiCli,
+        Client::CopilotCli,
+        Client::Cline,
+        Client::Opencode,
+        Client::Zed,
+        Client::LmStudio,
     ];
 
     pub fn name(self) -> &'static str {
         match self {
             Client::Vscode => "VS Code",
+            Client::VscodeInsiders => "VS Code Insiders",
             Client::ClaudeCode => "Claude Code",
             Client::ClaudeCodeProject => "Claude Code (project)",
             Client::Cursor => "Cursor",
             Client::Codex => "Codex",
             Client::Windsurf => "Windsurf",
             Client::ClaudeDesktop => "Claude Desktop",
+            Client::GeminiCli => "Gemini CLI",
+            Client::CopilotCli => "GitHub Copilot CLI",
+            Client::Cline => "Cline",
+            Client::Opencode => "opencode",
+            Client::Zed => "Zed",
+            Client::LmStudio => "LM Studio",
         }
     }
 
     pub fn how(self) -> &'static str {
         match self {
             Client::Vscode => "Save as .vscode/mcp.json in your project (or add to your user MCP configuration).",
+            Client::VscodeInsiders => {
+                "Save as .vscode/mcp.json in your project (or add to your user MCP configuration)."
+            }
             Client::ClaudeCode => "Run this in a terminal.",
             Client::ClaudeCodeProject => {
                 "Save as .mcp.json at the root of your project; Claude Code asks once to approve it."
@@ -105,6 +144,12 @@ impl Client {
             Client::ClaudeDesktop => {
                 "Add to claude_desktop_config.json (Settings → Developer → Edit Config), then restart Claude Desktop."
             }
+            Client::GeminiCli => "Add to ~/.gemini/settings.json (or .gemini/settings.json in your project).",
+            Client::CopilotCli => "Add to ~/.copilot/mcp-config.json.",
+            Client::Cline => "Add to Cline's MCP settings (MCP Servers → Configure → cline_mcp_settings.json).",
+            Client::Opencode => "Add to ~/.config/opencode/opencode.json (or opencode.json in your project).",
+            Client::Zed => "Add to ~/.config/zed/settings.json (or .zed/settings.json in your project).",
+            Client::LmStudio => "Add to ~/.lmstudio/mcp.json (Program → Install → Edit mcp.json).",
         }
     }
 
@@ -116,6 +161,18 @@ impl Client {
             snippet: snippet(self, endpoint),
         }
     }
+
+    /// Where the client keeps its servers, as a path of object keys from the
+    /// top of its file (`["servers"]` for VS Code, `["mcp_servers"]` in Codex's TOML).
+    pub fn servers_key(self) -> &'static [&'static str] {
+        match self {
+            Client::Vscode | Client::VscodeInsiders => &["servers"],
+            Client::Codex => &["mcp_servers"],
+            Client::Opencode => &["mcp"],
+            Client::Zed => &["context_servers"],
+            _ => &["mcpServers"],
+        }
+    }
 }
 
 /// Every client's target, in menu order.
@@ -123,51 +180,118 @@ pub fn all(endpoint: &Endpoint<'_>) -> Vec<Target> {
     Client::ALL.iter().map(|c| c.target(endpoint)).collect()
 }
 
-/// The snippet for `client`.
-pub fn snippet(client: Client, endpoint: &Endpoint<'_>) -> String {
+/// Our entry as `client` expects it under its servers key (for Codex, the
+/// fields of its `[mcp_servers.local-mcp]` table).
+pub fn entry(client: Client, endpoint: &Endpoint<'_>) -> Value {
     let url = endpoint.mcp_url;
-    let auth = endpoint.token.map(|t| format!("Bearer {t}"));
-    let with_headers = |mut server: serde_json::Value| {
-        if let Some(a) = &auth {
-            server["headers"] = json!({ "Authorization": a });
+    let headers = endpoint
+        .token
+        .map(|t| json!({ "Authorization": format!("Bearer {t}") }));
+    let timeout_ms = CLIENT_TIMEOUT_SECONDS * 1000;
+    let mut entry = match client {
+        Client::Vscode | Client::VscodeInsiders => json!({ "type": "http", "url": url }),
+        Client::Cursor | Client::LmStudio | Client::Zed => json!({ "url": url }),
+        Client::Windsurf => json!({ "serverUrl": url }),
+        // Claude Code's per-server `timeout` (ms) overrides MCP_TOOL_TIMEOUT for this server.
+        Client::ClaudeCode | Client::ClaudeCodeProject => json!({ "type": "http", "url": url, "timeout": timeout_ms }),
+        // `httpUrl` is Gemini CLI's streamable-HTTP key (`url` means SSE there); `timeout` in ms.
+        Client::GeminiCli => json!({ "httpUrl": url, "timeout": timeout_ms }),
+        // Copilot CLI requires `tools`; `timeout` in ms.
+        Client::CopilotCli => json!({ "type": "http", "url": url, "tools": ["*"], "timeout": timeout_ms }),
+        // Without the type a `url` matches Cline's SSE schema first; `timeout` in seconds.
+        Client::Cline => {
+            json!({ "type": "streamableHttp", "url": url, "timeout": CLIENT_TIMEOUT_SECONDS, "disabled": false })
         }
-        server
-    };
-    match client {
-        Client::Vscode => {
-            pretty(json!({ "servers": { "local-mcp": with_headers(json!({ "type": "http", "url": url })) } }))
-        }
-        Client::Cursor => pretty(json!({ "mcpServers": { "local-mcp": with_headers(json!({ "url": url })) } })),
-        Client::Windsurf => pretty(json!({ "mcpServers": { "local-mcp": with_headers(json!({ "serverUrl": url })) } })),
-        Client::ClaudeCodeProject => pretty(json!({
-            "mcpServers": { "local-mcp": with_headers(json!({ "type": "http", "url": url })) }
-        })),
+        Client::Opencode => json!({ "type": "remote", "url": url, "enabled": true }),
+        // Codex refuses an inline bearer token and ignores `headers`: a literal
+        // `http_headers` table is the one way a tray app can give it the token.
+        Client::Codex => json!({ "url": url, "tool_timeout_sec": CLIENT_TIMEOUT_SECONDS }),
         Client::ClaudeDesktop => {
             let mut args = vec!["stdio"];
             if let Some(q) = endpoint.queue {
                 args.extend(["--queue", q]);
             }
-            pretty(json!({
-                "mcpServers": { "local-mcp": { "command": endpoint.bridge_program, "args": args } }
-            }))
+            return json!({ "command": endpoint.bridge_program, "args": args });
         }
-        Client::ClaudeCode => match &auth {
-            Some(a) => format!("claude mcp add --transport http local-mcp {url} --header \"Authorization: {a}\""),
+    };
+    if let Some(h) = headers {
+        let key = if client == Client::Codex {
+            "http_headers"
+        } else {
+            "headers"
+        };
+        entry[key] = h;
+    }
+    entry
+}
+
+/// The snippet for `client`.
+pub fn snippet(client: Client, endpoint: &Endpoint<'_>) -> String {
+    let url = endpoint.mcp_url;
+    match client {
+        Client::ClaudeCode => match endpoint.token {
+            Some(t) => {
+                format!("claude mcp add --transport http local-mcp {url} --header \"Authorization: Bearer {t}\"")
+            }
             None => format!("claude mcp add --transport http local-mcp {url}"),
         },
         Client::Codex => {
-            // Codex gives a tool call 60 s by default; a wait on an empty
-            // queue can be longer (the wait setting goes up to a day).
-            let mut toml = format!("[mcp_servers.local-mcp]\nurl = \"{url}\"\ntool_timeout_sec = 86460\n");
-            if endpoint.token.is_some() {
-                toml.push_str(&format!(
-                    "# Codex reads the token from the environment: export {CODEX_TOKEN_ENV}=<your token>\n\
-                     bearer_token_env_var = \"{CODEX_TOKEN_ENV}\"\n"
-                ));
+            let mut doc = toml_edit::DocumentMut::new();
+            let mut servers = toml_edit::Table::new();
+            servers.set_implicit(true);
+            servers.insert(ENTRY_NAME, toml_edit::Item::Table(toml_table(&entry(client, endpoint))));
+            doc.insert("mcp_servers", toml_edit::Item::Table(servers));
+            doc.to_string()
+        }
+        _ => {
+            let mut wrapped = entry(client, endpoint);
+            wrapped = json!({ ENTRY_NAME: wrapped });
+            for key in client.servers_key().iter().rev() {
+                wrapped = json!({ *key: wrapped });
             }
-            toml
+            serde_json::to_string_pretty(&wrapped).unwrap_or_default()
         }
     }
+}
+
+/// A JSON object as a TOML table (nested objects inline, as Codex's docs write `http_headers`).
+pub fn toml_table(value: &Value) -> toml_edit::Table {
+    let mut table = toml_edit::Table::new();
+    if let Value::Object(map) = value {
+        for (k, v) in map {
+            if let Some(v) = toml_value(v) {
+                table.insert(k, toml_edit::Item::Value(v));
+            }
+        }
+    }
+    table
+}
+
+/// A JSON value as a TOML value (`null` has none).
+pub fn toml_value(value: &Value) -> Option<toml_edit::Value> {
+    Some(match value {
+        Value::Null => return None,
+        Value::Bool(b) => (*b).into(),
+        Value::Number(n) => match n.as_i64() {
+            Some(i) => i.into(),
+            None => n.as_f64()?.into(),
+        },
+        Value::String(s) => s.as_str().into(),
+        Value::Array(items) => {
+            let mut array = toml_edit::Array::new();
+            for item in items {
+                array.push_formatted(toml_value(item)?);
+            }
+            toml_edit::Value::Array(array)
+        }
+        Value::Object(map) => {
+            let mut inline = toml_edit::InlineTable::new();
+            for (k, v) in map {
+                inline.insert(k, toml_value(v)?);
+            }
+            toml_edit::Value::InlineTable(inline)
+        }
+    })
 }
 
 /// This program's absolute path: what a stdio-only client should launch
@@ -178,10 +302,6 @@ pub fn bridge_program() -> String {
         .ok()
         .and_then(|p| p.to_str().map(str::to_owned))
         .unwrap_or_else(|| "local-mcp-server".into())
-}
-
-fn pretty(v: serde_json::Value) -> String {
-    serde_json::to_string_pretty(&v).unwrap_or_default()
 }
 
 #[cfg(test)]
@@ -228,22 +348,56 @@ mod tests {
     }
 
     #[test]
-    fn codex_gets_toml_and_never_an_inline_token() {
+    fn codex_gets_toml_with_a_literal_header_and_a_long_timeout() {
         let plain: toml::Table = snippet(Client::Codex, &endpoint(None)).parse().unwrap();
         assert_eq!(plain["mcp_servers"]["local-mcp"]["url"].as_str(), Some(URL));
+        assert!(plain["mcp_servers"]["local-mcp"].get("http_headers").is_none());
         assert!(
             plain["mcp_servers"]["local-mcp"]["tool_timeout_sec"]
                 .as_integer()
                 .unwrap()
-                > 86_400
+                > i64::from(crate::model::MAX_WAIT_SECONDS)
         );
         let text = snippet(Client::Codex, &endpoint(Some("t0k")));
-        assert!(!text.contains("t0k"));
         let with_token: toml::Table = text.parse().unwrap();
+        let entry = &with_token["mcp_servers"]["local-mcp"];
+        // Codex rejects `bearer_token` and ignores `headers`.
+        assert!(entry.get("bearer_token").is_none() && entry.get("headers").is_none());
+        assert_eq!(entry["http_headers"]["Authorization"].as_str(), Some("Bearer t0k"));
+    }
+
+    #[test]
+    fn every_json_client_gets_its_entry_under_its_own_key() {
+        for client in Client::ALL {
+            if matches!(client, Client::ClaudeCode | Client::Codex) {
+                continue;
+            }
+            let mut v = json_of(client, Some("t0k"));
+            for key in client.servers_key() {
+                v = v[*key].take();
+            }
+            assert_eq!(v["local-mcp"], entry(client, &endpoint(Some("t0k"))), "{client:?}");
+            // The token never rides in a URL.
+            for url_key in ["url", "serverUrl", "httpUrl"] {
+                if let Some(u) = v["local-mcp"][url_key].as_str() {
+                    assert_eq!(u, URL, "{client:?}");
+                }
+            }
+        }
         assert_eq!(
-            with_token["mcp_servers"]["local-mcp"]["bearer_token_env_var"].as_str(),
-            Some(CODEX_TOKEN_ENV)
+            json_of(Client::GeminiCli, None)["mcpServers"]["local-mcp"]["httpUrl"],
+            URL
         );
+        assert_eq!(
+            json_of(Client::Cline, None)["mcpServers"]["local-mcp"]["type"],
+            "streamableHttp"
+        );
+        assert_eq!(
+            json_of(Client::CopilotCli, None)["mcpServers"]["local-mcp"]["tools"],
+            json!(["*"])
+        );
+        assert_eq!(json_of(Client::Zed, None)["context_servers"]["local-mcp"]["url"], URL);
+        assert_eq!(json_of(Client::Opencode, None)["mcp"]["local-mcp"]["type"], "remote");
     }
 
     #[test]

@@ -14,7 +14,7 @@ const LAYERS: &[&[&str]] = &[
     &["error", "time", "paths", "peer", "markdown", "media"],
     &["model"],
     &["config", "store"],
-    &["events", "auth", "connection", "lock", "snippets"],
+    &["events", "auth", "connection", "lock", "snippets", "connect"],
     &["queue"],
     &["mcp", "cli"],
     &["http"],

@@ -1,15 +1,16 @@
 //! The command line shared by `local-mcp-server` and the desktop `local-mcp`:
 //! `status`, `add`, `list`, `hold`, `release`, `stop`, `reports`, `reply`,
-//! `config <client>`, `stdio` (the bridge), `hook claude-stop`, `logs` and
+//! `config <client>`, `connect` / `disconnect`, `stdio` (the bridge), `hook claude-stop`, `logs` and
 //! `completions`. Every command talks to the *running* instance, found
 //! through the connection-info file or `--url` (`logs` reads the files it
-//! names); none opens the database.
+//! names, `connect` edits clients' own files); none opens the database.
 //!
 //! Results go to stdout, messages to stderr; exit 1 on failure, 3 when
 //! local-mcp is not running.
 
 mod bridge;
 mod commands;
+mod connect;
 mod hook;
 mod logs;
 pub mod remote;
@@ -28,6 +29,8 @@ pub use target::{Source, Target};
 
 /// Where to reach the running instance (defaults to its connection-info file).
 #[derive(Debug, Clone, Default, clap::Args)]
+// Its own group id: the default (the struct's name) would clash with the `connect` command.
+#[group(id = "server_address")]
 pub struct Connect {
     /// URL of a running local-mcp (e.g. http://127.0.0.1:8000/mcp) instead of its connection-info file
     #[arg(long, env = "LOCAL_MCP_URL")]
@@ -91,6 +94,52 @@ pub enum Command {
         queue: Option<String>,
         #[arg(value_enum)]
         client: Client,
+    },
+    /// Put local-mcp into a client's own configuration, keeping everything else in the file;
+    /// without a client, show every client's state
+    Connect {
+        #[command(flatten)]
+        connect: Connect,
+        #[arg(value_enum)]
+        client: Option<Client>,
+        /// Use the client's file in this project folder (.vscode/mcp.json, .mcp.json, …)
+        #[arg(long, value_name = "DIR")]
+        project: Option<PathBuf>,
+        /// Point the client at this queue (its URL is /mcp/q/<QUEUE>)
+        #[arg(long, short)]
+        queue: Option<String>,
+        /// Also install Claude Code's Stop hook (`hook claude-stop`) at the same scope
+        #[arg(long)]
+        hooks: bool,
+        /// Show what would be written; change nothing
+        #[arg(long)]
+        dry_run: bool,
+        /// Show every client's state (the default without a client)
+        #[arg(long, conflicts_with = "client")]
+        status: bool,
+        /// List the backups connect made of clients' files
+        #[arg(long, conflicts_with_all = ["client", "status", "update"])]
+        backups: bool,
+        /// Rewrite every entry connect wrote that a new port or token made outdated
+        #[arg(long, conflicts_with_all = ["client", "status"])]
+        update: bool,
+        /// Print JSON
+        #[arg(long)]
+        json: bool,
+    },
+    /// Take local-mcp out of a client's configuration (only an entry connect wrote and nobody edited since)
+    Disconnect {
+        #[arg(value_enum)]
+        client: Client,
+        /// The project folder it was connected in
+        #[arg(long, value_name = "DIR")]
+        project: Option<PathBuf>,
+        /// Show what would change; change nothing
+        #[arg(long)]
+        dry_run: bool,
+        /// Print JSON
+        #[arg(long)]
+        json: bool,
     },
     /// Serve MCP over stdin/stdout, forwarding to the running local-mcp
     /// (for clients that only launch stdio servers, e.g. Claude Desktop)
@@ -342,6 +391,36 @@ pub fn run(
             } => commands::reply(&source(connect)?.resolve()?, agent, queue, &text).await,
             Command::Stop { connect, agent, queue } => commands::stop(&source(connect)?.resolve()?, agent, queue).await,
             Command::Config { connect, queue, client } => commands::config(&source(connect)?, queue.as_deref(), client),
+            Command::Connect {
+                connect,
+                client,
+                project,
+                queue,
+                hooks,
+                dry_run,
+                status: _,
+                backups,
+                update,
+                json,
+            } => connect::connect(
+                &source(connect)?,
+                connect::ConnectArgs {
+                    client,
+                    project,
+                    queue,
+                    hooks,
+                    dry_run,
+                    backups,
+                    update,
+                    json,
+                },
+            ),
+            Command::Disconnect {
+                client,
+                project,
+                dry_run,
+                json,
+            } => connect::disconnect(client, project, dry_run, json),
             Command::Stdio { connect, queue } => bridge::run(source(connect)?, queue).await.map_err(Failure::from),
             Command::Hook {
                 connect,

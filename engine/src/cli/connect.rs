@@ -1,0 +1,204 @@
+//! `connect` and `disconnect`: the command-line face of [`crate::connect`].
+//! Works on this account's client files directly (no call to the server),
+//! with the running server's address and token from its connection-info file.
+
+use std::path::PathBuf;
+
+use super::target::{Source, Target};
+use super::Failure;
+use crate::connect::{self, Action, Change, ClientStatus, Env, Request, Site, State};
+use crate::snippets::{self, Client};
+use crate::Error;
+
+/// What `connect` was asked.
+pub struct ConnectArgs {
+    pub client: Option<Client>,
+    pub project: Option<PathBuf>,
+    pub queue: Option<String>,
+    pub hooks: bool,
+    pub dry_run: bool,
+    pub backups: bool,
+    pub update: bool,
+    pub json: bool,
+}
+
+/// The running server as clients should reach it; the default address
+/// (said on stderr) when none is running.
+fn site(source: &Source) -> Result<Site, Failure> {
+    let target = match source.resolve() {
+        Ok(t) => t,
+        Err(Error::NotFound(message)) => {
+            let default = Target {
+                base: "http://127.0.0.1:8000".into(),
+                token: None,
+            };
+            eprintln!(
+                "note: {message}.\nnote: using the default address {}",
+                default.mcp_url()
+            );
+            default
+        }
+        Err(e) => return Err(e.into()),
+    };
+    Ok(Site {
+        base_url: target.base,
+        token: target.token,
+        program: snippets::bridge_program(),
+    })
+}
+
+fn env() -> Result<Env, Failure> {
+    Env::from_process().ok_or_else(|| Failure("no home folder here to find clients' configuration in".into(), 1))
+}
+
+fn project(dir: Option<PathBuf>) -> Result<Option<PathBuf>, Failure> {
+    dir.map(|d| {
+        std::fs::canonicalize(&d)
+            .ok()
+            .filter(|p| p.is_dir())
+            .ok_or_else(|| Failure(format!("--project {}: not a folder", d.display()), 1))
+    })
+    .transpose()
+}
+
+pub fn connect(source: &Source, args: ConnectArgs) -> Result<(), Failure> {
+    let env = env()?;
+    if args.backups {
+        let backups = connect::backups(&env)?;
+        if args.json {
+            println!("{}", serde_json::to_string_pretty(&backups).unwrap_or_default());
+        } else if backups.is_empty() {
+            eprintln!("no backups: local-mcp has not changed any existing client file");
+        } else {
+            for b in backups {
+                println!("{}  {}  (of {})", b.at, b.backup.display(), b.file.display());
+            }
+        }
+        return Ok(());
+    }
+    let site = site(source)?;
+    let project = project(args.project)?;
+    if args.update {
+        let mut failed = false;
+        let results = connect::update_all(&env, &site)?;
+        if results.is_empty() {
+            eprintln!("every client local-mcp connected is up to date");
+        }
+        for r in results {
+            match r {
+                Ok(change) => print_change(&change),
+                Err(e) => {
+                    failed = true;
+                    eprintln!("{e}");
+                }
+            }
+        }
+        return if failed {
+            Err(Failure("some clients were not updated".into(), 1))
+        } else {
+            Ok(())
+        };
+    }
+    let Some(client) = args.client else {
+        let list = connect::status(&env, &site, project.as_deref());
+        if args.json {
+            println!("{}", serde_json::to_string_pretty(&list).unwrap_or_default());
+        } else {
+            print_status(&list);
+        }
+        return Ok(());
+    };
+    let req = Request {
+        project: project.as_deref(),
+        queue: args.queue.as_deref(),
+        hooks: args.hooks,
+        dry_run: args.dry_run,
+    };
+    let changes = connect::connect(&env, &site, client, &req)?;
+    report(&changes, args.json);
+    Ok(())
+}
+
+pub fn disconnect(client: Client, project_dir: Option<PathBuf>, dry_run: bool, json: bool) -> Result<(), Failure> {
+    let env = env()?;
+    let project = project(project_dir)?;
+    let req = Request {
+        project: project.as_deref(),
+        dry_run,
+        ..Request::default()
+    };
+    let changes = connect::disconnect(&env, client, &req)?;
+    report(&changes, json);
+    Ok(())
+}
+
+fn report(changes: &[Change], json: bool) {
+    if json {
+        println!("{}", serde_json::to_string_pretty(changes).unwrap_or_default());
+        return;
+    }
+    for change in changes {
+        print_change(change);
+    }
+}
+
+fn print_change(change: &Change) {
+    let what = if change.what == "hook" { "Stop hook" } else { "entry" };
+    let line = match change.action {
+        Action::Written => format!(
+            "{}: wrote the local-mcp {what} in {}",
+            change.client.name(),
+            change.file
+        ),
+        Action::Unchanged => format!(
+            "{}: already connected ({}); nothing written",
+            change.client.name(),
+            change.file
+        ),
+        Action::Removed => format!(
+            "{}: removed the local-mcp {what} from {}",
+            change.client.name(),
+            change.file
+        ),
+        Action::Absent => format!("{}: no local-mcp {what} in {}", change.client.name(), change.file),
+        Action::WouldWrite => format!("{}: would write {}:", change.client.name(), change.file),
+        Action::WouldRemove => format!(
+            "{}: would remove the {what} from {}, leaving:",
+            change.client.name(),
+            change.file
+        ),
+    };
+    println!("{line}");
+    if let Some(backup) = &change.backup {
+        println!("  backup of the previous file: {backup}");
+    }
+    if let Some(preview) = &change.preview {
+        println!("{}", preview.trim_end());
+    }
+    if let Some(note) = change.note {
+        println!("  {note}");
+    }
+}
+
+fn print_status(list: &[ClientStatus]) {
+    println!("{:<16} {:<9} {:<13} FILE", "CLIENT", "INSTALLED", "STATE");
+    for s in list {
+        let state = match s.state {
+            State::Connected => "connected",
+            State::Outdated => "outdated",
+            State::NotConnected => "not connected",
+            State::Unreadable => "unreadable",
+            State::Unavailable => "unavailable",
+        };
+        println!(
+            "{:<16} {:<9} {:<13} {}",
+            s.id.id(),
+            if s.installed { "yes" } else { "no" },
+            state,
+            s.file.as_deref().unwrap_or("-")
+        );
+        if let Some(detail) = &s.detail {
+            println!("{:<16} {}", "", detail);
+        }
+    }
+}

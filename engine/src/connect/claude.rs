@@ -1,0 +1,173 @@
+//! Claude Code's user scope, through its own `claude mcp` command: Claude
+//! Code rewrites `~/.claude.json` itself (caches, counters) without locking,
+//! so a second writer could corrupt it. We read that file, never write it.
+//! `claude mcp add-json` refuses an existing name, so an update is remove
+//! then add.
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use super::records::{Records, Written};
+use super::{files, read_doc, Action, Change, Env, NO_CLAUDE};
+use crate::snippets::{Client, ENTRY_NAME};
+use crate::{Error, Result};
+
+/// Long enough for a cold start of the `claude` command on a slow machine.
+const COMMAND_TIMEOUT: Duration = Duration::from_secs(90);
+
+fn current(env: &Env) -> Result<Option<Value>> {
+    Ok(read_doc(&env.claude_code_state())
+        .map_err(Error::Conflict)?
+        .and_then(|(doc, _)| doc.get(Client::ClaudeCode.servers_key(), ENTRY_NAME)))
+}
+
+fn change(env: &Env, action: Action, preview: Option<String>) -> Change {
+    Change {
+        client: Client::ClaudeCode,
+        file: env.claude_code_state().display().to_string(),
+        what: "server",
+        action,
+        backup: None,
+        preview,
+        note: (action == Action::Written).then_some("start a new Claude Code session to pick it up"),
+    }
+}
+
+pub fn set(env: &Env, records: &mut Records, wanted: &Value, dry_run: bool) -> Result<Change> {
+    let existing = current(env)?;
+    if existing.as_ref() == Some(wanted) {
+        return Ok(change(env, Action::Unchanged, None));
+    }
+    let json = wanted.to_string();
+    let add = ["mcp", "add-json", "--scope", "user", ENTRY_NAME, json.as_str()];
+    if dry_run {
+        return Ok(change(
+            env,
+            Action::WouldWrite,
+            Some(format!("claude {}", shell_words(&add))),
+        ));
+    }
+    let claude = env.on_path("claude").ok_or_else(|| Error::Conflict(NO_CLAUDE.into()))?;
+    if existing.is_some() {
+        run(env, &claude, &["mcp", "remove", "--scope", "user", ENTRY_NAME])?;
+    }
+    run(env, &claude, &add)?;
+    let now = current(env)?;
+    if now.as_ref() != Some(wanted) {
+        return Err(Error::Conflict(format!(
+            "`claude mcp add-json` ran, but {} does not hold the entry it was given: {}",
+            env.claude_code_state().display(),
+            now.map(|v| v.to_string()).unwrap_or_else(|| "no entry".into())
+        )));
+    }
+    records.put(Written {
+        client: Client::ClaudeCode.id().into(),
+        file: env.claude_code_state(),
+        kind: "server".into(),
+        entry: wanted.clone(),
+        at: crate::time::now(),
+    });
+    Ok(change(env, Action::Written, None))
+}
+
+pub fn remove(env: &Env, records: &mut Records, dry_run: bool) -> Result<Change> {
+    let state = env.claude_code_state();
+    let Some(existing) = current(env)? else {
+        if !dry_run {
+            records.forget(Client::ClaudeCode.id(), &state, "server");
+        }
+        return Ok(change(env, Action::Absent, None));
+    };
+    match records.find(Client::ClaudeCode.id(), &state, "server") {
+        None => {
+            return Err(Error::Conflict(
+                "Claude Code's local-mcp server was not added by local-mcp's connect; \
+                 remove it with `claude mcp remove --scope user local-mcp` if you want it gone"
+                    .into(),
+            ))
+        }
+        Some(w) if w.entry != existing => {
+            return Err(Error::Conflict(
+                "Claude Code's local-mcp server was changed since local-mcp added it; it was left in place".into(),
+            ))
+        }
+        Some(_) => {}
+    }
+    let args = ["mcp", "remove", "--scope", "user", ENTRY_NAME];
+    if dry_run {
+        return Ok(change(
+            env,
+            Action::WouldRemove,
+            Some(format!("claude {}", shell_words(&args))),
+        ));
+    }
+    let claude = env.on_path("claude").ok_or_else(|| Error::Conflict(NO_CLAUDE.into()))?;
+    run(env, &claude, &args)?;
+    records.forget(Client::ClaudeCode.id(), &files::real_path(&state), "server");
+    records.forget(Client::ClaudeCode.id(), &state, "server");
+    Ok(change(env, Action::Removed, None))
+}
+
+/// Run `claude` with an explicit argument list (no shell), from the home
+/// folder so no project's settings take part, with a time limit.
+fn run(env: &Env, claude: &std::path::Path, args: &[&str]) -> Result<()> {
+    let mut child = Command::new(claude)
+        .args(args)
+        .current_dir(&env.home)
+        .env("HOME", &env.home)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| Error::Conflict(format!("cannot run {}: {e}", claude.display())))?;
+    let started = Instant::now();
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break status,
+            Ok(None) if started.elapsed() > COMMAND_TIMEOUT => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(Error::Conflict(format!(
+                    "`claude {}` did not finish within {} s",
+                    args.first().copied().unwrap_or_default(),
+                    COMMAND_TIMEOUT.as_secs()
+                )));
+            }
+            Ok(None) => std::thread::sleep(Duration::from_millis(50)),
+            Err(e) => return Err(Error::Conflict(format!("waiting for claude: {e}"))),
+        }
+    };
+    if status.success() {
+        return Ok(());
+    }
+    let output = child.wait_with_output().ok();
+    let said = output
+        .map(|o| {
+            format!(
+                "{}{}",
+                String::from_utf8_lossy(&o.stderr),
+                String::from_utf8_lossy(&o.stdout)
+            )
+        })
+        .unwrap_or_default();
+    Err(Error::Conflict(format!(
+        "`claude {}` failed ({status}): {}",
+        shell_words(&args[..args.len().min(4)]),
+        said.trim()
+    )))
+}
+
+fn shell_words(args: &[&str]) -> String {
+    args.iter()
+        .map(|a| {
+            if a.chars().all(|c| c.is_ascii_alphanumeric() || "-_./:".contains(c)) {
+                (*a).to_owned()
+            } else {
+                format!("'{}'", a.replace('\'', "'\\''"))
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}

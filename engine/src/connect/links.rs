@@ -1,0 +1,78 @@
+//! "Install in …" links for clients that have them. The client shows its
+//! own confirmation before adding anything. Links are opened through the
+//! OS handler, never a browser tab, so a token they carry does not land in
+//! browser history.
+//!
+//! Formats: VS Code `vscode:mcp/install?<url-encoded JSON with name>`
+//! (code.visualstudio.com/docs/copilot/guides/mcp-developer-guide), Cursor
+//! `cursor://anysphere.cursor-deeplink/mcp/install?name=…&config=<base64 JSON>`
+//! (cursor.com/docs/mcp/install-links), LM Studio
+//! `lmstudio://add_mcp?name=…&config=<base64 JSON>` (lmstudio.ai/docs/app/mcp/deeplink).
+
+use base64::Engine as _;
+use percent_encoding::{utf8_percent_encode, NON_ALPHANUMERIC};
+use serde_json::Value;
+
+use crate::snippets::{Client, ENTRY_NAME};
+
+/// The install link for `client` carrying `entry`, where the client has one.
+pub fn link(client: Client, entry: &Value) -> Option<String> {
+    let encode = |s: &str| utf8_percent_encode(s, NON_ALPHANUMERIC).to_string();
+    let b64 = || base64::engine::general_purpose::STANDARD.encode(entry.to_string());
+    match client {
+        Client::Vscode | Client::VscodeInsiders => {
+            let mut named = entry.clone();
+            named["name"] = ENTRY_NAME.into();
+            let scheme = if client == Client::Vscode {
+                "vscode"
+            } else {
+                "vscode-insiders"
+            };
+            Some(format!("{scheme}:mcp/install?{}", encode(&named.to_string())))
+        }
+        Client::Cursor => Some(format!(
+            "cursor://anysphere.cursor-deeplink/mcp/install?name={ENTRY_NAME}&config={}",
+            encode(&b64())
+        )),
+        Client::LmStudio => Some(format!(
+            "lmstudio://add_mcp?name={ENTRY_NAME}&config={}",
+            encode(&b64())
+        )),
+        _ => None,
+    }
+}
+
+/// Hand `link` to the OS's URL handler (`xdg-open`, `open`, `start`).
+pub fn open(link: &str) -> std::io::Result<()> {
+    open::that_detached(link)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn links_decode_back_to_the_entry() {
+        let entry = json!({"url": "http://127.0.0.1:8000/mcp", "headers": {"Authorization": "Bearer a+b/c="}});
+        let cursor = link(Client::Cursor, &entry).unwrap();
+        let config = cursor.split("config=").nth(1).unwrap();
+        let config = percent_encoding::percent_decode_str(config).decode_utf8().unwrap();
+        let decoded = base64::engine::general_purpose::STANDARD
+            .decode(config.as_bytes())
+            .unwrap();
+        assert_eq!(serde_json::from_slice::<Value>(&decoded).unwrap(), entry);
+
+        let vs = link(
+            Client::Vscode,
+            &json!({"type": "http", "url": "http://127.0.0.1:8000/mcp"}),
+        )
+        .unwrap();
+        let payload = vs.strip_prefix("vscode:mcp/install?").unwrap();
+        let payload = percent_encoding::percent_decode_str(payload).decode_utf8().unwrap();
+        let v: Value = serde_json::from_str(&payload).unwrap();
+        assert_eq!(v["name"], "local-mcp");
+        assert_eq!(v["type"], "http");
+        assert!(link(Client::Codex, &entry).is_none());
+    }
+}
