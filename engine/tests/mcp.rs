@@ -548,3 +548,97 @@ async fn server_discover_is_answered_for_newer_clients() {
     assert!(text.contains(r#""error""#) && text.contains(r#""id":2"#), "{text}");
     s.stop().await;
 }
+
+/// A client that introduces itself by `name` and keeps the `total` of the
+/// first progress notification: the wait the server announced.
+#[derive(Clone)]
+struct NamedClient {
+    name: &'static str,
+    announced: Arc<std::sync::Mutex<Option<f64>>>,
+}
+
+impl ClientHandler for NamedClient {
+    fn get_info(&self) -> rmcp::model::ClientConfig {
+        let mut info = rmcp::model::ClientConfig::default();
+        info.client_info = rmcp::model::Implementation::new(self.name, "1.0");
+        info
+    }
+    async fn on_progress(&self, p: ProgressNotificationParam, _c: NotificationContext<RoleClient>) {
+        let mut first = self.announced.lock().unwrap();
+        if first.is_none() {
+            *first = p.total;
+        }
+    }
+}
+
+/// The wait a client named `name` is announced, in either MCP mode, with
+/// the wait setting at an hour.
+async fn announced_wait(name: &'static str, stateless: bool) -> f64 {
+    let s = common::start(|c| {
+        c.settings.default_wait_seconds = 3600;
+        c.mcp_stateless = stateless;
+    })
+    .await;
+    let handler = NamedClient {
+        name,
+        announced: Arc::default(),
+    };
+    // Real clients send a User-Agent; stateless calls are known by it.
+    let http = reqwest::Client::builder().user_agent("node").build().unwrap();
+    let transport = rmcp::transport::StreamableHttpClientTransport::with_client(
+        http,
+        rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig::with_uri(format!(
+            "{}/mcp",
+            s.url
+        )),
+    );
+    let client = handler.clone().serve(transport).await.unwrap();
+    let mut meta = RequestMetaObject::default();
+    meta.set_progress_token(rmcp::model::ProgressToken(rmcp::model::NumberOrString::Number(7)));
+    let mut params = CallToolRequestParams::new("get_user_request")
+        .with_arguments(json!({"agent_id": name}).as_object().unwrap().clone());
+    params.meta = Some(meta);
+    let call = client
+        .send_request_with_option(
+            ClientRequest::CallToolRequest(Request::new(params)),
+            PeerRequestOptions::with_timeout(Duration::from_secs(30)),
+        )
+        .await
+        .unwrap();
+    let started = Instant::now();
+    let total = loop {
+        if let Some(total) = *handler.announced.lock().unwrap() {
+            break total;
+        }
+        assert!(started.elapsed() < Duration::from_secs(10), "no announcement");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    drop(call);
+    drop(client);
+    s.stop().await;
+    total
+}
+
+#[tokio::test]
+async fn waits_end_inside_the_callers_client_limit() {
+    for stateless in [false, true] {
+        // Codex cancels a call after 60 s unless configured: the wait is 54 s.
+        assert_eq!(
+            announced_wait("codex-mcp-client", stateless).await,
+            54.0,
+            "stateless={stateless}"
+        );
+        // Claude Desktop's hard cut is 4 minutes.
+        assert_eq!(
+            announced_wait("claude-ai", stateless).await,
+            216.0,
+            "stateless={stateless}"
+        );
+        // A client with no known limit waits the setting.
+        assert_eq!(
+            announced_wait("some-new-client", stateless).await,
+            3600.0,
+            "stateless={stateless}"
+        );
+    }
+}

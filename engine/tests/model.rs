@@ -328,6 +328,7 @@ async fn run(ops: Vec<Op>) {
                         report.map(|c| (c, Vec::new())),
                         CancellationToken::new(),
                         None,
+                        None,
                     )
                     .await
                     .unwrap();

@@ -5,6 +5,7 @@
 //! mode (`disconnect`). It reaches the queue only through [`Queue`].
 
 mod catalog;
+pub mod client_limits;
 mod disconnect;
 mod logs;
 mod tools;
@@ -19,6 +20,7 @@ use rmcp::model::{
     ListPromptsResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams, ReadResourceRequestParams,
     ReadResourceResponse, ServerCapabilities, ServerConfig, Tool,
 };
+use rmcp::model::{InitializeRequestParams, InitializeResult};
 use rmcp::service::RequestContext;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
@@ -46,14 +48,17 @@ pub struct LocalMcp {
     /// Session mode: queue changes can be sent as log messages between requests.
     sessions: bool,
     log: Arc<logs::QueueLog>,
+    /// Shared by every handler of the service: which client a stateless call is.
+    clients: Arc<client_limits::Seen>,
 }
 
 impl LocalMcp {
-    pub fn new(queue: Queue, sessions: bool) -> Self {
+    pub fn new(queue: Queue, sessions: bool, clients: Arc<client_limits::Seen>) -> Self {
         LocalMcp {
             queue,
             sessions,
             log: Arc::default(),
+            clients,
         }
     }
 }
@@ -136,6 +141,16 @@ impl ServerHandler for LocalMcp {
         Ok(())
     }
 
+    async fn initialize(
+        &self,
+        request: InitializeRequestParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<InitializeResult, McpError> {
+        self.clients.initialized(&ctx, &request.client_info.name);
+        ctx.peer.set_peer_info(request.clone());
+        self.negotiate_initialize(&request)
+    }
+
     fn get_tool(&self, name: &str) -> Option<Tool> {
         tools::all().into_iter().find(|t| t.name == name)
     }
@@ -145,7 +160,8 @@ impl ServerHandler for LocalMcp {
         request: CallToolRequestParams,
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
-        tools::call(&self.queue, request, ctx).await.map(Into::into)
+        let max_wait = self.clients.max_wait(&ctx);
+        tools::call(&self.queue, request, ctx, max_wait).await.map(Into::into)
     }
 }
 
@@ -186,8 +202,9 @@ pub fn service(
         .with_cancellation_token(shutdown.child_token());
     let mut sessions = LocalSessionManager::default();
     sessions.session_config.keep_alive = Some(SESSION_IDLE);
+    let clients = Arc::new(client_limits::Seen::default());
     StreamableHttpService::new(
-        move || Ok(LocalMcp::new(queue.clone(), !stateless)),
+        move || Ok(LocalMcp::new(queue.clone(), !stateless, clients.clone())),
         Arc::new(sessions),
         config,
     )

@@ -31,7 +31,11 @@ fn queue(wait: u32) -> (Queue, CancellationToken) {
 async fn waiting_call(q: &Queue, gone: CancellationToken) -> tokio::task::JoinHandle<(UserRequestResult, WaitOutcome)> {
     let call = {
         let q = q.clone();
-        tokio::spawn(async move { q.get_user_request(None, Some("a"), None, gone, None).await.unwrap() })
+        tokio::spawn(async move {
+            q.get_user_request(None, Some("a"), None, gone, None, None)
+                .await
+                .unwrap()
+        })
     };
     while q.inner.calls.waiting("default", "a") == 0 {
         tokio::task::yield_now().await;
@@ -67,7 +71,7 @@ fn agent_ids_are_trimmed_and_bounded() {
 async fn an_empty_queue_waits_the_full_configured_time() {
     let (q, _s) = queue(86_400);
     let (r, outcome) = q
-        .get_user_request(None, Some("a"), None, CancellationToken::new(), None)
+        .get_user_request(None, Some("a"), None, CancellationToken::new(), None, None)
         .await
         .unwrap();
     assert_eq!(outcome, WaitOutcome::TimedOut);

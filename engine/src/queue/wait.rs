@@ -101,10 +101,14 @@ impl Queue {
         report: Option<(String, Vec<String>)>,
         caller_gone: CancellationToken,
         waiting: Option<tokio::sync::oneshot::Sender<u32>>,
+        max_wait: Option<u32>,
     ) -> Result<(UserRequestResult, WaitOutcome)> {
         let queue = queue_or_default(queue)?;
         let agent = self::agent_id(agent_id)?.unwrap_or_else(|| DEFAULT_AGENT_ID.to_owned());
-        match self.take_or_wait(&queue, &agent, report, caller_gone, waiting).await {
+        match self
+            .take_or_wait(&queue, &agent, report, caller_gone, waiting, max_wait)
+            .await
+        {
             Err(fault) if fault.is_storage_fault() => {
                 fault.log();
                 self.mark_status_dirty();
@@ -130,6 +134,7 @@ impl Queue {
         report: Option<(String, Vec<String>)>,
         caller_gone: CancellationToken,
         waiting: Option<tokio::sync::oneshot::Sender<u32>>,
+        max_wait: Option<u32>,
     ) -> Result<(UserRequestResult, WaitOutcome)> {
         let (queue, agent) = (queue.to_owned(), agent.to_owned());
         let started = Instant::now();
@@ -148,7 +153,13 @@ impl Queue {
             Claim::Got(item, remaining) => Ok((item, remaining)),
             Claim::Stopped(remaining) => Err((WaitOutcome::Stopped, remaining)),
             Claim::Nothing => {
-                let wait = Duration::from_secs(u64::from(settings.default_wait_seconds.min(MAX_WAIT_SECONDS)));
+                // The caller's client may cancel sooner than the setting: end
+                // the wait inside its limit (`mcp::client_limits`).
+                let wait_seconds = settings
+                    .default_wait_seconds
+                    .min(MAX_WAIT_SECONDS)
+                    .min(max_wait.unwrap_or(u32::MAX));
+                let wait = Duration::from_secs(u64::from(wait_seconds));
                 // A zero wait answers at once: even an already-due tokio timer
                 // waits for the next 1 ms tick of the timer wheel.
                 if wait.is_zero() {
@@ -157,7 +168,7 @@ impl Queue {
                     call.set_waiting(true);
                     self.mark_status_dirty();
                     if let Some(tx) = waiting {
-                        let _ = tx.send(settings.default_wait_seconds);
+                        let _ = tx.send(wait_seconds);
                     }
                     let signals = Signals {
                         caller_gone: &caller_gone,

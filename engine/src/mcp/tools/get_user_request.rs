@@ -86,6 +86,7 @@ pub async fn call(
     queue: &Queue,
     request: CallToolRequestParams,
     ctx: RequestContext<RoleServer>,
+    max_wait: Option<u32>,
 ) -> Result<CallToolResult, McpError> {
     let args: Args = match request.arguments {
         None => Args::default(),
@@ -114,6 +115,7 @@ pub async fn call(
         report,
         gone.clone(),
         Some(waiting_tx),
+        max_wait,
     );
     tokio::pin!(call);
     let progress_token = ctx.meta.get_progress_token();

@@ -28,9 +28,10 @@ pub async fn call(
     queue: &Queue,
     request: CallToolRequestParams,
     ctx: RequestContext<RoleServer>,
+    max_wait: Option<u32>,
 ) -> Result<CallToolResult, McpError> {
     match request.name.as_ref() {
-        get_user_request::NAME => get_user_request::call(queue, request, ctx).await,
+        get_user_request::NAME => get_user_request::call(queue, request, ctx, max_wait).await,
         other => Err(McpError::invalid_params(
             format!("unknown tool {other:?}; the tools are: {}", names().join(", ")),
             None,
