@@ -3,7 +3,7 @@
 // only, so any suite can import it. Nothing is mocked.
 
 import { spawn } from "node:child_process";
-import { mkdtempSync } from "node:fs";
+import { mkdirSync, mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { createInterface } from "node:readline";
@@ -39,6 +39,10 @@ async function stopChild(child) {
 export async function startServer({ dir = mkdtempSync(join(tmpdir(), "local-mcp-test-")), port = 0, mode = "stateless", waitSeconds = 2, env = {} } = {}) {
   const fullEnv = {
     ...process.env,
+    // A home of its own: the Connect panel edits clients' files under HOME,
+    // and a test must never touch the real ones.
+    HOME: join(dir, "home"),
+    XDG_CONFIG_HOME: join(dir, "home", ".config"),
     DB_PATH: join(dir, "queue.sqlite3"),
     LOCAL_MCP_CONNECTION_FILE: join(dir, "connection.json"),
     LOCAL_MCP_TOKEN_FILE: join(dir, "token"),
@@ -49,6 +53,7 @@ export async function startServer({ dir = mkdtempSync(join(tmpdir(), "local-mcp-
     LOG_LEVEL: "warn",
     ...env,
   };
+  mkdirSync(fullEnv.HOME, { recursive: true });
   const child = spawn(serverBin, [], { env: fullEnv, stdio: ["ignore", "ignore", "pipe"] });
   live.add(child);
   child.once("exit", () => live.delete(child));
@@ -63,6 +68,7 @@ export async function startServer({ dir = mkdtempSync(join(tmpdir(), "local-mcp-
   });
   const server = {
     url,
+    home: fullEnv.HOME,
     mcpUrl: `${url}/mcp`,
     dir,
     port: Number(new URL(url).port),

@@ -8,7 +8,7 @@ import { chromium } from "playwright-core";
 
 import { root, startServer as startBinary } from "../server.mjs";
 
-export { root, until } from "../server.mjs";
+export { root, serverBin, until } from "../server.mjs";
 export const artifacts = join(root, "tests/artifacts");
 mkdirSync(join(artifacts, "screenshots"), { recursive: true });
 

@@ -2,13 +2,13 @@
 
 import assert from "node:assert/strict";
 import { spawn, spawnSync } from "node:child_process";
-import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { createRequire } from "node:module";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 
-import { artifacts, launchBrowser, openPage, startServer, until } from "./harness.mjs";
+import { artifacts, launchBrowser, openPage, serverBin, startServer, until } from "./harness.mjs";
 
 const require = createRequire(import.meta.url);
 
@@ -285,6 +285,78 @@ describe("the queue page", () => {
     await page.locator("#ledger-more").click();
     await until(async () => (await page.locator("#ledger .entry").count()) === 120, { what: "show more" });
     assert.equal(await page.locator("#ledger .entry__text").first().textContent(), "bulk 1199", "newest first");
+    assert.deepEqual(errors, []);
+    await context.close();
+  });
+});
+
+describe("connect agents", () => {
+  let server;
+  let opened;
+  const vscodeFile = () => join(server.home, ".config", "Code", "User", "mcp.json");
+  const VSCODE = '{\n  // my servers\n  "servers": {\n    "other": { "command": "x" }\n  }\n}\n';
+  before(async () => {
+    // The OS link handler, as a script that notes what it was given.
+    const bin = mkdtempSync(join(tmpdir(), "opener-"));
+    opened = join(bin, "opened.txt");
+    writeFileSync(join(bin, "xdg-open"), `#!/bin/sh\nprintf '%s' "$1" > '${opened}'\n`, { mode: 0o755 });
+    server = await startServer({ env: { PATH: `${bin}:${process.env.PATH}` } });
+    mkdirSync(join(server.home, ".config", "Code", "User"), { recursive: true });
+    writeFileSync(vscodeFile(), VSCODE);
+    mkdirSync(join(server.home, ".codex"));
+    writeFileSync(join(server.home, ".codex", "config.toml"), "model = \n");
+    mkdirSync(join(server.home, ".cursor"));
+  });
+  after(async () => {
+    await server?.stop();
+  });
+
+  test("detected clients with their state; connect, disconnect, install link, update all", async () => {
+    const { page, context, errors } = await openPage(browser, server);
+    await page.locator("#clients-details > summary").click();
+    const row = (id) => page.locator(`.client-list li[data-client="${id}"]`);
+    await row("vscode").waitFor();
+    assert.equal(await row("vscode").getAttribute("data-state"), "not_connected");
+    assert.doesNotMatch(await row("vscode").textContent(), /not detected/);
+    assert.match(await row("zed").textContent(), /not detected/);
+    assert.ok(await row("zed").isHidden(), "undetected clients are folded away");
+    await page.locator("#clients-more summary").click();
+    assert.ok(await row("zed").isVisible());
+    // A file that does not parse: said, no Connect button, left as it is.
+    assert.equal(await row("codex").getAttribute("data-state"), "unreadable");
+    assert.match(await row("codex").textContent(), /does not parse/);
+    assert.equal(await row("codex").locator('[data-action="connect"]').count(), 0);
+
+    await row("vscode").locator('[data-action="connect"]').click();
+    await until(async () => (await row("vscode").getAttribute("data-state")) === "connected", { what: "VS Code connected" });
+    assert.match(await page.locator("#clients-status").textContent(), /Wrote the entry in .*mcp\.json\. Backup: .*local-mcp-backup/);
+    const written = readFileSync(vscodeFile(), "utf8");
+    assert.match(written, /\/\/ my servers/);
+    assert.match(written, new RegExp(`"url": "${server.url}/mcp"`));
+    assert.equal(readFileSync(join(server.home, ".codex", "config.toml"), "utf8"), "model = \n");
+
+    // The install link goes to the OS handler, never to a browser tab.
+    await row("cursor").locator('[data-action="link"]').click();
+    await until(() => existsSync(opened), { what: "the link handed to xdg-open" });
+    assert.match(readFileSync(opened, "utf8"), /^cursor:\/\/anysphere\.cursor-deeplink\/mcp\/install\?name=local-mcp&config=/);
+    assert.equal(context.pages().length, 1);
+
+    // An entry connect wrote for another port is outdated; "Update all" repairs it.
+    spawnSync(serverBin, ["connect", "windsurf", "--url", "http://127.0.0.1:9/mcp"], {
+      env: { ...process.env, HOME: server.home, XDG_CONFIG_HOME: join(server.home, ".config") },
+    });
+    await page.locator("#clients-project-form button").click();
+    await until(async () => (await row("windsurf").getAttribute("data-state")) === "outdated", { what: "windsurf outdated" });
+    assert.match(await row("windsurf").textContent(), /points at http:\/\/127\.0\.0\.1:9\/mcp/);
+    await page.locator("#clients-update").click();
+    await until(async () => (await row("windsurf").getAttribute("data-state")) === "connected", { what: "windsurf updated" });
+    assert.ok(await page.locator("#clients-update").isHidden());
+
+    await row("vscode").locator('[data-action="disconnect"]').click();
+    await until(async () => (await row("vscode").getAttribute("data-state")) === "not_connected", { what: "VS Code disconnected" });
+    assert.equal(readFileSync(vscodeFile(), "utf8"), VSCODE);
+    await page.setViewportSize({ width: 480, height: 900 });
+    await page.locator("#clients-details").screenshot({ path: join(artifacts, "connect-panel-480.png") });
     assert.deepEqual(errors, []);
     await context.close();
   });

@@ -79,6 +79,11 @@ export const api = {
   configFields: () => request("GET", "/api/config/fields"),
   saveConfig: (patch) => request("PATCH", "/api/config", patch),
   clients: (queue) => request("GET", `/api/clients?${q(queue)}`),
+  connections: (project) => request("GET", `/api/connect${project ? `?project=${enc(project)}` : ""}`),
+  connectClient: (body) => request("POST", "/api/connect", body),
+  disconnectClient: (body) => request("POST", "/api/disconnect", body),
+  updateClients: () => request("POST", "/api/connect/update", {}),
+  openInstallLink: (client, queue) => request("POST", "/api/connect/link", { client, queue }),
   tokenState: () => request("GET", "/api/token"),
   changeToken: (action) => request("POST", "/api/token", { action }),
 };

@@ -6,6 +6,7 @@ import { api } from "./api.js";
 import { initAgents } from "./agents.js";
 import { initAttach } from "./attach.js";
 import { initComposer } from "./composer.js";
+import { initClients } from "./clients.js";
 import { initConnectHelp, initPortNote, loadClients } from "./connect.js";
 import { $ } from "./dom.js";
 import { connect } from "./events.js";
@@ -100,6 +101,7 @@ async function boot() {
 
 initConn();
 initConnectHelp();
+initClients();
 initPortNote();
 initRecoveryNote();
 initStorageFault();

@@ -10,6 +10,7 @@
 //! as `{"error":{"code","message"}}` with the right status.
 
 mod attachments;
+mod connect;
 mod error;
 mod extract;
 mod instructions;
@@ -65,6 +66,7 @@ pub struct AppState {
 fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
     let (router, doc) = OpenApiRouter::with_openapi(openapi::ApiDoc::openapi())
         .merge(status::routes())
+        .merge(connect::routes())
         .merge(instructions::routes())
         .merge(attachments::routes())
         .merge(queues::routes())

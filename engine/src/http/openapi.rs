@@ -81,6 +81,7 @@ impl Modify for CommonResponses {
         (name = "instructions", description = "Queue, edit, reorder, delete and send again"),
         (name = "settings", description = "Runtime settings"),
         (name = "server", description = "Health, status and client configuration"),
+        (name = "connect", description = "Put local-mcp into MCP clients' own configuration, and take it out"),
         (name = "events", description = "Live changes"),
         (name = "session", description = "The page's sign-in when a token is required"),
     )
