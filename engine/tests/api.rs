@@ -439,12 +439,19 @@ async fn clients_snippets_come_from_the_engine_and_never_carry_the_token() {
         ids,
         [
             "vscode",
+            "vscode-insiders",
             "claude-code",
             "claude-code-project",
             "cursor",
             "codex",
             "windsurf",
-            "claude-desktop"
+            "claude-desktop",
+            "gemini-cli",
+            "copilot-cli",
+            "cline",
+            "opencode",
+            "zed",
+            "lm-studio"
         ]
     );
     let text = body.to_string();
@@ -468,5 +475,29 @@ async fn clients_snippets_come_from_the_engine_and_never_carry_the_token() {
         text.contains("/mcp/q/repo-a") && text.contains(r#"\"--queue\""#),
         "{text}"
     );
+    s.stop().await;
+}
+
+/// Connect requests a person could get wrong are refused before any file is
+/// looked at (the writes themselves are tested in `connect.rs`, in a home of
+/// their own, and by the page test).
+#[tokio::test]
+async fn connect_requests_are_checked_first() {
+    let s = common::start(|_| {}).await;
+    for (path, body, status, says) in [
+        ("/api/connect", json!({"client": "emacs"}), 400, "unknown client"),
+        ("/api/connect", json!({"client": "vscode", "project": "relative/dir"}), 400, "absolute path"),
+        ("/api/connect", json!({"client": "vscode", "project": "/no/such/folder/anywhere"}), 400, "not a folder"),
+        ("/api/connect", json!({"client": "cline", "project": "/"}), 400, "no project-level"),
+        ("/api/connect", json!({"client": "vscode", "queue": "bad name!"}), 400, "queue"),
+        ("/api/disconnect", json!({"client": "emacs"}), 400, "unknown client"),
+        ("/api/connect/link", json!({"client": "codex"}), 400, "no install link"),
+        ("/api/connect", json!({"client": "vscode", "surprise": 1}), 422, "surprise"),
+    ] {
+        let r = s.http.post(s.api(path)).json(&body).send().await.unwrap();
+        assert_eq!(r.status().as_u16(), status, "{path} {body}");
+        let text = r.text().await.unwrap();
+        assert!(text.to_lowercase().contains(says), "{path} {body}: {text}");
+    }
     s.stop().await;
 }
