@@ -8,6 +8,7 @@
 
 mod backend;
 mod clipboard;
+mod connect_menu;
 mod notify;
 mod prefs;
 mod tray;

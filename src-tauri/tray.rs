@@ -1,6 +1,6 @@
 //! The tray icon: an image for the most urgent agent state across queues, a
 //! tooltip with the state, the pending count and held queues, and the menu
-//! (pending per queue, hold or release all). Updated from engine events (no
+//! (pending per queue, hold or release all, Connect ▸ from `connect_menu`). Updated from engine events (no
 //! polling).
 
 use tauri::image::Image;
@@ -57,6 +57,7 @@ pub fn create(app: &AppHandle) -> tauri::Result<TrayItems> {
         .collect::<tauri::Result<Vec<_>>>()?;
     let copy_refs: Vec<&dyn tauri::menu::IsMenuItem<Wry>> = copy_items.iter().map(|i| i as _).collect();
     let copy_config = Submenu::with_items(app, "Copy MCP config for", true, &copy_refs)?;
+    let connect = crate::connect_menu::create(app)?;
     let menu = Menu::with_items(
         app,
         &[
@@ -67,6 +68,7 @@ pub fn create(app: &AppHandle) -> tauri::Result<TrayItems> {
             &queues,
             &hold_all,
             &PredefinedMenuItem::separator(app)?,
+            &connect,
             &copy_config,
             &CheckMenuItem::with_id(
                 app,
@@ -146,6 +148,9 @@ fn on_menu(app: &AppHandle, event: tauri::menu::MenuEvent) {
     let shell = app.state::<Shell>();
     if let Some(id) = event.id().as_ref().strip_prefix(COPY_CONFIG) {
         copy_config(app, &shell, id);
+        return;
+    }
+    if crate::connect_menu::on_menu(app, event.id().as_ref()) {
         return;
     }
     match event.id().as_ref() {

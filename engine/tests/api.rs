@@ -486,13 +486,38 @@ async fn connect_requests_are_checked_first() {
     let s = common::start(|_| {}).await;
     for (path, body, status, says) in [
         ("/api/connect", json!({"client": "emacs"}), 400, "unknown client"),
-        ("/api/connect", json!({"client": "vscode", "project": "relative/dir"}), 400, "absolute path"),
-        ("/api/connect", json!({"client": "vscode", "project": "/no/such/folder/anywhere"}), 400, "not a folder"),
-        ("/api/connect", json!({"client": "cline", "project": "/"}), 400, "no project-level"),
-        ("/api/connect", json!({"client": "vscode", "queue": "bad name!"}), 400, "queue"),
+        (
+            "/api/connect",
+            json!({"client": "vscode", "project": "relative/dir"}),
+            400,
+            "absolute path",
+        ),
+        (
+            "/api/connect",
+            json!({"client": "vscode", "project": "/no/such/folder/anywhere"}),
+            400,
+            "not a folder",
+        ),
+        (
+            "/api/connect",
+            json!({"client": "cline", "project": "/"}),
+            400,
+            "no project-level",
+        ),
+        (
+            "/api/connect",
+            json!({"client": "vscode", "queue": "bad name!"}),
+            400,
+            "queue",
+        ),
         ("/api/disconnect", json!({"client": "emacs"}), 400, "unknown client"),
         ("/api/connect/link", json!({"client": "codex"}), 400, "no install link"),
-        ("/api/connect", json!({"client": "vscode", "surprise": 1}), 422, "surprise"),
+        (
+            "/api/connect",
+            json!({"client": "vscode", "surprise": 1}),
+            422,
+            "surprise",
+        ),
     ] {
         let r = s.http.post(s.api(path)).json(&body).send().await.unwrap();
         assert_eq!(r.status().as_u16(), status, "{path} {body}");
