@@ -10,7 +10,7 @@
 //! file and needs neither URL nor token in the snippet. Field names per client
 //! are in `docs/CLIENTS.md`, each with its source.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use crate::model::MAX_WAIT_SECONDS;
@@ -23,7 +23,7 @@ pub const ENTRY_NAME: &str = "local-mcp";
 pub const CLIENT_TIMEOUT_SECONDS: u64 = MAX_WAIT_SECONDS as u64 + 60;
 
 /// Clients we know how to configure.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, clap::ValueEnum, utoipa::ToSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum Client {
     Vscode,

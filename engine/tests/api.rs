@@ -485,7 +485,7 @@ async fn clients_snippets_come_from_the_engine_and_never_carry_the_token() {
 async fn connect_requests_are_checked_first() {
     let s = common::start(|_| {}).await;
     for (path, body, status, says) in [
-        ("/api/connect", json!({"client": "emacs"}), 400, "unknown client"),
+        ("/api/connect", json!({"client": "emacs"}), 422, "unknown variant"),
         (
             "/api/connect",
             json!({"client": "vscode", "project": "relative/dir"}),
@@ -495,14 +495,20 @@ async fn connect_requests_are_checked_first() {
         (
             "/api/connect",
             json!({"client": "vscode", "project": "/no/such/folder/anywhere"}),
-            400,
+            404,
             "not a folder",
         ),
         (
             "/api/connect",
             json!({"client": "cline", "project": "/"}),
-            400,
+            409,
             "no project-level",
+        ),
+        (
+            "/api/connect",
+            json!({"client": "cursor", "hooks": true}),
+            409,
+            "only claude code",
         ),
         (
             "/api/connect",
@@ -510,8 +516,8 @@ async fn connect_requests_are_checked_first() {
             400,
             "queue",
         ),
-        ("/api/disconnect", json!({"client": "emacs"}), 400, "unknown client"),
-        ("/api/connect/link", json!({"client": "codex"}), 400, "no install link"),
+        ("/api/disconnect", json!({"client": "emacs"}), 422, "unknown variant"),
+        ("/api/connect/link", json!({"client": "codex"}), 409, "no install link"),
         (
             "/api/connect",
             json!({"client": "vscode", "surprise": 1}),

@@ -7,7 +7,7 @@
 
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
-import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
@@ -20,20 +20,29 @@ const TOKEN = "connect-test-token-0123456789";
 
 describe("connect, read back by the real clients", () => {
   let server;
+  // One cache for all the homes (Copilot CLI unpacks itself there: 235 MB a
+  // home otherwise), and every home removed at the end.
+  const cache = mkdtempSync(join(tmpdir(), "connect-cache-"));
+  const homes = [];
   before(async () => {
     server = await startServer({ env: { API_TOKEN: TOKEN } });
   });
-  after(() => server?.stop());
+  after(async () => {
+    await server?.stop();
+    for (const dir of [...homes, cache]) rmSync(dir, { recursive: true, force: true });
+  });
 
   /** A fresh home with a project folder; `run` runs a command there. */
   function home() {
     const dir = mkdtempSync(join(tmpdir(), "connect-home-"));
+    homes.push(dir);
     const project = join(dir, "work");
     mkdirSync(project);
     const env = {
       ...process.env,
       HOME: dir,
       XDG_CONFIG_HOME: join(dir, ".config"),
+      XDG_CACHE_HOME: cache,
       LOCAL_MCP_CONNECTION_FILE: server.connectionFile,
       DISABLE_AUTOUPDATER: "1",
       NO_COLOR: "1",

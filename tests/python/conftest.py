@@ -39,7 +39,11 @@ class Server:
                         MCP_STATELESS="true" if mode == "stateless" else "false",
                         LOCAL_MCP_CONNECTION_FILE=str(self.connection_file),
                         LOCAL_MCP_TOKEN_FILE=str(tmp / "token"),
-                        LOCAL_MCP_LOG_DIR=str(tmp / "logs"))
+                        LOCAL_MCP_LOG_DIR=str(tmp / "logs"),
+                        # A home of its own: /api/connect edits clients' files
+                        # under HOME, and a test must never touch the real ones.
+                        HOME=str(tmp / "home"), XDG_CONFIG_HOME=str(tmp / "home" / ".config"))
+        (tmp / "home").mkdir(exist_ok=True)
         self.mode = mode
         self.proc = subprocess.Popen([server_binary()], env=self.env, stdin=subprocess.DEVNULL,
                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)

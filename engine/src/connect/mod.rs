@@ -176,11 +176,11 @@ enum Place {
 fn place(env: &Env, client: Client, project: Option<&Path>) -> Result<Place> {
     match (client, project) {
         (Client::ClaudeCode, None) => Ok(Place::ClaudeUser),
-        (Client::ClaudeCodeProject, None) => Err(Error::Invalid(
+        (Client::ClaudeCodeProject, None) => Err(Error::Conflict(
             "claude-code-project needs a project folder (--project DIR)".into(),
         )),
         (_, Some(dir)) => env.project_file(client, dir).map(Place::File).ok_or_else(|| {
-            Error::Invalid(format!(
+            Error::Conflict(format!(
                 "{} has no project-level configuration; connect it without a project folder",
                 client.name()
             ))
@@ -188,7 +188,7 @@ fn place(env: &Env, client: Client, project: Option<&Path>) -> Result<Place> {
         (_, None) => env
             .user_file(client)
             .map(Place::File)
-            .ok_or_else(|| Error::Invalid(format!("{} has no user-level file", client.name()))),
+            .ok_or_else(|| Error::Conflict(format!("{} has no user-level file", client.name()))),
     }
 }
 
@@ -272,7 +272,7 @@ pub fn connect(env: &Env, site: &Site, client: Client, req: &Request<'_>) -> Res
     let queue = model::queue_or_default(req.queue)?;
     let is_claude = matches!(client, Client::ClaudeCode | Client::ClaudeCodeProject);
     if req.hooks && !is_claude {
-        return Err(Error::Invalid(format!(
+        return Err(Error::Conflict(format!(
             "--hooks: only Claude Code has a Stop hook; {} keeps looping through the tool's own instructions",
             client.name()
         )));

@@ -41,30 +41,31 @@ fn env() -> Result<Env> {
     Env::from_process().ok_or_else(|| Error::Conflict("this account has no home folder to find clients in".into()))
 }
 
-fn client(id: &str) -> Result<Client> {
-    Client::from_id(id).ok_or_else(|| {
-        let ids: Vec<&str> = Client::ALL.iter().map(|c| c.id()).collect();
-        Error::Invalid(format!("unknown client {id:?}; the clients are: {}", ids.join(", ")))
-    })
+/// A project folder named by the page: an absolute path (`/…`, or `C:\…`
+/// on Windows) of an existing folder. A path absolute elsewhere but not here
+/// (a drive letter on Linux) is simply not a folder on this computer.
+fn project(dir: Option<&str>) -> Result<Option<PathBuf>> {
+    let Some(d) = dir else {
+        return Ok(None);
+    };
+    let bytes = d.as_bytes();
+    let drive =
+        bytes.len() >= 3 && bytes[0].is_ascii_alphabetic() && bytes[1] == b':' && matches!(bytes[2], b'/' | b'\\');
+    if !(d.starts_with('/') || drive) {
+        return Err(Error::Invalid(format!(
+            "the project folder must be an absolute path, not {d:?}"
+        )));
+    }
+    let path = PathBuf::from(d);
+    match std::fs::canonicalize(&path) {
+        Ok(p) if path.is_absolute() && p.is_dir() => Ok(Some(p)),
+        _ => Err(Error::NotFound(format!("{d} is not a folder on this computer"))),
+    }
 }
 
-/// A project folder named by the page: absolute and existing.
-fn project(dir: Option<&str>) -> Result<Option<PathBuf>> {
-    match dir.map(str::trim).filter(|d| !d.is_empty()) {
-        None => Ok(None),
-        Some(d) => {
-            let path = PathBuf::from(d);
-            if !path.is_absolute() {
-                return Err(Error::Invalid(format!(
-                    "the project folder must be an absolute path, not {d:?}"
-                )));
-            }
-            match std::fs::canonicalize(&path) {
-                Ok(p) if p.is_dir() => Ok(Some(p)),
-                _ => Err(Error::Invalid(format!("{d} is not a folder"))),
-            }
-        }
-    }
+/// A queue named in a body: absent means `default`, but an empty name is a mistake.
+fn queue(name: Option<&str>) -> Result<Option<String>> {
+    name.map(crate::model::queue_name).transpose()
 }
 
 /// Run file work (and possibly `claude`) off the async threads.
@@ -79,6 +80,7 @@ async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T> + Send + 'sta
 #[into_params(parameter_in = Query)]
 pub struct ListQuery {
     /// An absolute project folder: show project-level files where clients have them.
+    #[param(pattern = r"^(/|[A-Za-z]:[\\/])")]
     project: Option<String>,
 }
 
@@ -92,7 +94,8 @@ pub struct ClientsState {
 /// Every client: installed or not, and connected, outdated or not connected.
 #[utoipa::path(get, path = "/api/connect", tag = "connect", params(ListQuery),
     responses((status = 200, description = "Each client's state", body = ClientsState),
-        (status = 400, description = "Not an absolute folder", body = ErrorBody)))]
+        (status = 400, description = "Not an absolute folder", body = ErrorBody),
+        (status = 404, description = "No such folder", body = ErrorBody)))]
 async fn list(State(s): State<AppState>, ApiQuery(q): ApiQuery<ListQuery>) -> Result<Json<ClientsState>> {
     let project = project(q.project.as_deref())?;
     let site = site(&s);
@@ -110,10 +113,16 @@ async fn list(State(s): State<AppState>, ApiQuery(q): ApiQuery<ListQuery>) -> Re
 #[serde(deny_unknown_fields)]
 pub struct ConnectBody {
     /// The client's id (`vscode`, `claude-code`, `codex`, …).
-    client: String,
+    client: Client,
     /// An absolute project folder: its project-level file (`.vscode/mcp.json`, `.mcp.json`, …).
+    #[schema(pattern = r"^(/|[A-Za-z]:[\\/])")]
     project: Option<String>,
     /// Point the client at this queue (`/mcp/q/<queue>`).
+    #[schema(
+        min_length = 1,
+        max_length = 64,
+        pattern = "^[A-Za-z0-9._-]*[A-Za-z0-9_-][A-Za-z0-9._-]*$"
+    )]
     queue: Option<String>,
     /// Also install Claude Code's Stop hook.
     #[serde(default)]
@@ -128,16 +137,17 @@ pub struct Changes {
 /// Put local-mcp into a client's configuration, keeping everything else.
 #[utoipa::path(post, path = "/api/connect", tag = "connect", request_body = ConnectBody,
     responses((status = 200, description = "What changed, file by file", body = Changes),
-        (status = 400, description = "Unknown client, no such folder, or no project-level file", body = ErrorBody),
-        (status = 409, description = "The file does not parse, is read-only, or the client's command failed; nothing was changed", body = ErrorBody)))]
+        (status = 404, description = "No such project folder", body = ErrorBody),
+        (status = 409, description = "The client has no project-level file or no Stop hook, its file does not parse or is read-only, or its command failed; nothing was changed", body = ErrorBody)))]
 async fn connect_one(State(s): State<AppState>, ApiJson(body): ApiJson<ConnectBody>) -> Result<Json<Changes>> {
-    let client = client(&body.client)?;
+    let client = body.client;
     let project = project(body.project.as_deref())?;
     let site = site(&s);
+    let queue_name = queue(body.queue.as_deref())?;
     blocking(move || {
         let req = Request {
             project: project.as_deref(),
-            queue: body.queue.as_deref(),
+            queue: queue_name.as_deref(),
             hooks: body.hooks,
             dry_run: false,
         };
@@ -151,17 +161,18 @@ async fn connect_one(State(s): State<AppState>, ApiJson(body): ApiJson<ConnectBo
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct DisconnectBody {
-    client: String,
+    client: Client,
+    #[schema(pattern = r"^(/|[A-Za-z]:[\\/])")]
     project: Option<String>,
 }
 
 /// Take local-mcp out of a client's configuration (only an entry connect wrote, unedited).
 #[utoipa::path(post, path = "/api/disconnect", tag = "connect", request_body = DisconnectBody,
     responses((status = 200, description = "What changed", body = Changes),
-        (status = 400, description = "Unknown client or no such folder", body = ErrorBody),
+        (status = 404, description = "No such project folder", body = ErrorBody),
         (status = 409, description = "The entry was not written by connect, or edited since; left in place", body = ErrorBody)))]
 async fn disconnect_one(State(_s): State<AppState>, ApiJson(body): ApiJson<DisconnectBody>) -> Result<Json<Changes>> {
-    let client = client(&body.client)?;
+    let client = body.client;
     let project = project(body.project.as_deref())?;
     blocking(move || {
         let req = Request {
@@ -224,7 +235,12 @@ async fn backups() -> Result<Json<BackupsBody>> {
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct LinkBody {
-    client: String,
+    client: Client,
+    #[schema(
+        min_length = 1,
+        max_length = 64,
+        pattern = "^[A-Za-z0-9._-]*[A-Za-z0-9_-][A-Za-z0-9._-]*$"
+    )]
     queue: Option<String>,
 }
 
@@ -239,14 +255,13 @@ pub struct Opened {
 /// returned to the page or opened in a browser tab.
 #[utoipa::path(post, path = "/api/connect/link", tag = "connect", request_body = LinkBody,
     responses((status = 200, description = "Handed to the OS", body = Opened),
-        (status = 400, description = "Unknown client or one without a link", body = ErrorBody),
-        (status = 409, description = "No handler could open it (no desktop session, or the client is not installed)", body = ErrorBody)))]
+        (status = 409, description = "The client has no install link, or no handler could open it (no desktop session, or the client is not installed)", body = ErrorBody)))]
 async fn open_link(State(s): State<AppState>, ApiJson(body): ApiJson<LinkBody>) -> Result<Json<Opened>> {
-    let client = client(&body.client)?;
-    let queue = crate::model::queue_or_default(body.queue.as_deref())?;
+    let client = body.client;
+    let queue = queue(body.queue.as_deref())?.unwrap_or_else(|| crate::model::DEFAULT_QUEUE.to_owned());
     let entry = site(&s).entry(client, &queue);
     let link = connect::links::link(client, &entry)
-        .ok_or_else(|| Error::Invalid(format!("{} has no install link; use Connect", client.name())))?;
+        .ok_or_else(|| Error::Conflict(format!("{} has no install link; use Connect", client.name())))?;
     blocking(move || {
         connect::links::open(&link)
             .map_err(|e| Error::Conflict(format!("could not open the {} link: {e}", client.name())))?;
