@@ -74,8 +74,13 @@ fi
 "$venv1/bin/python" -m pip install --quiet --disable-pip-version-check -r tests/python/requirements-mcp1.txt
 bounded 1200 "$venv1/bin/python" -m pytest -q -p no:cacheprovider -k "not long_wait" tests/python
 
-step "TypeScript SDK v1 and v2, the Inspector CLI and the conformance suite (Node 22 from npm)"
-(cd tests/clients && npm ci --no-audit --no-fund --silent && bounded 1200 npm test)
+step "TypeScript SDK v1 and v2, the Inspector CLI, the conformance suite and the real clients connect writes for (Node 22 from npm)"
+# opencode-ai is installed apart from the lock file: it lists a binary
+# package per platform as optional dependencies, and a registry mirror that
+# lacks some of them leaves a lock `npm ci` refuses. Pinned here instead.
+(cd tests/clients && npm ci --no-audit --no-fund --silent \
+  && npm install --no-save --no-audit --no-fund --silent opencode-ai@1.18.33 \
+  && bounded 1200 npm test)
 
 step "browser tests of the page (Chromium: ${CHROMIUM_PATH:-/usr/bin/chromium})"
 if [ ! -x "${CHROMIUM_PATH:-/usr/bin/chromium}" ]; then
