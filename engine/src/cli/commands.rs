@@ -353,23 +353,29 @@ pub async fn stop(target: &Target, agent: String, queue: Option<String>) -> Resu
 
 /// Print `client`'s snippet for the running instance; if none is running,
 /// for the default address, with a note on stderr.
-pub fn config(source: &Source, queue: Option<&str>, client: Client) -> Result<(), Failure> {
-    let queue = crate::model::queue_or_default(queue)?;
-    let target = match source.resolve() {
-        Ok(t) => t,
+/// The running server, or (said on stderr) the default address when none
+/// runs: what a client should be configured with either way.
+pub fn resolve_or_default(source: &Source) -> Result<Target, Failure> {
+    match source.resolve() {
+        Ok(t) => Ok(t),
         Err(Error::NotFound(message)) => {
             let default = Target {
                 base: "http://127.0.0.1:8000".into(),
                 token: None,
             };
             eprintln!(
-                "note: {message}.\nnote: showing the default address {}",
-                default.queue_url(&queue)
+                "note: {message}.\nnote: using the default address {}",
+                default.mcp_url()
             );
-            default
+            Ok(default)
         }
-        Err(e) => return Err(e.into()),
-    };
+        Err(e) => Err(e.into()),
+    }
+}
+
+pub fn config(source: &Source, queue: Option<&str>, client: Client) -> Result<(), Failure> {
+    let queue = crate::model::queue_or_default(queue)?;
+    let target = resolve_or_default(source)?;
     let program = snippets::bridge_program();
     let mcp_url = target.queue_url(&queue);
     let endpoint = Endpoint {

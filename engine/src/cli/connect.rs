@@ -4,11 +4,10 @@
 
 use std::path::PathBuf;
 
-use super::target::{Source, Target};
+use super::target::Source;
 use super::Failure;
 use crate::connect::{self, Action, Change, ClientStatus, Env, Request, Site, State};
 use crate::snippets::{self, Client};
-use crate::Error;
 
 /// What `connect` was asked.
 pub struct ConnectArgs {
@@ -25,21 +24,7 @@ pub struct ConnectArgs {
 /// The running server as clients should reach it; the default address
 /// (said on stderr) when none is running.
 fn site(source: &Source) -> Result<Site, Failure> {
-    let target = match source.resolve() {
-        Ok(t) => t,
-        Err(Error::NotFound(message)) => {
-            let default = Target {
-                base: "http://127.0.0.1:8000".into(),
-                token: None,
-            };
-            eprintln!(
-                "note: {message}.\nnote: using the default address {}",
-                default.mcp_url()
-            );
-            default
-        }
-        Err(e) => return Err(e.into()),
-    };
+    let target = super::commands::resolve_or_default(source)?;
     Ok(Site {
         base_url: target.base,
         token: target.token,
