@@ -391,6 +391,7 @@ mod tests {
                 started_at: "t".into(),
                 url: "http://127.0.0.1:8000".into(),
                 version: "0".into(),
+                pid: 0,
                 requested_port: None,
                 requested_port_holder: None,
                 recovered: None,

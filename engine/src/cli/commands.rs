@@ -60,6 +60,31 @@ fn print_json(value: &Value) {
     println!("{}", serde_json::to_string_pretty(value).unwrap_or_default());
 }
 
+/// `93784` → `1 d 2 h`, `3700` → `1 h 1 min`, `42` → `42 s`.
+fn human_duration(seconds: u64) -> String {
+    let (d, h, m) = (seconds / 86_400, seconds / 3600 % 24, seconds / 60 % 60);
+    match (d, h, m) {
+        (0, 0, 0) => format!("{seconds} s"),
+        (0, 0, m) => format!("{m} min"),
+        (0, h, m) => format!("{h} h {m} min"),
+        (d, h, _) => format!("{d} d {h} h"),
+    }
+}
+
+/// A local process's resident memory (Linux: `/proc/<pid>/status`), when readable.
+fn resident_mib(pid: u64) -> Option<f64> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let kib: f64 = text
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))?
+        .trim()
+        .trim_end_matches("kB")
+        .trim()
+        .parse()
+        .ok()?;
+    Some(kib / 1024.0)
+}
+
 pub async fn status(target: &Target, only: Option<&str>, raw: bool) -> Result<(), Failure> {
     let only = only.map(crate::model::queue_name).transpose()?;
     let mut s = call(target, reqwest::Method::GET, "/api/status", None).await?;
@@ -101,6 +126,17 @@ pub async fn status(target: &Target, only: Option<&str>, raw: bool) -> Result<()
     match s["queue"]["in_doubt_count"].as_u64() {
         Some(0) | None => {}
         Some(n) => println!("deliveries in doubt: {n} (the answer was cut off; send them again from the page)"),
+    }
+    if let Some(pid) = server["pid"].as_u64().filter(|p| *p > 0) {
+        let uptime = server["started_at"]
+            .as_str()
+            .and_then(crate::time::seconds_since)
+            .map(|s| format!(", up {}", human_duration(s.max(0.0) as u64)))
+            .unwrap_or_default();
+        let memory = resident_mib(pid)
+            .map(|m| format!(", {m:.1} MiB resident"))
+            .unwrap_or_default();
+        println!("process: pid {pid}{uptime}{memory}");
     }
     if let Some(dir) = server["log_dir"].as_str() {
         println!("log files: {dir}");

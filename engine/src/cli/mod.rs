@@ -11,6 +11,7 @@
 mod bridge;
 mod commands;
 mod connect;
+mod daemon;
 mod hook;
 mod logs;
 pub mod remote;
@@ -194,15 +195,29 @@ pub enum Command {
         #[arg(required = true, num_args = 1.., value_name = "TEXT|-")]
         text: Vec<String>,
     },
-    /// End an agent's loop: its waiting (or next) call tells it to stop calling
+    /// Stop the background server of this database; with an agent, end that agent's loop instead
+    /// (its waiting or next call tells it to stop calling)
     Stop {
         #[command(flatten)]
         connect: Connect,
-        /// The agent's id
-        agent: String,
-        /// Its queue (default: default)
-        #[arg(long, short)]
+        /// The agent's id (without it: stop the server)
+        agent: Option<String>,
+        /// The agent's queue (default: default)
+        #[arg(long, short, requires = "agent")]
         queue: Option<String>,
+    },
+    /// Serve in the background; returns once the server answers and prints its URL
+    /// (exit 4 when an engine already serves this database)
+    Start,
+    /// Stop the background server (if it runs) and start it again
+    Restart,
+    /// Start the headless server at login: a systemd user unit (Linux) or a launchd agent (macOS)
+    Service {
+        #[arg(value_enum)]
+        action: daemon::ServiceAction,
+        /// Only write (or remove) the file; do not enable, start or stop anything
+        #[arg(long)]
+        no_start: bool,
     },
     /// Run as a client's hook (reads the hook's JSON on stdin): `claude-stop`
     /// keeps a Claude Code agent calling get_user_request instead of ending its turn
@@ -270,7 +285,7 @@ pub fn prelude(program: &str, serve: &ServeArgs, command: Option<Command>, cli: 
         // Warnings only unless asked: stdout is the commands' output (or, for
         // `stdio`, the protocol), so logs go to stderr and stay quiet.
         init_logging(program, serve.log_level.as_deref().unwrap_or("warn"), false, None);
-        return Prelude::Exit(run(command, cli, serve.connection_file(), serve.log_dir()));
+        return Prelude::Exit(run(command, cli, serve));
     }
     match serve.resolve() {
         Ok((mut config, log_level)) => {
@@ -333,16 +348,30 @@ const LOG_FILES_KEPT: usize = 7;
 /// Run `command`. `cli` is the whole command line (for completions);
 /// `connection_file` is where a running instance publishes itself;
 /// `log_dir` where this configuration's instance writes its logs.
-pub fn run(
-    command: Command,
-    cli: &mut clap::Command,
-    connection_file: Option<PathBuf>,
-    log_dir: Option<PathBuf>,
-) -> ExitCode {
+pub fn run(command: Command, cli: &mut clap::Command, serve: &ServeArgs) -> ExitCode {
     let name = cli.get_name().to_owned();
-    if let Command::Completions { shell } = command {
-        clap_complete::generate(shell, cli, name, &mut std::io::stdout());
-        return ExitCode::SUCCESS;
+    let (connection_file, log_dir) = (serve.connection_file(), serve.log_dir());
+    // The commands that run no client of the server (and the daemon ones,
+    // which make their own short runtime) are done here, outside one.
+    let direct = match &command {
+        Command::Completions { shell } => {
+            clap_complete::generate(*shell, cli, name, &mut std::io::stdout());
+            return ExitCode::SUCCESS;
+        }
+        Command::Start => Some(daemon::start(serve)),
+        Command::Restart => Some(daemon::restart(serve)),
+        Command::Stop { agent: None, .. } => Some(daemon::stop(serve)),
+        Command::Service { action, no_start } => Some(daemon::service(*action, *no_start)),
+        _ => None,
+    };
+    if let Some(result) = direct {
+        return match result {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(Failure(message, code)) => {
+                eprintln!("{name}: {message}");
+                ExitCode::from(code)
+            }
+        };
     }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -389,7 +418,16 @@ pub fn run(
                 queue,
                 text,
             } => commands::reply(&source(connect)?.resolve()?, agent, queue, &text).await,
-            Command::Stop { connect, agent, queue } => commands::stop(&source(connect)?.resolve()?, agent, queue).await,
+            Command::Stop {
+                connect,
+                agent: Some(agent),
+                queue,
+            } => commands::stop(&source(connect)?.resolve()?, agent, queue).await,
+            Command::Stop { agent: None, .. }
+            | Command::Start
+            | Command::Restart
+            | Command::Service { .. }
+            | Command::Completions { .. } => unreachable!("handled above"),
             Command::Config { connect, queue, client } => commands::config(&source(connect)?, queue.as_deref(), client),
             Command::Connect {
                 connect,
@@ -429,7 +467,6 @@ pub fn run(
                 agent,
             } => hook::claude_stop(source(connect).map_err(Failure::from), queue, agent).await,
             Command::Logs { connect, lines, follow } => logs::logs(source(connect).ok(), log_dir, lines, follow).await,
-            Command::Completions { .. } => unreachable!("handled above"),
         }
     });
     // The bridge may leave a read of stdin blocked in a worker thread; don't wait for it.

@@ -21,6 +21,9 @@ pub struct ServerSummary {
     pub started_at: String,
     pub url: String,
     pub version: String,
+    /// The serving process (what `stop` signals; `status` reads its memory).
+    #[serde(default)]
+    pub pid: u32,
     /// Set when the configured port was taken: agents configured for it must be updated.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub requested_port: Option<u16>,

@@ -125,6 +125,7 @@ impl Queue {
                 started_at: facts.started_at.clone(),
                 url: facts.url.clone(),
                 version: facts.version.clone(),
+                pid: std::process::id(),
                 requested_port: facts.requested_port,
                 requested_port_holder: facts.requested_port_holder.clone(),
                 recovered: facts.recovered.clone(),
