@@ -386,6 +386,7 @@ async fn the_openapi_document_covers_every_api_route_and_the_docs_page_is_local(
         ("/api/connect/update", "post"),
         ("/api/connect/backups", "get"),
         ("/api/connect/link", "post"),
+        ("/api/backup", "get"),
         ("/api/events", "get"),
         ("/api/session", "get"),
         ("/api/session", "post"),

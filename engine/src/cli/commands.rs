@@ -424,3 +424,49 @@ pub fn config(source: &Source, queue: Option<&str>, client: Client) -> Result<()
     println!("{}", snippets::snippet(client, &endpoint).trim_end());
     Ok(())
 }
+
+/// `backup FILE`: the running server's archive, written beside FILE first
+/// and renamed into place once complete.
+pub async fn backup(target: &Target, file: &std::path::Path) -> Result<(), Failure> {
+    use futures::StreamExt as _;
+    use tokio::io::AsyncWriteExt as _;
+    let client = super::target::http_client()?;
+    let mut request = client.get(target.api("/api/backup"));
+    if let Some(t) = &target.token {
+        request = request.bearer_auth(t);
+    }
+    let response = request.send().await.map_err(|e| {
+        Error::NotFound(format!(
+            "local-mcp is not running at {} ({})",
+            target.base,
+            super::target::root_cause(&e)
+        ))
+    })?;
+    if !response.status().is_success() {
+        return Err(Failure(
+            format!("the server refused the backup: {}", response.status()),
+            1,
+        ));
+    }
+    let mut part = file.as_os_str().to_owned();
+    part.push(".part");
+    let part = std::path::PathBuf::from(part);
+    let fail = |e: std::io::Error| Failure(format!("cannot write {}: {e}", file.display()), 1);
+    let mut out = tokio::fs::File::create(&part).await.map_err(fail)?;
+    let mut body = response.bytes_stream();
+    let mut size = 0u64;
+    while let Some(chunk) = body.next().await {
+        let chunk = chunk.map_err(|e| Failure(format!("the backup was cut off: {e}"), 1))?;
+        size += chunk.len() as u64;
+        out.write_all(&chunk).await.map_err(fail)?;
+    }
+    out.sync_all().await.map_err(fail)?;
+    drop(out);
+    tokio::fs::rename(&part, file).await.map_err(fail)?;
+    println!(
+        "backup written to {} ({:.1} MiB)",
+        file.display(),
+        size as f64 / 1_048_576.0
+    );
+    Ok(())
+}

@@ -1,7 +1,9 @@
 //! Running the server in the background: `start` (detach, return once it
 //! answers), `stop` (graceful: SIGTERM, wait for the database lock to be
 //! let go), `restart`, and `service install | uninstall` (a systemd user
-//! unit on Linux, a launchd agent on macOS) so it starts at login.
+//! unit on Linux, a launchd agent on macOS) so it starts at login; and
+//! `restore`, the one command that works on the database itself, offline,
+//! holding its lock.
 //!
 //! The database lock (`crate::lock`) is the authority on what runs: a
 //! running engine holds it, and its lock file names the pid and URL. A pid
@@ -204,6 +206,25 @@ pub fn restart(serve: &ServeArgs) -> Result<(), Failure> {
         Err(e) => return Err(e),
     }
     start(serve)
+}
+
+/// `restore FILE`: with no engine on this database (its lock is taken for
+/// the while, so none can start meanwhile), put the backup in its place.
+pub fn restore(serve: &ServeArgs, file: &Path) -> Result<(), Failure> {
+    let db = database(serve)?;
+    let _lock = lock::DbLock::acquire(&db)
+        .map_err(|e| Failure(format!("{e}. Stop it first (`stop`), then restore"), EXIT_IN_USE))?;
+    let restored = crate::store::restore(file, &db).map_err(|e| Failure(e.to_string(), 1))?;
+    println!(
+        "restored {} ({} instructions) to {}",
+        file.display(),
+        restored.instructions,
+        db.display()
+    );
+    if let Some(aside) = restored.replaced {
+        println!("what it replaced is in {}", aside.display());
+    }
+    Ok(())
 }
 
 /// What `service` does.

@@ -211,6 +211,18 @@ pub enum Command {
     Start,
     /// Stop the background server (if it runs) and start it again
     Restart,
+    /// Save a consistent copy of the running server's database and attachments (a tar archive)
+    Backup {
+        #[command(flatten)]
+        connect: Connect,
+        /// Where to write it
+        file: PathBuf,
+    },
+    /// Put a backup in place of this database (with no server running); what it replaces is kept aside
+    Restore {
+        /// The backup archive
+        file: PathBuf,
+    },
     /// Start the headless server at login: a systemd user unit (Linux) or a launchd agent (macOS)
     Service {
         #[arg(value_enum)]
@@ -362,6 +374,7 @@ pub fn run(command: Command, cli: &mut clap::Command, serve: &ServeArgs) -> Exit
         Command::Restart => Some(daemon::restart(serve)),
         Command::Stop { agent: None, .. } => Some(daemon::stop(serve)),
         Command::Service { action, no_start } => Some(daemon::service(*action, *no_start)),
+        Command::Restore { file } => Some(daemon::restore(serve, file)),
         _ => None,
     };
     if let Some(result) = direct {
@@ -427,7 +440,9 @@ pub fn run(command: Command, cli: &mut clap::Command, serve: &ServeArgs) -> Exit
             | Command::Start
             | Command::Restart
             | Command::Service { .. }
+            | Command::Restore { .. }
             | Command::Completions { .. } => unreachable!("handled above"),
+            Command::Backup { connect, file } => commands::backup(&source(connect)?.resolve()?, &file).await,
             Command::Config { connect, queue, client } => commands::config(&source(connect)?, queue.as_deref(), client),
             Command::Connect {
                 connect,

@@ -10,6 +10,7 @@
 //! as `{"error":{"code","message"}}` with the right status.
 
 mod attachments;
+mod backup;
 mod connect;
 mod error;
 mod extract;
@@ -67,6 +68,7 @@ fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
     let (router, doc) = OpenApiRouter::with_openapi(openapi::ApiDoc::openapi())
         .merge(status::routes())
         .merge(connect::routes())
+        .merge(backup::routes())
         .merge(instructions::routes())
         .merge(attachments::routes())
         .merge(queues::routes())

@@ -132,6 +132,11 @@ impl Queue {
         result
     }
 
+    /// Write a backup archive (a consistent snapshot and the attachment files) to `out`.
+    pub async fn backup_to(&self, out: std::path::PathBuf) -> Result<()> {
+        self.blocking(move |i| i.store.backup_to(&out)).await
+    }
+
     // ---- reads --------------------------------------------------------------
 
     /// Instructions for a listing; consumed ones carry their report, if any.

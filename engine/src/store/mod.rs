@@ -12,6 +12,7 @@
 //! crash of the app; a power loss can at worst roll the claim back so the
 //! instruction is delivered again, never lost).
 
+mod backup;
 mod fault;
 mod files;
 mod migrations;
@@ -25,6 +26,7 @@ use rusqlite::{Connection, TransactionBehavior};
 
 use crate::{paths, Error, Result};
 
+pub use backup::restore;
 pub use files::{Files, NewFile};
 pub use queries::{AttachmentRow, Db, PendingChange, QueueTally, StoredEvent};
 
