@@ -145,6 +145,69 @@ fn prefill(db: &Path, n: usize) {
         .unwrap();
 }
 
+/// `n` delivered instructions, each with its agent's report: months of history.
+fn prefill_history(db: &Path, n: usize) {
+    const WORDS: [&str; 16] = [
+        "refactor",
+        "tests",
+        "flaky",
+        "sse",
+        "reconnect",
+        "tray",
+        "icon",
+        "queue",
+        "migration",
+        "schema",
+        "docs",
+        "readme",
+        "bench",
+        "attachments",
+        "search",
+        "release",
+    ];
+    let store = engine::Store::open(db).unwrap();
+    store
+        .write(
+            engine::Durability::Full,
+            |d| {
+                for i in 0..n {
+                    let at = engine::time::now();
+                    let text = format!(
+                        "{} the {} and the {} (ticket {i})",
+                        WORDS[i % 16],
+                        WORDS[(i / 16) % 16],
+                        WORDS[(i / 256) % 16]
+                    );
+                    let mut item =
+                        engine::model::Instruction::new_pending(text, "default".into(), None, i as i64 + 1, at.clone());
+                    item.id = format!("hist-{i}");
+                    item.status = engine::model::InstructionStatus::Consumed;
+                    item.consumed_at = Some(at.clone());
+                    item.consumed_by_agent_id = Some(format!("agent-{}", i % 4));
+                    d.insert_instruction(&item)?;
+                    let report = format!(
+                        "Done: changed {} files; all {} tests pass (run {i})",
+                        i % 9 + 1,
+                        WORDS[(i / 7) % 16]
+                    );
+                    d.insert_report(&engine::model::Report {
+                        id: format!("rep-{i}"),
+                        queue: "default".into(),
+                        agent_id: format!("agent-{}", i % 4),
+                        instruction_id: Some(item.id.clone()),
+                        html: format!("<p>{report}</p>"),
+                        content: report,
+                        options: Vec::new(),
+                        created_at: at,
+                    })?;
+                }
+                Ok(())
+            },
+            |_| (),
+        )
+        .unwrap();
+}
+
 fn pct(sorted: &[Duration], p: f64) -> Duration {
     sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
 }
@@ -362,6 +425,97 @@ async fn main() {
             String::new(),
         ));
     }
+
+    // 100,000 delivered instructions with reports: the page's first load,
+    // a search, and adds and claims, as fast as with an empty history?
+    let db = dir.path().join("history.sqlite3");
+    let n = 100_000;
+    prefill_history(&db, n);
+    let s = Server::launch(&db).await;
+    s.config(json!({"default_wait_seconds": 0})).await;
+    let timed = |times: &mut Vec<Duration>| {
+        times.sort();
+        ms(pct(times, 0.5))
+    };
+    let mut first = Vec::new();
+    for _ in 0..20 {
+        let t = Instant::now();
+        let (a, b, c) = tokio::join!(
+            s.http
+                .get(format!("{}/api/instructions?status=pending&queue=default", s.url))
+                .send(),
+            s.http
+                .get(format!(
+                    "{}/api/instructions?status=consumed&queue=default&limit=20",
+                    s.url
+                ))
+                .send(),
+            s.http.get(format!("{}/api/status", s.url)).send(),
+        );
+        for r in [a, b, c] {
+            r.unwrap().bytes().await.unwrap();
+        }
+        first.push(t.elapsed());
+    }
+    rows.push((
+        format!("page's first load (its 3 requests), {n} delivered, p50"),
+        timed(&mut first),
+        "< 300 ms".into(),
+    ));
+    let mut searches = Vec::new();
+    for (i, q) in ["flaky", "reconnect tray", "migr", "pass run 99", "nothingmatches"]
+        .iter()
+        .cycle()
+        .take(50)
+        .enumerate()
+    {
+        let t = Instant::now();
+        let r = s
+            .http
+            .get(format!(
+                "{}/api/instructions?status=consumed&limit=50&q={}",
+                s.url,
+                q.replace(' ', "%20")
+            ))
+            .send()
+            .await
+            .unwrap();
+        assert!(r.status().is_success(), "search {i}");
+        r.bytes().await.unwrap();
+        searches.push(t.elapsed());
+    }
+    rows.push((
+        format!("ledger search (instructions + reports), {n} delivered, p50"),
+        timed(&mut searches),
+        "< 50 ms".into(),
+    ));
+    let mut adds = Vec::new();
+    let mut claims = Vec::new();
+    for i in 0..200 {
+        let t = Instant::now();
+        s.add(&format!("after history {i}")).await;
+        adds.push(t.elapsed());
+        let t = Instant::now();
+        s.call("history-agent").await;
+        claims.push(t.elapsed());
+    }
+    rows.push((format!("add, with {n} delivered, p50"), timed(&mut adds), String::new()));
+    rows.push((
+        format!("get_user_request claim, with {n} delivered, p50"),
+        timed(&mut claims),
+        String::new(),
+    ));
+    drop(s);
+    let size: u64 = ["", "-wal"]
+        .iter()
+        .filter_map(|suffix| std::fs::metadata(format!("{}{suffix}", db.display())).ok())
+        .map(|m| m.len())
+        .sum();
+    rows.push((
+        format!("database size, {n} delivered with reports"),
+        format!("{:.0} MiB", size as f64 / 1_048_576.0),
+        String::new(),
+    ));
 
     // A 4-megapixel screenshot (2560×1600: flat panels, lines of "text"):
     // upload → stored with its delivery copy (201), then delivered over MCP.

@@ -288,6 +288,14 @@ describe("the queue page", () => {
     await page.locator("#ledger-more").click();
     await until(async () => (await page.locator("#ledger .entry").count()) === 120, { what: "show more" });
     assert.equal(await page.locator("#ledger .entry__text").first().textContent(), "bulk 1199", "newest first");
+    // The search box looks through the whole history on the server, not just what is shown.
+    await page.locator("#ledger-search").fill("bulk 1198");
+    await until(async () => (await page.locator("#ledger-aside").textContent()) === "1 found", { what: "one found" });
+    assert.deepEqual(await texts(page, "#ledger .entry__text"), ["bulk 1198"]);
+    await page.locator("#ledger-search").fill("nothing like it");
+    await until(async () => (await page.locator("#ledger-aside").textContent()) === "nothing found", { what: "nothing found" });
+    await page.locator("#ledger-search").fill("");
+    await until(async () => (await page.locator("#ledger .entry").count()) === 120, { what: "the ledger back" });
     assert.deepEqual(errors, []);
     await context.close();
   });

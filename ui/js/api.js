@@ -47,6 +47,9 @@ export const api = {
   status: () => request("GET", "/api/status"),
   pending: (queue) => request("GET", `/api/instructions?status=pending&${q(queue)}`),
   consumed: (queue, limit, offset = 0) => request("GET", `/api/instructions?status=consumed&${q(queue)}&limit=${limit}&offset=${offset}`),
+  /** Delivered instructions whose text or report has every word of `text` (and of `agent`, if given). */
+  searchLedger: (queue, text, agent, limit) =>
+    request("GET", `/api/instructions?status=consumed&${q(queue)}&q=${enc(text)}&limit=${limit}${agent ? `&agent=${enc(agent)}` : ""}`),
   add: (content, queue, target = null) => request("POST", "/api/instructions", { content, queue, target }),
   /** Queue text with files (File or Blob objects). */
   addWithFiles: (content, queue, target, files) => {

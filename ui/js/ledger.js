@@ -4,7 +4,8 @@
 // (to that agent, first in line) is the obvious next step. It shows a window of the
 // history and loads more on request. Filtered to one agent it reads as a
 // conversation: instruction, report, instruction, report — with the
-// reports that stand alone (questions, notes) in their place.
+// reports that stand alone (questions, notes) in their place. The search box
+// looks through the whole history on the server (instructions and reports).
 
 import { api } from "./api.js";
 import { attachmentStrip } from "./attach.js";
@@ -58,8 +59,22 @@ function standaloneEntry(report, now) {
   return li;
 }
 
+/** A search of the whole history (server-side), or null for the normal view. */
+let found = null;
+let searchText = "";
+const FOUND_AT_MOST = 100;
+
 function renderLedger() {
   const now = Date.now();
+  if (found) {
+    $("ledger").replaceChildren(...found.map((i) => entryFor(i, now)));
+    renderAgentPicker();
+    $("ledger-empty").hidden = true;
+    $("ledger-aside").textContent =
+      found.length === 0 ? "nothing found" : found.length >= FOUND_AT_MOST ? `newest ${FOUND_AT_MOST} found` : `${found.length} found`;
+    $("ledger-more").hidden = true;
+    return;
+  }
   const pool = agentFilter ? state.consumed.filter((i) => i.consumed_by_agent_id === agentFilter) : state.consumed;
   const shown = pool.slice(0, ledgerShown);
   const entries = shown.map((i) => ({ at: i.consumed_at, node: () => entryFor(i, now) }));
@@ -77,16 +92,25 @@ function renderLedger() {
 
 async function showMore() {
   ledgerShown += LEDGER_PAGE * 5;
-  if (state.consumed.length < ledgerShown && state.consumed.length < state.consumedTotal) {
-    try {
-      const { items } = await api.consumed(state.queue, ledgerShown - state.consumed.length, state.consumed.length);
-      appendConsumed(items);
-      return;
-    } catch (err) {
-      toast(`Could not load more: ${err.message}`);
-    }
+  if (!(await fillLedger())) renderLedger();
+}
+
+/**
+ * Load what the ledger should show but the page does not hold yet: after
+ * "Show more", and after a reload (a catch-up load brings the first page
+ * only, and must not take back what "Show more" had shown). True when a
+ * request went out (its answer renders).
+ */
+async function fillLedger() {
+  if (!(state.consumed.length < ledgerShown && state.consumed.length < state.consumedTotal)) return false;
+  try {
+    const { items } = await api.consumed(state.queue, ledgerShown - state.consumed.length, state.consumed.length);
+    appendConsumed(items);
+  } catch (err) {
+    toast(`Could not load more: ${err.message}`);
+    renderLedger();
   }
-  renderLedger();
+  return true;
 }
 
 async function sendAgain(btn) {
@@ -116,6 +140,29 @@ function renderAgentPicker() {
 /** Bumped per filter request: only the newest one's answer is shown. */
 let filterSeq = 0;
 
+/** Search the history for what is in the box (and the agent picked); empty: back to the ledger. */
+async function search() {
+  const seq = ++filterSeq;
+  const text = searchText.trim();
+  if (!text) {
+    found = null;
+    renderLedger();
+    return;
+  }
+  try {
+    const { items } = await api.searchLedger(state.queue, text, agentFilter, FOUND_AT_MOST);
+    if (seq !== filterSeq) return;
+    found = items;
+  } catch (err) {
+    if (seq !== filterSeq) return;
+    toast(`Search failed: ${err.message}`);
+    return;
+  }
+  renderLedger();
+}
+
+let searchTimer = null;
+
 /**
  * Show one agent's conversation ("" for everyone). The ledger switches in
  * one step once that agent's standalone reports are in, so it never shows
@@ -135,12 +182,24 @@ async function filterTo(agent) {
   if (seq !== filterSeq) return; // a newer choice is on its way
   agentFilter = agent;
   standalone = notes;
+  if (searchText.trim()) return search();
   renderLedger();
 }
 
 export function initLedger() {
   $("ledger-agent").addEventListener("change", (e) => filterTo(e.target.value));
   on("queue-switch", () => filterTo(""));
+  // Typing searches the whole history after a short pause; Enter at once.
+  $("ledger-search").addEventListener("input", (e) => {
+    searchText = e.target.value;
+    clearTimeout(searchTimer);
+    searchTimer = setTimeout(search, 200);
+  });
+  $("ledger-search-form").addEventListener("submit", (e) => {
+    e.preventDefault();
+    clearTimeout(searchTimer);
+    search();
+  });
   // A new standalone report of the agent shown joins the conversation.
   on("reports", () => {
     if (agentFilter) filterTo(agentFilter);
@@ -152,6 +211,7 @@ export function initLedger() {
   $("ledger-more").addEventListener("click", showMore);
   on("queue", ({ kind }) => {
     if (kind === "load" || kind === KIND.consumed) renderLedger();
+    if (kind === "load") fillLedger();
   });
   on("ledger", renderLedger);
   on("status", renderLedger);

@@ -13,7 +13,9 @@ use utoipa_axum::routes;
 
 use super::error::ErrorBody;
 use super::{ApiJson, ApiPath, ApiQuery, AppState};
-use crate::model::{Instruction, InstructionPatch, Listing, MoveTo, NewInstruction, RequeuePlace, StatusFilter};
+use crate::model::{
+    HistoryFilter, Instruction, InstructionPatch, Listing, MoveTo, NewInstruction, RequeuePlace, StatusFilter,
+};
 use crate::Result;
 
 pub fn routes() -> OpenApiRouter<AppState> {
@@ -60,6 +62,16 @@ pub struct ListQuery {
     queue: Option<String>,
     /// Only instructions addressed to this agent id.
     target: Option<String>,
+    /// Delivered ones only: every word must appear in the instruction or its report
+    /// (as a word or the start of one; case and accents ignored).
+    #[param(max_length = 200)]
+    q: Option<String>,
+    /// Delivered ones only: taken by this agent.
+    agent: Option<String>,
+    /// Delivered ones only: at or after this time (RFC 3339) or date (`2026-11-24`).
+    since: Option<String>,
+    /// Delivered ones only: before this time or date.
+    until: Option<String>,
 }
 
 /// List instructions.
@@ -73,6 +85,12 @@ async fn list(State(s): State<AppState>, ApiQuery(q): ApiQuery<ListQuery>) -> Re
         offset: q.offset,
         queue,
         target: q.target,
+        history: HistoryFilter {
+            search: q.q.as_deref().map(crate::model::search_query).transpose()?.flatten(),
+            agent: q.agent,
+            since: q.since.as_deref().map(crate::model::time_bound).transpose()?,
+            until: q.until.as_deref().map(crate::model::time_bound).transpose()?,
+        },
     };
     let items = s.queue.list(listing).await?;
     Ok(Json(ItemsBody { items }))

@@ -305,7 +305,8 @@ pub enum StatusFilter {
 }
 
 /// Which instructions a listing wants: by status (consumed ones paged,
-/// newest first), optionally only one queue's and only those for one agent.
+/// newest first), optionally only one queue's and only those for one agent;
+/// the history (consumed ones) can be searched and filtered further.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Listing {
     pub status: StatusFilter,
@@ -313,6 +314,51 @@ pub struct Listing {
     pub offset: u32,
     pub queue: Option<String>,
     pub target: Option<String>,
+    pub history: HistoryFilter,
+}
+
+/// Filters on delivered instructions (the ledger): words in the instruction
+/// or its report, the agent that took it, and a time window.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct HistoryFilter {
+    /// An FTS5 query (see [`search_query`]).
+    pub search: Option<String>,
+    pub agent: Option<String>,
+    /// Inclusive lower bound on `consumed_at` (a timestamp or a date).
+    pub since: Option<String>,
+    /// Exclusive upper bound on `consumed_at`.
+    pub until: Option<String>,
+}
+
+/// The longest search text accepted, in characters.
+pub const MAX_SEARCH_CHARS: usize = 200;
+
+/// What a person typed as an FTS5 query: every word must appear (as a word
+/// or the start of one), in the instruction or its report. Quotes make each
+/// word a literal, so no FTS5 syntax is ever interpreted. `None` for no words.
+pub fn search_query(typed: &str) -> crate::Result<Option<String>> {
+    if typed.chars().count() > MAX_SEARCH_CHARS {
+        return Err(crate::Error::Invalid(format!(
+            "a search is at most {MAX_SEARCH_CHARS} characters"
+        )));
+    }
+    let words: Vec<String> = typed
+        .split(|c: char| !c.is_alphanumeric() && c != '_')
+        .filter(|w| !w.is_empty())
+        .map(|w| format!("\"{}\"*", w.replace('"', "\"\"")))
+        .collect();
+    Ok((!words.is_empty()).then(|| words.join(" ")))
+}
+
+/// A time bound for the history: an RFC 3339 timestamp or a date (`2026-11-24`).
+pub fn time_bound(raw: &str) -> crate::Result<String> {
+    let raw = raw.trim();
+    if let Ok(t) = time::OffsetDateTime::parse(raw, &time::format_description::well_known::Rfc3339) {
+        return Ok(crate::time::format(t.to_offset(time::UtcOffset::UTC)));
+    }
+    let date = time::Date::parse(raw, time::macros::format_description!("[year]-[month]-[day]"))
+        .map_err(|_| crate::Error::Invalid(format!("{raw:?} is neither a date (2026-11-24) nor an RFC 3339 time")))?;
+    Ok(crate::time::format(date.midnight().assume_utc()))
 }
 
 impl Listing {

@@ -145,8 +145,24 @@ fn check(path: &Path) -> std::result::Result<i64, String> {
     if verdict != "ok" {
         return Err(verdict);
     }
-    conn.query_row("SELECT count(*) FROM instructions", [], |r| r.get(0))
-        .map_err(|e| format!("no instructions table ({e})"))
+    let count = conn
+        .query_row("SELECT count(*) FROM instructions", [], |r| r.get(0))
+        .map_err(|e| format!("no instructions table ({e})"))?;
+    // The search indexes are keyed by rowid; a copy keeps them, but if they
+    // disagree with their tables, they are rebuilt here rather than answer wrongly.
+    let db = super::Db::new(&conn);
+    let has_index: bool = conn
+        .query_row(
+            "SELECT count(*) FROM sqlite_master WHERE name = 'instructions_fts'",
+            [],
+            |r| r.get::<_, i64>(0),
+        )
+        .map(|n| n > 0)
+        .map_err(|e| e.to_string())?;
+    if has_index && !db.search_index_in_step().map_err(|e| e.to_string())? {
+        db.rebuild_search_index().map_err(|e| e.to_string())?;
+    }
+    Ok(count)
 }
 
 fn with_suffix(path: &Path, suffix: &str) -> PathBuf {

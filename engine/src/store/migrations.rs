@@ -131,6 +131,40 @@ const MIGRATIONS: &[&str] = &[
         CHECK (delivery IN ('claimed', 'sent', 'confirmed', 'in_doubt', 'resent'));
     CREATE INDEX instructions_by_delivery ON instructions(delivery, queue, consumed_by_agent_id);
     "#,
+    // 6: full-text search of the history (`docs/ARCHITECTURE.md`, "History
+    // search"): instructions and reports, indexed by SQLite FTS5 over their own
+    // rows (external content, keyed by rowid) and kept in step by triggers, so
+    // every write that changes a text changes its index in the same
+    // transaction. A database copied with VACUUM INTO (backup, restore) may
+    // get new rowids: `Store::open` rebuilds the indexes when they disagree.
+    r#"
+    CREATE VIRTUAL TABLE instructions_fts USING fts5(
+        content, content='instructions', content_rowid='rowid', tokenize='unicode61 remove_diacritics 2');
+    CREATE VIRTUAL TABLE reports_fts USING fts5(
+        content, content='reports', content_rowid='rowid', tokenize='unicode61 remove_diacritics 2');
+    INSERT INTO instructions_fts(instructions_fts) VALUES ('rebuild');
+    INSERT INTO reports_fts(reports_fts) VALUES ('rebuild');
+    CREATE TRIGGER instructions_fts_insert AFTER INSERT ON instructions BEGIN
+        INSERT INTO instructions_fts(rowid, content) VALUES (new.rowid, new.content);
+    END;
+    CREATE TRIGGER instructions_fts_delete AFTER DELETE ON instructions BEGIN
+        INSERT INTO instructions_fts(instructions_fts, rowid, content) VALUES ('delete', old.rowid, old.content);
+    END;
+    CREATE TRIGGER instructions_fts_update AFTER UPDATE OF content ON instructions BEGIN
+        INSERT INTO instructions_fts(instructions_fts, rowid, content) VALUES ('delete', old.rowid, old.content);
+        INSERT INTO instructions_fts(rowid, content) VALUES (new.rowid, new.content);
+    END;
+    CREATE TRIGGER reports_fts_insert AFTER INSERT ON reports BEGIN
+        INSERT INTO reports_fts(rowid, content) VALUES (new.rowid, new.content);
+    END;
+    CREATE TRIGGER reports_fts_delete AFTER DELETE ON reports BEGIN
+        INSERT INTO reports_fts(reports_fts, rowid, content) VALUES ('delete', old.rowid, old.content);
+    END;
+    CREATE TRIGGER reports_fts_update AFTER UPDATE OF content ON reports BEGIN
+        INSERT INTO reports_fts(reports_fts, rowid, content) VALUES ('delete', old.rowid, old.content);
+        INSERT INTO reports_fts(rowid, content) VALUES (new.rowid, new.content);
+    END;
+    "#,
 ];
 
 /// The schema version this build writes.

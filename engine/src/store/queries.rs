@@ -493,17 +493,68 @@ impl<'c> Db<'c> {
         }
         if filter != StatusFilter::Pending {
             let limit = consumed_limit.map(i64::from).unwrap_or(-1);
+            let h = &listing.history;
+            // The search finds rows by the instruction's words or its report's
+            // (FTS5, both indexes); the rest are plain column filters.
             let mut stmt = self.conn.prepare_cached(&format!(
                 "SELECT {INSTRUCTION_COLUMNS} FROM instructions
                  WHERE status = 'consumed' AND (?3 IS NULL OR queue = ?3) AND (?4 IS NULL OR target = ?4)
+                   AND (?5 IS NULL OR consumed_by_agent_id = ?5)
+                   AND (?6 IS NULL OR consumed_at >= ?6) AND (?7 IS NULL OR consumed_at < ?7)
+                   AND (?8 IS NULL OR rowid IN (
+                         SELECT rowid FROM instructions_fts WHERE instructions_fts MATCH ?8
+                         UNION
+                         SELECT i.rowid FROM reports_fts
+                           JOIN reports r ON r.rowid = reports_fts.rowid
+                           JOIN instructions i ON i.id = r.instruction_id
+                          WHERE reports_fts MATCH ?8))
                  ORDER BY consumed_at DESC, position DESC LIMIT ?1 OFFSET ?2"
             ))?;
-            let rows = stmt.query_map(params![limit, consumed_offset, queue, target], instruction_from_row)?;
+            let rows = stmt.query_map(
+                params![
+                    limit,
+                    consumed_offset,
+                    queue,
+                    target,
+                    h.agent,
+                    h.since,
+                    h.until,
+                    h.search
+                ],
+                instruction_from_row,
+            )?;
             for row in rows {
                 items.push(row?);
             }
         }
         Ok(items)
+    }
+
+    /// Whether the search indexes agree with their tables (a database copied
+    /// with `VACUUM INTO` may have new rowids; then they are rebuilt).
+    pub fn search_index_in_step(&self) -> Result<bool> {
+        let ok = |table: &str| -> Result<bool> {
+            match self.conn.execute(
+                &format!("INSERT INTO {table}({table}, rank) VALUES ('integrity-check', 1)"),
+                [],
+            ) {
+                Ok(_) => Ok(true),
+                Err(rusqlite::Error::SqliteFailure(e, _)) if e.code == rusqlite::ErrorCode::DatabaseCorrupt => {
+                    Ok(false)
+                }
+                Err(e) => Err(e.into()),
+            }
+        };
+        Ok(ok("instructions_fts")? && ok("reports_fts")?)
+    }
+
+    /// Rebuild both search indexes from their tables.
+    pub fn rebuild_search_index(&self) -> Result<()> {
+        self.conn.execute_batch(
+            "INSERT INTO instructions_fts(instructions_fts) VALUES ('rebuild');
+             INSERT INTO reports_fts(reports_fts) VALUES ('rebuild');",
+        )?;
+        Ok(())
     }
 
     // ---- attachments --------------------------------------------------------
