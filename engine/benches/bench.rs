@@ -208,6 +208,23 @@ fn prefill_history(db: &Path, n: usize) {
         .unwrap();
 }
 
+/// 200 adds and 200 claims, one after the other: their p50s.
+async fn add_and_claim(s: &Server) -> (String, String) {
+    let mut adds = Vec::new();
+    let mut claims = Vec::new();
+    for i in 0..200 {
+        let t = Instant::now();
+        s.add(&format!("after history {i}")).await;
+        adds.push(t.elapsed());
+        let t = Instant::now();
+        s.call("history-agent").await;
+        claims.push(t.elapsed());
+    }
+    adds.sort();
+    claims.sort();
+    (ms(pct(&adds, 0.5)), ms(pct(&claims, 0.5)))
+}
+
 fn pct(sorted: &[Duration], p: f64) -> Duration {
     sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
 }
@@ -489,20 +506,21 @@ async fn main() {
         timed(&mut searches),
         "< 50 ms".into(),
     ));
-    let mut adds = Vec::new();
-    let mut claims = Vec::new();
-    for i in 0..200 {
-        let t = Instant::now();
-        s.add(&format!("after history {i}")).await;
-        adds.push(t.elapsed());
-        let t = Instant::now();
-        s.call("history-agent").await;
-        claims.push(t.elapsed());
-    }
-    rows.push((format!("add, with {n} delivered, p50"), timed(&mut adds), String::new()));
+    let (add_full, claim_full) = add_and_claim(&s).await;
+    let empty = Server::launch(&dir.path().join("no-history.sqlite3")).await;
+    empty.config(json!({"default_wait_seconds": 0})).await;
+    let (add_empty, claim_empty) = add_and_claim(&empty).await;
+    drop(empty);
+    rows.push(("add, empty history, p50".into(), add_empty, String::new()));
+    rows.push((format!("add, with {n} delivered, p50"), add_full, String::new()));
+    rows.push((
+        "get_user_request claim, empty history, p50".into(),
+        claim_empty,
+        String::new(),
+    ));
     rows.push((
         format!("get_user_request claim, with {n} delivered, p50"),
-        timed(&mut claims),
+        claim_full,
         String::new(),
     ));
     drop(s);

@@ -108,10 +108,7 @@ async fn the_history_is_searched_by_instruction_and_report_words() {
 #[tokio::test]
 async fn an_edit_before_delivery_is_what_the_index_holds() {
     let s = common::start(|c| c.settings.default_wait_seconds = 0).await;
-    let id = s.add("Refactor the tray menu").await["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let id = s.add("Refactor the tray menu").await["id"].as_str().unwrap().to_owned();
     let (status, _) = s
         .patch(
             &format!("/api/instructions/{id}"),

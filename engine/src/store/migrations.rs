@@ -164,6 +164,9 @@ const MIGRATIONS: &[&str] = &[
         INSERT INTO reports_fts(reports_fts, rowid, content) VALUES ('delete', old.rowid, old.content);
         INSERT INTO reports_fts(rowid, content) VALUES (new.rowid, new.content);
     END;
+    -- Every add asks for the largest position ever given (history included):
+    -- an index seek, not a scan of the whole history.
+    CREATE INDEX instructions_by_position ON instructions(position);
     "#,
 ];
 
