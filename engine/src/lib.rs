@@ -11,7 +11,8 @@
 //! 2. [`model`] — the nouns, plain data; the settings are declared there once.
 //! 3. [`config`] (flags, environment, file) and `store` (SQLite: every SQL statement).
 //! 4. `events` (the domain events and their bus), `auth` (the token and the
-//!    page session), `connection` (the connection-info file), [`snippets`].
+//!    page session), `connection` (the connection-info file), [`snippets`],
+//!    [`connect`] (writing clients' files), `export` (the history as a file).
 //! 5. `queue` — the rules: what a person or an agent can do to the queue.
 //! 6. `mcp` (the tools, resources, prompt) and [`cli`] (commands, the stdio bridge).
 //! 7. `http` — the guard, the API, SSE, the page, and `/mcp` nested.
@@ -26,6 +27,7 @@ pub mod connect;
 mod connection;
 mod error;
 mod events;
+mod export;
 mod http;
 pub mod lock;
 mod markdown;

@@ -387,6 +387,7 @@ async fn the_openapi_document_covers_every_api_route_and_the_docs_page_is_local(
         ("/api/connect/backups", "get"),
         ("/api/connect/link", "post"),
         ("/api/backup", "get"),
+        ("/api/export", "get"),
         ("/api/events", "get"),
         ("/api/session", "get"),
         ("/api/session", "post"),

@@ -14,7 +14,7 @@ const LAYERS: &[&[&str]] = &[
     &["error", "time", "paths", "peer", "markdown", "media"],
     &["model"],
     &["config", "store"],
-    &["events", "auth", "connection", "lock", "snippets", "connect"],
+    &["events", "auth", "connection", "lock", "snippets", "connect", "export"],
     &["queue"],
     &["mcp", "cli"],
     &["http"],

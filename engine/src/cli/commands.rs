@@ -470,3 +470,53 @@ pub async fn backup(target: &Target, file: &std::path::Path) -> Result<(), Failu
     );
     Ok(())
 }
+
+/// `export`: the server's export, to stdout or a file.
+pub async fn export(
+    target: &Target,
+    format: crate::export::Format,
+    queue: Option<String>,
+    since: Option<String>,
+    output: Option<std::path::PathBuf>,
+) -> Result<(), Failure> {
+    let mut url = reqwest::Url::parse(&target.api("/api/export")).map_err(|e| Failure(e.to_string(), 1))?;
+    url.query_pairs_mut().append_pair("format", format.extension());
+    if let Some(q) = &queue {
+        url.query_pairs_mut().append_pair("queue", q);
+    }
+    if let Some(s) = &since {
+        url.query_pairs_mut().append_pair("since", s);
+    }
+    let mut request = http_client()?.get(url);
+    if let Some(t) = &target.token {
+        request = request.bearer_auth(t);
+    }
+    let response = request.send().await.map_err(|e| {
+        Error::NotFound(format!(
+            "local-mcp is not running at {} ({})",
+            target.base,
+            root_cause(&e)
+        ))
+    })?;
+    let status = response.status();
+    let body = response
+        .text()
+        .await
+        .map_err(|e| Failure(format!("the export was cut off: {e}"), 1))?;
+    if !status.is_success() {
+        let message = serde_json::from_str::<Value>(&body)
+            .ok()
+            .and_then(|v| v["error"]["message"].as_str().map(str::to_owned))
+            .unwrap_or_else(|| status.to_string());
+        return Err(Failure(message, 1));
+    }
+    match output {
+        None => print!("{body}"),
+        Some(path) => {
+            crate::paths::write_private(&path, body.as_bytes())
+                .map_err(|e| Failure(format!("cannot write {}: {e}", path.display()), 1))?;
+            eprintln!("export written to {}", path.display());
+        }
+    }
+    Ok(())
+}

@@ -218,6 +218,22 @@ pub enum Command {
         /// Where to write it
         file: PathBuf,
     },
+    /// Save the history as a file: JSON (everything), CSV (a row per instruction) or Markdown
+    Export {
+        #[command(flatten)]
+        connect: Connect,
+        #[arg(long, short, value_enum, default_value = "json")]
+        format: crate::export::Format,
+        /// Only this queue
+        #[arg(long, short)]
+        queue: Option<String>,
+        /// Only what was delivered at or after this date or time (pending ones always)
+        #[arg(long)]
+        since: Option<String>,
+        /// Write it here instead of to stdout
+        #[arg(long, short)]
+        output: Option<PathBuf>,
+    },
     /// Put a backup in place of this database (with no server running); what it replaces is kept aside
     Restore {
         /// The backup archive
@@ -443,6 +459,13 @@ pub fn run(command: Command, cli: &mut clap::Command, serve: &ServeArgs) -> Exit
             | Command::Restore { .. }
             | Command::Completions { .. } => unreachable!("handled above"),
             Command::Backup { connect, file } => commands::backup(&source(connect)?.resolve()?, &file).await,
+            Command::Export {
+                connect,
+                format,
+                queue,
+                since,
+                output,
+            } => commands::export(&source(connect)?.resolve()?, format, queue, since, output).await,
             Command::Config { connect, queue, client } => commands::config(&source(connect)?, queue.as_deref(), client),
             Command::Connect {
                 connect,

@@ -69,8 +69,10 @@ pub struct ListQuery {
     /// Delivered ones only: taken by this agent.
     agent: Option<String>,
     /// Delivered ones only: at or after this time (RFC 3339) or date (`2026-11-24`).
+    #[param(format = DateTime)]
     since: Option<String>,
     /// Delivered ones only: before this time or date.
+    #[param(format = DateTime)]
     until: Option<String>,
 }
 

@@ -13,6 +13,7 @@ mod attachments;
 mod backup;
 mod connect;
 mod error;
+mod export;
 mod extract;
 mod instructions;
 mod mcp_errors;
@@ -69,6 +70,7 @@ fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .merge(status::routes())
         .merge(connect::routes())
         .merge(backup::routes())
+        .merge(export::routes())
         .merge(instructions::routes())
         .merge(attachments::routes())
         .merge(queues::routes())

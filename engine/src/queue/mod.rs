@@ -137,6 +137,37 @@ impl Queue {
         self.blocking(move |i| i.store.backup_to(&out)).await
     }
 
+    /// Everything of `queue` (or every queue) for an export: all pending
+    /// instructions, the delivered ones since `since`, and the reports that
+    /// stand alone.
+    pub async fn export(&self, queue: Option<String>, since: Option<String>) -> Result<crate::export::Export> {
+        let listing = Listing {
+            status: crate::model::StatusFilter::All,
+            queue: queue.clone(),
+            history: crate::model::HistoryFilter {
+                since: since.clone(),
+                ..Default::default()
+            },
+            ..Listing::default()
+        };
+        let instructions = self.list(listing).await?;
+        let reports = self
+            .reports(queue.clone(), None, None, u32::MAX)
+            .await?
+            .into_iter()
+            .filter(|r| r.instruction_id.is_none() && since.as_ref().is_none_or(|s| r.created_at >= *s))
+            .collect();
+        Ok(crate::export::Export {
+            format: "local-mcp-export",
+            version: 1,
+            exported_at: time::now(),
+            queue,
+            since,
+            instructions,
+            reports,
+        })
+    }
+
     // ---- reads --------------------------------------------------------------
 
     /// Instructions for a listing; consumed ones carry their report, if any.

@@ -1,0 +1,67 @@
+//! `GET /api/export?format=json|csv|md&queue=&since=`: the history as a file
+//! (what `local-mcp-server export` saves). See [`crate::export`].
+
+use axum::extract::State;
+use axum::http::header;
+use axum::response::{IntoResponse, Response};
+use serde::Deserialize;
+use utoipa::IntoParams;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use super::error::ErrorBody;
+use super::{ApiQuery, AppState};
+use crate::export::{render, Format};
+use crate::Result;
+
+pub fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(routes!(export))
+}
+
+#[derive(Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct ExportQuery {
+    /// json (default: everything, as the API shows it), csv (a row per instruction) or md (to read)
+    #[param(inline)]
+    format: Option<Format>,
+    /// Only this queue.
+    #[param(
+        min_length = 1,
+        max_length = 64,
+        pattern = "^[A-Za-z0-9._-]*[A-Za-z0-9_-][A-Za-z0-9._-]*$"
+    )]
+    queue: Option<String>,
+    /// Only what was delivered (or reported) at or after this time (RFC 3339) or date; pending ones always.
+    #[param(format = DateTime)]
+    since: Option<String>,
+}
+
+/// Export the history: pending and delivered instructions with their reports
+/// and attachment lists, and the reports that stand alone.
+#[utoipa::path(get, path = "/api/export", tag = "instructions", params(ExportQuery),
+    responses((status = 200, description = "The export, as a file to save",
+            content((Object = "application/json"), (String = "text/csv; charset=utf-8"), (String = "text/markdown; charset=utf-8"))),
+        (status = 400, description = "Not a valid queue, date or format", body = ErrorBody)))]
+async fn export(State(s): State<AppState>, ApiQuery(q): ApiQuery<ExportQuery>) -> Result<Response> {
+    let format = q.format.unwrap_or(Format::Json);
+    let queue = q.queue.as_deref().map(crate::model::queue_name).transpose()?;
+    let since = q.since.as_deref().map(crate::model::time_bound).transpose()?;
+    let data = s.queue.export(queue, since).await?;
+    let text = render(&data, format);
+    let stamp = data.exported_at.replace([':', '.'], "-");
+    Ok((
+        [
+            (header::CONTENT_TYPE, format.content_type().to_owned()),
+            (
+                header::CONTENT_DISPOSITION,
+                format!(
+                    "attachment; filename=\"local-mcp-export-{stamp}.{}\"",
+                    format.extension()
+                ),
+            ),
+        ],
+        text,
+    )
+        .into_response())
+}
