@@ -141,3 +141,32 @@ fn run(app: &AppHandle, client: Option<Client>) {
     });
     refresh(app);
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn status(state: State) -> ClientStatus {
+        ClientStatus {
+            id: Client::Cursor,
+            name: "Cursor",
+            installed: true,
+            state,
+            file: None,
+            detail: None,
+            queue: None,
+            project_level: true,
+            deep_link: true,
+            hook: None,
+        }
+    }
+
+    #[test]
+    fn each_state_reads_as_what_a_click_does() {
+        assert_eq!(label(&status(State::Connected)), "Cursor: connected");
+        assert_eq!(label(&status(State::NotConnected)), "Cursor: connect");
+        assert_eq!(label(&status(State::Outdated)), "Cursor: outdated — update");
+        assert_eq!(label(&status(State::Unreadable)), "Cursor: cannot read its file");
+        assert_eq!(label(&status(State::Unavailable)), "Cursor: unavailable");
+    }
+}

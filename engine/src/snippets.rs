@@ -41,6 +41,8 @@ pub enum Client {
     Opencode,
     Zed,
     LmStudio,
+    /// Goose keeps YAML: local-mcp gives its snippet and install link, and does not edit the file.
+    Goose,
 }
 
 /// Where a snippet goes, for people.
@@ -84,6 +86,7 @@ impl Client {
             Client::Opencode => "opencode",
             Client::Zed => "zed",
             Client::LmStudio => "lm-studio",
+            Client::Goose => "goose",
         }
     }
 
@@ -92,7 +95,7 @@ impl Client {
         Client::ALL.into_iter().find(|c| c.id() == id)
     }
 
-    pub const ALL: [Client; 14] = [
+    pub const ALL: [Client; 15] = [
         Client::Vscode,
         Client::VscodeInsiders,
         Client::ClaudeCode,
@@ -107,6 +110,7 @@ impl Client {
         Client::Opencode,
         Client::Zed,
         Client::LmStudio,
+        Client::Goose,
     ];
 
     pub fn name(self) -> &'static str {
@@ -125,6 +129,7 @@ impl Client {
             Client::Opencode => "opencode",
             Client::Zed => "Zed",
             Client::LmStudio => "LM Studio",
+            Client::Goose => "Goose",
         }
     }
 
@@ -150,6 +155,7 @@ impl Client {
             Client::Opencode => "Add to ~/.config/opencode/opencode.json (or opencode.json in your project).",
             Client::Zed => "Add to ~/.config/zed/settings.json (or .zed/settings.json in your project).",
             Client::LmStudio => "Add to ~/.lmstudio/mcp.json (Program → Install → Edit mcp.json).",
+            Client::Goose => "Add under extensions: in ~/.config/goose/config.yaml (or use Install in Goose).",
         }
     }
 
@@ -170,6 +176,7 @@ impl Client {
             Client::Codex => &["mcp_servers"],
             Client::Opencode => &["mcp"],
             Client::Zed => &["context_servers"],
+            Client::Goose => &["extensions"],
             _ => &["mcpServers"],
         }
     }
@@ -203,6 +210,11 @@ pub fn entry(client: Client, endpoint: &Endpoint<'_>) -> Value {
             json!({ "type": "streamableHttp", "url": url, "timeout": CLIENT_TIMEOUT_SECONDS, "disabled": false })
         }
         Client::Opencode => json!({ "type": "remote", "url": url, "enabled": true }),
+        // Goose: `uri`, `timeout` in seconds (its extension schema).
+        Client::Goose => json!({
+            "enabled": true, "type": "streamable_http", "name": ENTRY_NAME, "uri": url,
+            "timeout": CLIENT_TIMEOUT_SECONDS
+        }),
         // Codex refuses an inline bearer token and ignores `headers`: a literal
         // `http_headers` table is the one way a tray app can give it the token.
         Client::Codex => json!({ "url": url, "tool_timeout_sec": CLIENT_TIMEOUT_SECONDS }),
@@ -235,6 +247,16 @@ pub fn snippet(client: Client, endpoint: &Endpoint<'_>) -> String {
             }
             None => format!("claude mcp add --transport http local-mcp {url}"),
         },
+        Client::Goose => {
+            let entry = entry(client, endpoint);
+            let mut yaml = format!(
+                "extensions:\n  {ENTRY_NAME}:\n    enabled: true\n    type: streamable_http\n    name: {ENTRY_NAME}\n    uri: {url}\n    timeout: {CLIENT_TIMEOUT_SECONDS}\n"
+            );
+            if let Some(auth) = entry["headers"]["Authorization"].as_str() {
+                yaml.push_str(&format!("    headers:\n      Authorization: {auth}\n"));
+            }
+            yaml
+        }
         Client::Codex => {
             let mut doc = toml_edit::DocumentMut::new();
             let mut servers = toml_edit::Table::new();
@@ -369,7 +391,7 @@ mod tests {
     #[test]
     fn every_json_client_gets_its_entry_under_its_own_key() {
         for client in Client::ALL {
-            if matches!(client, Client::ClaudeCode | Client::Codex) {
+            if matches!(client, Client::ClaudeCode | Client::Codex | Client::Goose) {
                 continue;
             }
             let mut v = json_of(client, Some("t0k"));
@@ -417,6 +439,15 @@ mod tests {
             v["mcpServers"]["local-mcp"]["args"],
             json!(["stdio", "--queue", "repo-a"])
         );
+    }
+
+    #[test]
+    fn goose_gets_yaml_with_its_own_field_names() {
+        let text = snippet(Client::Goose, &endpoint(Some("t0k")));
+        assert!(text.starts_with("extensions:\n  local-mcp:\n"), "{text}");
+        assert!(text.contains(&format!("    uri: {URL}\n")) && text.contains("    type: streamable_http\n"));
+        assert!(text.contains("      Authorization: Bearer t0k\n"));
+        assert!(!snippet(Client::Goose, &endpoint(None)).contains("headers"));
     }
 
     #[test]

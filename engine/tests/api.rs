@@ -453,7 +453,8 @@ async fn clients_snippets_come_from_the_engine_and_never_carry_the_token() {
             "cline",
             "opencode",
             "zed",
-            "lm-studio"
+            "lm-studio",
+            "goose"
         ]
     );
     let text = body.to_string();

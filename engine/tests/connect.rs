@@ -34,7 +34,7 @@ fn site(port: u16, token: Option<&str>) -> Site {
 fn file_clients() -> impl Iterator<Item = Client> {
     Client::ALL
         .into_iter()
-        .filter(|c| !matches!(c, Client::ClaudeCode | Client::ClaudeCodeProject))
+        .filter(|c| !matches!(c, Client::ClaudeCode | Client::ClaudeCodeProject | Client::Goose))
 }
 
 /// A JSONC fixture with the client's servers key, comments, trailing commas,
@@ -501,6 +501,18 @@ fn dry_run_changes_nothing() {
         "{\n  \"theme\": \"One Dark\"\n}\n"
     );
     assert!(backups_beside(&file).is_empty() && !env.records.exists());
+}
+
+#[test]
+fn goose_is_pointed_to_its_install_link_not_edited() {
+    let home = tempfile::tempdir().unwrap();
+    let env = env(home.path());
+    let err = connect::connect(&env, &site(8123, None), Client::Goose, &Request::default()).unwrap_err();
+    assert!(err.to_string().contains("YAML"), "{err}");
+    let status = connect::client_status(&env, &site(8123, None), Client::Goose, None);
+    assert_eq!(status.state, State::Unavailable);
+    assert!(status.deep_link, "without a token, Goose's link is offered");
+    assert!(!connect::client_status(&env, &site(8123, Some("t")), Client::Goose, None).deep_link);
 }
 
 #[test]

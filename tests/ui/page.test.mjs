@@ -81,7 +81,7 @@ describe("the queue page", () => {
     await until(() => page.locator("#rail-empty").isVisible(), { what: "empty state" });
     await page.locator("#connect summary").click();
     // The engine's snippets (the same as the tray's and `local-mcp-server config`), one client at a time.
-    await until(async () => (await page.locator("#client-pick option").count()) === 14, { what: "fourteen clients to pick from" });
+    await until(async () => (await page.locator("#client-pick option").count()) === 15, { what: "fifteen clients to pick from" });
     assert.equal(JSON.parse(await page.locator("#client-snippet").textContent()).servers["local-mcp"].url, `${server.url}/mcp`);
     await page.locator("#client-pick").selectOption("claude-code");
     assert.equal(await page.locator("#client-snippet").textContent(), `claude mcp add --transport http local-mcp ${server.url}/mcp`);

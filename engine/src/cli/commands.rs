@@ -25,7 +25,14 @@ pub(super) async fn call(
 }
 
 /// Send a request to the running instance (with its token) and read the JSON answer.
-async fn send(target: &Target, mut request: reqwest::RequestBuilder) -> Result<Value, Failure> {
+async fn send(target: &Target, request: reqwest::RequestBuilder) -> Result<Value, Failure> {
+    let text = send_text(target, request).await?;
+    Ok(serde_json::from_str(&text).unwrap_or(Value::Null))
+}
+
+/// Send a request to the running instance (with its token) and read the
+/// answer's text; an error answer becomes its message.
+async fn send_text(target: &Target, mut request: reqwest::RequestBuilder) -> Result<String, Failure> {
     if let Some(token) = &target.token {
         request = request.bearer_auth(token);
     }
@@ -44,10 +51,10 @@ async fn send(target: &Target, mut request: reqwest::RequestBuilder) -> Result<V
         .text()
         .await
         .map_err(|e| Failure(format!("reading the answer failed: {e}"), 1))?;
-    let value: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
     if status.is_success() {
-        return Ok(value);
+        return Ok(text);
     }
+    let value: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
     let message = value["error"]["message"].as_str().unwrap_or(text.trim());
     let hint = match status.as_u16() {
         401 => " (this local-mcp requires a token: pass --token, or run this where it wrote its connection-info file)",
@@ -487,29 +494,7 @@ pub async fn export(
     if let Some(s) = &since {
         url.query_pairs_mut().append_pair("since", s);
     }
-    let mut request = http_client()?.get(url);
-    if let Some(t) = &target.token {
-        request = request.bearer_auth(t);
-    }
-    let response = request.send().await.map_err(|e| {
-        Error::NotFound(format!(
-            "local-mcp is not running at {} ({})",
-            target.base,
-            root_cause(&e)
-        ))
-    })?;
-    let status = response.status();
-    let body = response
-        .text()
-        .await
-        .map_err(|e| Failure(format!("the export was cut off: {e}"), 1))?;
-    if !status.is_success() {
-        let message = serde_json::from_str::<Value>(&body)
-            .ok()
-            .and_then(|v| v["error"]["message"].as_str().map(str::to_owned))
-            .unwrap_or_else(|| status.to_string());
-        return Err(Failure(message, 1));
-    }
+    let body = send_text(target, http_client()?.get(url)).await?;
     match output {
         None => print!("{body}"),
         Some(path) => {

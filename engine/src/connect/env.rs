@@ -110,13 +110,14 @@ impl Env {
     }
 
     /// The client's user-level configuration file, or `None` where it has
-    /// none we may write (Claude Code's is its own `claude mcp` command's).
+    /// none we may write (Claude Code's is its own `claude mcp` command's;
+    /// Goose's is YAML, which we do not edit: its comments would not survive).
     pub fn user_file(&self, client: Client) -> Option<PathBuf> {
         Some(match client {
             Client::Vscode => self.vscode_user(false).join("mcp.json"),
             Client::VscodeInsiders => self.vscode_user(true).join("mcp.json"),
             Client::Cursor => self.home.join(".cursor").join("mcp.json"),
-            Client::ClaudeCode | Client::ClaudeCodeProject => return None,
+            Client::ClaudeCode | Client::ClaudeCodeProject | Client::Goose => return None,
             Client::Codex => self.codex_home().join("config.toml"),
             Client::Windsurf => self.home.join(".codeium").join("windsurf").join("mcp_config.json"),
             Client::ClaudeDesktop => claude_desktop_file(self),
@@ -168,9 +169,12 @@ impl Env {
                     project.join("opencode.json")
                 });
             }
-            Client::Windsurf | Client::ClaudeDesktop | Client::CopilotCli | Client::Cline | Client::LmStudio => {
-                return None
-            }
+            Client::Windsurf
+            | Client::ClaudeDesktop
+            | Client::CopilotCli
+            | Client::Cline
+            | Client::LmStudio
+            | Client::Goose => return None,
         };
         Some(relative.iter().fold(project.to_path_buf(), |p, part| p.join(part)))
     }
@@ -215,6 +219,7 @@ impl Env {
                 &["zed", "zeditor"],
             ),
             Client::LmStudio => (vec![self.home.join(".lmstudio")], &["lms"]),
+            Client::Goose => (vec![self.xdg_config().join("goose")], &["goose"]),
         };
         dirs.iter().any(|d| d.exists()) || commands.iter().any(|c| self.on_path(c).is_some())
     }

@@ -7,7 +7,10 @@
 //! (code.visualstudio.com/docs/copilot/guides/mcp-developer-guide), Cursor
 //! `cursor://anysphere.cursor-deeplink/mcp/install?name=…&config=<base64 JSON>`
 //! (cursor.com/docs/mcp/install-links), LM Studio
-//! `lmstudio://add_mcp?name=…&config=<base64 JSON>` (lmstudio.ai/docs/app/mcp/deeplink).
+//! `lmstudio://add_mcp?name=…&config=<base64 JSON>` (lmstudio.ai/docs/app/mcp/deeplink),
+//! Goose `goose://extension?url=…&type=streamable_http&id=…&name=…&timeout=…`
+//! (block.github.io/goose, "Deeplinks"). Goose's link has no place for a header:
+//! with a token required it is not offered.
 
 use base64::Engine as _;
 use percent_encoding::{utf8_percent_encode, NON_ALPHANUMERIC};
@@ -38,6 +41,17 @@ pub fn link(client: Client, entry: &Value) -> Option<String> {
             "lmstudio://add_mcp?name={ENTRY_NAME}&config={}",
             encode(&b64())
         )),
+        Client::Goose => {
+            if entry.get("headers").is_some() {
+                return None;
+            }
+            Some(format!(
+                "goose://extension?url={}&type=streamable_http&id={ENTRY_NAME}&name={ENTRY_NAME}&description={}&timeout={}",
+                encode(entry["uri"].as_str()?),
+                encode("The user's instruction queue (get_user_request)"),
+                entry["timeout"].as_u64()?
+            ))
+        }
         _ => None,
     }
 }
@@ -74,5 +88,24 @@ mod tests {
         assert_eq!(v["name"], "local-mcp");
         assert_eq!(v["type"], "http");
         assert!(link(Client::Codex, &entry).is_none());
+
+        let goose = link(
+            Client::Goose,
+            &json!({"uri": "http://127.0.0.1:8000/mcp", "timeout": 86460}),
+        )
+        .unwrap();
+        assert!(
+            goose.starts_with(
+                "goose://extension?url=http%3A%2F%2F127%2E0%2E0%2E1%3A8000%2Fmcp&type=streamable_http&id=local-mcp"
+            ),
+            "{goose}"
+        );
+        assert!(goose.ends_with("&timeout=86460"));
+        // A token cannot ride in Goose's link: no link then.
+        assert!(link(
+            Client::Goose,
+            &json!({"uri": "u", "timeout": 1, "headers": {"Authorization": "Bearer t"}})
+        )
+        .is_none());
     }
 }

@@ -185,6 +185,11 @@ fn place(env: &Env, client: Client, project: Option<&Path>) -> Result<Place> {
                 client.name()
             ))
         }),
+        (Client::Goose, None) => Err(Error::Conflict(
+            "Goose keeps its settings in YAML, which local-mcp does not edit (its comments and layout would not \
+             survive); use Install in Goose, or paste what `config goose` prints under extensions:"
+                .into(),
+        )),
         (_, None) => env
             .user_file(client)
             .map(Place::File)
