@@ -395,7 +395,8 @@ describe("queues", () => {
     await tab.click();
     await until(async () => (await railTexts(page)).length === 0, { what: "proj's empty rail" });
     assert.equal(await tab.getAttribute("aria-pressed"), "true");
-    assert.match(await page.locator("#mcp-url").textContent(), /\/mcp\/q\/proj$/);
+    // The URL comes from the engine's snippets for proj, fetched after the switch.
+    await until(async () => /\/mcp\/q\/proj$/.test(await page.locator("#mcp-url").textContent()), { what: "proj's MCP URL" });
 
     // Hold proj, then queue an instruction for alpha only: it waits on the rail with its chip.
     await page.locator("#queue-hold").click();
