@@ -37,6 +37,9 @@ pub enum EventKind {
     /// An agent reported what it did, or asked something.
     #[serde(rename = "report.created")]
     ReportCreated,
+    /// An export was imported: history (and perhaps queues) changed at once; reload.
+    #[serde(rename = "history.imported")]
+    HistoryImported,
 }
 
 impl EventKind {
@@ -50,6 +53,7 @@ impl EventKind {
             EventKind::ConfigUpdated => "config.updated",
             EventKind::QueueUpdated => "queue.updated",
             EventKind::ReportCreated => "report.created",
+            EventKind::HistoryImported => "history.imported",
         }
     }
 }
@@ -64,6 +68,7 @@ pub enum EventData {
     Config(Settings),
     Queue(QueueChange),
     Report(Report),
+    Imported(Box<crate::export::ImportSummary>),
 }
 
 /// A queue as it is after a change; `renamed_from` when the change was a rename.

@@ -1,12 +1,32 @@
 //! The history as a file a person keeps or reads elsewhere: JSON (everything,
-//! as the API shows it), CSV (one row per instruction, for a spreadsheet) or
-//! Markdown (to read). Built from the same models the API returns; the
-//! attachment files themselves travel in a backup (`backup FILE`), an export
-//! lists them.
+//! as the API shows it), CSV (one row per instruction, for a spreadsheet),
+//! Markdown (to read) or a bundle (a tar archive of the JSON and each
+//! attachment's original file, which `import` takes back whole). Built from
+//! the same models the API returns.
+//!
+//! Reading one back ([`open`]) only parses: what the engine accepts from it is
+//! decided by the queue's import, with the same checks as any other input.
 
-use serde::Serialize;
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
 
-use crate::model::{Instruction, InstructionStatus, Report};
+use serde::{Deserialize, Serialize};
+
+use crate::model::{Attachment, Instruction, InstructionStatus, Report};
+use crate::{Error, Result};
+
+/// What every export says it is.
+pub const FORMAT_NAME: &str = "local-mcp-export";
+/// The export layout this program writes and reads.
+pub const FORMAT_VERSION: u32 = 1;
+/// The JSON's name inside a bundle.
+pub const BUNDLE_JSON: &str = "export.json";
+/// The folder of a bundle that holds each attachment's original, named by the attachment's id.
+pub const BUNDLE_FILES: &str = "files";
+/// The largest JSON an import reads (a 100,000-entry history is about 60 MB).
+pub const MAX_IMPORT_JSON_BYTES: u64 = 512 * 1024 * 1024;
 
 /// The formats `GET /api/export` and `export` write.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize, clap::ValueEnum, utoipa::ToSchema)]
@@ -15,6 +35,8 @@ pub enum Format {
     Json,
     Csv,
     Md,
+    /// A tar archive: `export.json` and `files/<attachment id>`.
+    Bundle,
 }
 
 impl Format {
@@ -23,6 +45,17 @@ impl Format {
             Format::Json => "application/json",
             Format::Csv => "text/csv; charset=utf-8",
             Format::Md => "text/markdown; charset=utf-8",
+            Format::Bundle => "application/x-tar",
+        }
+    }
+
+    /// Its name in `?format=` and `--format`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::Json => "json",
+            Format::Csv => "csv",
+            Format::Md => "md",
+            Format::Bundle => "bundle",
         }
     }
 
@@ -31,6 +64,7 @@ impl Format {
             Format::Json => "json",
             Format::Csv => "csv",
             Format::Md => "md",
+            Format::Bundle => "tar",
         }
     }
 }
@@ -52,13 +86,189 @@ pub struct Export {
     pub reports: Vec<Report>,
 }
 
-/// The file's text in `format`.
+/// The file's text in `format` (a bundle is its JSON: [`write_bundle`] archives it).
 pub fn render(export: &Export, format: Format) -> String {
     match format {
-        Format::Json => serde_json::to_string_pretty(export).unwrap_or_default(),
+        Format::Json | Format::Bundle => serde_json::to_string_pretty(export).unwrap_or_default(),
         Format::Csv => csv(export),
         Format::Md => markdown(export),
     }
+}
+
+/// Write a bundle to `out`: the JSON, then each attachment's original file
+/// (`original` says where it is on disk).
+pub fn write_bundle(export: &Export, out: impl Write, original: impl Fn(&Attachment) -> PathBuf) -> Result<()> {
+    let io = |e: std::io::Error| Error::internal("cannot write the bundle", e);
+    let mut archive = tar::Builder::new(out);
+    let json = render(export, Format::Json);
+    let mut header = tar::Header::new_gnu();
+    header.set_size(json.len() as u64);
+    header.set_mode(0o600);
+    header.set_mtime(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs()),
+    );
+    archive
+        .append_data(&mut header, BUNDLE_JSON, json.as_bytes())
+        .map_err(io)?;
+    for a in export.instructions.iter().flat_map(|i| &i.attachments) {
+        let mut file = File::open(original(a)).map_err(io)?;
+        archive
+            .append_file(format!("{BUNDLE_FILES}/{}", a.id), &mut file)
+            .map_err(io)?;
+    }
+    archive.into_inner().and_then(|mut w| w.flush()).map_err(io)
+}
+
+/// What an import did, or would do (`dry_run`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+pub struct ImportSummary {
+    pub dry_run: bool,
+    /// Pending instructions added at the back of their queues.
+    pub pending: usize,
+    /// Delivered instructions added to the history.
+    pub delivered: usize,
+    /// Reports added (on instructions, and standing alone).
+    pub reports: usize,
+    /// Attachment files added.
+    pub attachments: usize,
+    /// Items skipped because they are already here (same id, same item).
+    pub already_present: usize,
+    /// Items whose id was taken by something else, given a new one.
+    pub new_ids: usize,
+    /// Queues the import creates.
+    pub queues_created: Vec<String>,
+    /// Attachments a JSON export lists without their files (a bundle carries them).
+    pub attachments_not_in_file: usize,
+}
+
+/// An export as an import reads it: the models are the API's, checked again
+/// by the import before anything is written.
+#[derive(Debug, Deserialize)]
+pub struct Incoming {
+    #[serde(default)]
+    pub instructions: Vec<Instruction>,
+    #[serde(default)]
+    pub reports: Vec<Report>,
+}
+
+/// A file opened for import: its export, and where a bundle keeps each
+/// attachment's bytes (read one at a time, never all at once).
+#[derive(Debug)]
+pub struct Opened {
+    pub export: Incoming,
+    /// `None` for a JSON export (it lists attachments without their files).
+    pub bundle: Option<Bundle>,
+}
+
+/// The attachment files of a bundle: offset and size of each, by attachment id.
+#[derive(Debug)]
+pub struct Bundle {
+    path: PathBuf,
+    files: HashMap<String, (u64, u64)>,
+}
+
+impl Bundle {
+    /// The bytes of attachment `id`, if the bundle has them.
+    pub fn read(&self, id: &str) -> Result<Option<Vec<u8>>> {
+        let Some(&(offset, size)) = self.files.get(id) else {
+            return Ok(None);
+        };
+        let io = |e: std::io::Error| Error::Invalid(format!("cannot read the bundle's file for attachment {id}: {e}"));
+        let mut file = File::open(&self.path).map_err(io)?;
+        file.seek(SeekFrom::Start(offset)).map_err(io)?;
+        let mut bytes = Vec::with_capacity(size as usize);
+        file.take(size).read_to_end(&mut bytes).map_err(io)?;
+        if bytes.len() as u64 != size {
+            return Err(Error::Invalid(format!(
+                "the bundle is cut off inside the file of attachment {id}"
+            )));
+        }
+        Ok(Some(bytes))
+    }
+}
+
+/// Open an export file: JSON, or a bundle (told apart by the tar header, not the name).
+pub fn open(path: &Path) -> Result<Opened> {
+    let name = path.display();
+    let bad = |why: String| Error::Invalid(format!("{name} {why}"));
+    let mut file = File::open(path).map_err(|e| bad(format!("cannot be read: {e}")))?;
+    let mut head = [0u8; 512];
+    let mut got = 0;
+    while got < head.len() {
+        match file.read(&mut head[got..]) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(e) => return Err(bad(format!("cannot be read: {e}"))),
+        }
+    }
+    let is_tar = got == 512 && &head[257..262] == b"ustar";
+    file.seek(SeekFrom::Start(0))
+        .map_err(|e| bad(format!("cannot be read: {e}")))?;
+    if !is_tar {
+        let len = file.metadata().map(|m| m.len()).unwrap_or(0);
+        if len > MAX_IMPORT_JSON_BYTES {
+            return Err(bad(format!(
+                "is {len} bytes; an export's JSON is at most {MAX_IMPORT_JSON_BYTES}"
+            )));
+        }
+        let export = parse_json(std::io::BufReader::new(file)).map_err(bad)?;
+        return Ok(Opened { export, bundle: None });
+    }
+    let mut archive = tar::Archive::new(file);
+    let mut export = None;
+    let mut files = HashMap::new();
+    let entries = archive
+        .entries()
+        .map_err(|e| bad(format!("is not a readable archive: {e}")))?;
+    for entry in entries {
+        let mut entry = entry.map_err(|e| bad(format!("is not a readable archive: {e}")))?;
+        let entry_path = entry
+            .path()
+            .map_err(|e| bad(format!("has an entry with an unreadable name: {e}")))?
+            .to_string_lossy()
+            .into_owned();
+        if entry_path == BUNDLE_JSON {
+            if entry.size() > MAX_IMPORT_JSON_BYTES {
+                return Err(bad(format!(
+                    "holds an {BUNDLE_JSON} larger than {MAX_IMPORT_JSON_BYTES} bytes"
+                )));
+            }
+            export = Some(parse_json(&mut entry).map_err(|why| bad(format!("holds an {BUNDLE_JSON} that {why}")))?);
+        } else if let Some(id) = entry_path.strip_prefix(&format!("{BUNDLE_FILES}/")) {
+            if entry.header().entry_type().is_file() && !id.is_empty() && !id.contains('/') {
+                files.insert(id.to_owned(), (entry.raw_file_position(), entry.size()));
+            }
+        }
+        // Anything else in the archive is not ours to read; it is left alone.
+    }
+    let export = export.ok_or_else(|| bad(format!("is an archive without {BUNDLE_JSON}: not a local-mcp bundle")))?;
+    Ok(Opened {
+        export,
+        bundle: Some(Bundle {
+            path: path.to_owned(),
+            files,
+        }),
+    })
+}
+
+fn parse_json(reader: impl Read) -> std::result::Result<Incoming, String> {
+    let value: serde_json::Value =
+        serde_json::from_reader(reader).map_err(|e| format!("is not a local-mcp export (JSON or bundle): {e}"))?;
+    let format = value.get("format").and_then(|f| f.as_str()).unwrap_or_default();
+    if format != FORMAT_NAME {
+        return Err(format!(
+            "is not a local-mcp export: its \"format\" is {format:?}, not {FORMAT_NAME:?}"
+        ));
+    }
+    let version = value.get("version").and_then(|v| v.as_u64()).unwrap_or(0);
+    if version != u64::from(FORMAT_VERSION) {
+        return Err(format!(
+            "is an export of version {version}; this local-mcp reads version {FORMAT_VERSION} (a newer local-mcp wrote it?)"
+        ));
+    }
+    serde_json::from_value(value).map_err(|e| format!("does not have the shape of an export: {e}"))
 }
 
 fn csv(export: &Export) -> String {

@@ -388,6 +388,7 @@ async fn the_openapi_document_covers_every_api_route_and_the_docs_page_is_local(
         ("/api/connect/link", "post"),
         ("/api/backup", "get"),
         ("/api/export", "get"),
+        ("/api/import", "post"),
         ("/api/events", "get"),
         ("/api/session", "get"),
         ("/api/session", "post"),

@@ -32,7 +32,10 @@ def test_the_api_keeps_to_its_openapi_document(make_server, tmp_path):
          # (fuzzing picks "/"): those writes are tested with fixture homes in
          # engine/tests/connect.rs and by the page test; the reads stay fuzzed.
          "--exclude-operation-id", "connect_one", "--exclude-operation-id", "disconnect_one",
-         "--exclude-operation-id", "update_all", "--exclude-operation-id", "open_link", "--no-color",
+         "--exclude-operation-id", "update_all", "--exclude-operation-id", "open_link",
+         # An import's body is an export file, whose rules (valid items, matching
+         # files) no schema can state: engine/tests/import.rs sends real ones.
+         "--exclude-operation-id", "import", "--no-color",
          "--report", "junit", "--report-dir", str(tmp_path)],
         capture_output=True, text=True, timeout=1200,
         env=dict(os.environ, SCHEMATHESIS_HOOKS="", NO_COLOR="1"),

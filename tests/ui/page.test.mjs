@@ -275,19 +275,29 @@ describe("the queue page", () => {
     }
   });
 
-  test("1,200 ledger entries: the page shows 20 and loads more on demand", async () => {
+  test("1,200 ledger entries: the page shows the newest first and loads more as one scrolls", async () => {
     for (const i of await server.pending()) await server.api("DELETE", `/api/instructions/${i.id}`);
     for (let i = 0; i < 1200; i++) await server.add(`bulk ${i}`);
     for (let i = 0; i < 1200; i++) await server.consume("bulk-agent");
     const t0 = Date.now();
     const { page, errors, context } = await openPage(browser, server);
-    await until(async () => (await page.locator("#ledger .entry").count()) === 20, { what: "20 ledger rows" });
+    await until(async () => (await page.locator("#ledger .entry").count()) >= 20, { what: "the first ledger rows" });
     const loaded = Date.now() - t0;
     assert.ok(loaded < 3000, `page with a long ledger ready in ${loaded} ms`);
+    assert.ok((await page.locator("#ledger .entry").count()) < 1200, "not everything at once");
     assert.match(await page.locator("#ledger-aside").textContent(), /12\d\d delivered/);
-    await page.locator("#ledger-more").click();
-    await until(async () => (await page.locator("#ledger .entry").count()) === 120, { what: "show more" });
     assert.equal(await page.locator("#ledger .entry__text").first().textContent(), "bulk 1199", "newest first");
+    // Scrolling to the end of what is shown brings the next entries, to the last one.
+    let shown = 0;
+    for (let step = 0; step < 40 && shown < 1200; step++) {
+      // As a person would: to the last entry shown (the list re-renders as it grows).
+      await page.evaluate(() => [...document.querySelectorAll("#ledger .entry")].at(-1)?.scrollIntoView());
+      const before = shown;
+      await until(async () => (shown = await page.locator("#ledger .entry").count()) > before || shown === 1200, { what: `more rows after ${before}` });
+    }
+    assert.equal(shown, 1200, "scrolling reaches the oldest");
+    assert.equal(await page.locator("#ledger .entry__text").last().textContent(), "bulk 0", "oldest last");
+    assert.ok(await page.locator("#ledger-more").isHidden(), "nothing more to show");
     // The search box looks through the whole history on the server, not just what is shown.
     await page.locator("#ledger-search").fill("bulk 1198");
     await until(async () => (await page.locator("#ledger-aside").textContent()) === "1 found", { what: "one found" });
@@ -295,7 +305,44 @@ describe("the queue page", () => {
     await page.locator("#ledger-search").fill("nothing like it");
     await until(async () => (await page.locator("#ledger-aside").textContent()) === "nothing found", { what: "nothing found" });
     await page.locator("#ledger-search").fill("");
-    await until(async () => (await page.locator("#ledger .entry").count()) === 120, { what: "the ledger back" });
+    await until(async () => (await page.locator("#ledger .entry").count()) === 1200, { what: "the ledger back" });
+    assert.deepEqual(errors, []);
+    await context.close();
+  });
+
+  test("the Show more button loads the next entries by keyboard", async () => {
+    const { page, errors, context } = await openPage(browser, server, { height: 400 });
+    await until(async () => (await page.locator("#ledger .entry").count()) >= 20, { what: "the first ledger rows" });
+    const before = await page.locator("#ledger .entry").count();
+    assert.ok(before < 1200);
+    await page.locator("#ledger-more").focus();
+    await page.keyboard.press("Enter");
+    await until(async () => (await page.locator("#ledger .entry").count()) > before, { what: "more after Enter" });
+    assert.deepEqual(errors, []);
+    await context.close();
+  });
+
+  test("an import shows in the open page: its pending work on the rail, its history in the ledger", async () => {
+    const { page, errors, context } = await openPage(browser, server);
+    await until(async () => (await page.locator("#ledger .entry").count()) >= 20, { what: "the ledger" });
+    const file = {
+      format: "local-mcp-export", version: 1,
+      instructions: [
+        { id: "imported-pending-1", content: "Imported and pending", status: "pending", created_at: "2026-01-02T00:00:00Z",
+          updated_at: "2026-01-02T00:00:00Z", consumed_at: null, consumed_by_agent_id: null, position: 1, queue: "default", target: null },
+        { id: "imported-done-1", content: "Imported from another machine", status: "consumed", created_at: "2026-01-01T00:00:00Z",
+          updated_at: "2026-01-01T00:00:00Z", consumed_at: "2999-01-01T00:00:00Z", consumed_by_agent_id: "elsewhere", position: 2,
+          queue: "default", target: null, report: { id: "imported-report-1", queue: "default", agent_id: "elsewhere",
+            instruction_id: "imported-done-1", content: "Done **there**", options: [], html: "<script>alert(1)</script>", created_at: "2999-01-01T00:00:01Z" } },
+      ],
+      reports: [],
+    };
+    const r = await server.api("POST", "/api/import", file);
+    assert.equal(r.status, 200, JSON.stringify(r.body));
+    await until(async () => (await railTexts(page)).includes("Imported and pending"), { what: "the imported ticket" });
+    await until(async () => (await page.locator("#ledger .entry__text").first().textContent()) === "Imported from another machine", { what: "the imported history, newest first" });
+    const report = page.locator("#ledger .entry").first().locator("strong");
+    assert.equal(await report.textContent(), "there", "the report's HTML is rendered here, not taken from the file");
     assert.deepEqual(errors, []);
     await context.close();
   });

@@ -81,6 +81,8 @@ export function connect(reload) {
     }
   });
   source.addEventListener("stream.reset", () => reload());
+  // An import changed the history (and perhaps the queues) at once: reload.
+  source.addEventListener("history.imported", () => reload());
 }
 
 function startPolling(reload) {

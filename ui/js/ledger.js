@@ -2,7 +2,7 @@
 // again" and the report each agent gave on it. A delivery in doubt (its
 // answer was cut off) is not struck through: it says so, and "Send again"
 // (to that agent, first in line) is the obvious next step. It shows a window of the
-// history and loads more on request. Filtered to one agent it reads as a
+// history and loads more as one scrolls (or presses "Show more"). Filtered to one agent it reads as a
 // conversation: instruction, report, instruction, report — with the
 // reports that stand alone (questions, notes) in their place. The search box
 // looks through the whole history on the server (instructions and reports).
@@ -90,9 +90,41 @@ function renderLedger() {
   $("ledger-more").hidden = shown.length >= total;
 }
 
+let loadingMore = false;
+
 async function showMore() {
-  ledgerShown += LEDGER_PAGE * 5;
-  if (!(await fillLedger())) renderLedger();
+  if (loadingMore) return; // the button and the scroll can both ask at once
+  loadingMore = true;
+  try {
+    ledgerShown += LEDGER_PAGE * 5;
+    if (!(await fillLedger())) renderLedger();
+  } finally {
+    loadingMore = false;
+  }
+}
+
+/**
+ * Scrolling near the end of the ledger loads the next entries, as if "Show
+ * more" was pressed (the button stays, for keyboards and for screen readers).
+ * An answer that leaves the button in view asks again: a tall window fills.
+ */
+function loadWhileScrolling() {
+  if (!("IntersectionObserver" in window)) return;
+  const more = $("ledger-more");
+  let inView = false;
+  const observer = new IntersectionObserver(
+    async (entries) => {
+      inView = entries.some((e) => e.isIntersecting);
+      while (inView && !more.hidden && !loadingMore) {
+        const before = $("ledger").children.length;
+        await showMore();
+        if ($("ledger").children.length === before) break; // nothing more came: wait for the next scroll
+        await new Promise((r) => requestAnimationFrame(r));
+      }
+    },
+    { rootMargin: "0px 0px 400px 0px" },
+  );
+  observer.observe(more);
 }
 
 /**
@@ -209,6 +241,7 @@ export function initLedger() {
     if (btn) sendAgain(btn);
   });
   $("ledger-more").addEventListener("click", showMore);
+  loadWhileScrolling();
   on("queue", ({ kind }) => {
     if (kind === "load" || kind === KIND.consumed) renderLedger();
     if (kind === "load") fillLedger();

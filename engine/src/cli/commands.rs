@@ -32,7 +32,7 @@ async fn send(target: &Target, request: reqwest::RequestBuilder) -> Result<Value
 
 /// Send a request to the running instance (with its token) and read the
 /// answer's text; an error answer becomes its message.
-async fn send_text(target: &Target, mut request: reqwest::RequestBuilder) -> Result<String, Failure> {
+pub(super) async fn send_text(target: &Target, mut request: reqwest::RequestBuilder) -> Result<String, Failure> {
     if let Some(token) = &target.token {
         request = request.bearer_auth(token);
     }
@@ -429,79 +429,5 @@ pub fn config(source: &Source, queue: Option<&str>, client: Client) -> Result<()
     };
     eprintln!("{}: {}", client.name(), client.how());
     println!("{}", snippets::snippet(client, &endpoint).trim_end());
-    Ok(())
-}
-
-/// `backup FILE`: the running server's archive, written beside FILE first
-/// and renamed into place once complete.
-pub async fn backup(target: &Target, file: &std::path::Path) -> Result<(), Failure> {
-    use futures::StreamExt as _;
-    use tokio::io::AsyncWriteExt as _;
-    let client = super::target::http_client()?;
-    let mut request = client.get(target.api("/api/backup"));
-    if let Some(t) = &target.token {
-        request = request.bearer_auth(t);
-    }
-    let response = request.send().await.map_err(|e| {
-        Error::NotFound(format!(
-            "local-mcp is not running at {} ({})",
-            target.base,
-            super::target::root_cause(&e)
-        ))
-    })?;
-    if !response.status().is_success() {
-        return Err(Failure(
-            format!("the server refused the backup: {}", response.status()),
-            1,
-        ));
-    }
-    let mut part = file.as_os_str().to_owned();
-    part.push(".part");
-    let part = std::path::PathBuf::from(part);
-    let fail = |e: std::io::Error| Failure(format!("cannot write {}: {e}", file.display()), 1);
-    let mut out = tokio::fs::File::create(&part).await.map_err(fail)?;
-    let mut body = response.bytes_stream();
-    let mut size = 0u64;
-    while let Some(chunk) = body.next().await {
-        let chunk = chunk.map_err(|e| Failure(format!("the backup was cut off: {e}"), 1))?;
-        size += chunk.len() as u64;
-        out.write_all(&chunk).await.map_err(fail)?;
-    }
-    out.sync_all().await.map_err(fail)?;
-    drop(out);
-    tokio::fs::rename(&part, file).await.map_err(fail)?;
-    println!(
-        "backup written to {} ({:.1} MiB)",
-        file.display(),
-        size as f64 / 1_048_576.0
-    );
-    Ok(())
-}
-
-/// `export`: the server's export, to stdout or a file.
-pub async fn export(
-    target: &Target,
-    format: crate::export::Format,
-    queue: Option<String>,
-    since: Option<String>,
-    output: Option<std::path::PathBuf>,
-) -> Result<(), Failure> {
-    let mut url = reqwest::Url::parse(&target.api("/api/export")).map_err(|e| Failure(e.to_string(), 1))?;
-    url.query_pairs_mut().append_pair("format", format.extension());
-    if let Some(q) = &queue {
-        url.query_pairs_mut().append_pair("queue", q);
-    }
-    if let Some(s) = &since {
-        url.query_pairs_mut().append_pair("since", s);
-    }
-    let body = send_text(target, http_client()?.get(url)).await?;
-    match output {
-        None => print!("{body}"),
-        Some(path) => {
-            crate::paths::write_private(&path, body.as_bytes())
-                .map_err(|e| Failure(format!("cannot write {}: {e}", path.display()), 1))?;
-            eprintln!("export written to {}", path.display());
-        }
-    }
     Ok(())
 }

@@ -16,6 +16,7 @@ mod hook;
 mod logs;
 pub mod remote;
 pub mod target;
+mod transfer;
 
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
@@ -218,7 +219,8 @@ pub enum Command {
         /// Where to write it
         file: PathBuf,
     },
-    /// Save the history as a file: JSON (everything), CSV (a row per instruction) or Markdown
+    /// Save the history as a file: JSON (everything), CSV (a row per instruction), Markdown,
+    /// or a bundle (the JSON and the attachment files, for `import`; needs --output)
     Export {
         #[command(flatten)]
         connect: Connect,
@@ -233,6 +235,20 @@ pub enum Command {
         /// Write it here instead of to stdout
         #[arg(long, short)]
         output: Option<PathBuf>,
+    },
+    /// Bring an export (JSON or bundle) into the running server: pending instructions join the
+    /// back of their queues, history stays history; a file with anything wrong is refused whole
+    Import {
+        #[command(flatten)]
+        connect: Connect,
+        /// The export file (`export` or `export --format bundle` wrote it)
+        file: PathBuf,
+        /// Check it and say what would change, changing nothing
+        #[arg(long)]
+        dry_run: bool,
+        /// Print the summary as JSON
+        #[arg(long)]
+        json: bool,
     },
     /// Put a backup in place of this database (with no server running); what it replaces is kept aside
     Restore {
@@ -458,14 +474,20 @@ pub fn run(command: Command, cli: &mut clap::Command, serve: &ServeArgs) -> Exit
             | Command::Service { .. }
             | Command::Restore { .. }
             | Command::Completions { .. } => unreachable!("handled above"),
-            Command::Backup { connect, file } => commands::backup(&source(connect)?.resolve()?, &file).await,
+            Command::Backup { connect, file } => transfer::backup(&source(connect)?.resolve()?, &file).await,
+            Command::Import {
+                connect,
+                file,
+                dry_run,
+                json,
+            } => transfer::import(&source(connect)?.resolve()?, &file, dry_run, json).await,
             Command::Export {
                 connect,
                 format,
                 queue,
                 since,
                 output,
-            } => commands::export(&source(connect)?.resolve()?, format, queue, since, output).await,
+            } => transfer::export(&source(connect)?.resolve()?, format, queue, since, output).await,
             Command::Config { connect, queue, client } => commands::config(&source(connect)?, queue.as_deref(), client),
             Command::Connect {
                 connect,

@@ -1,6 +1,7 @@
 //! `GET /api/export?format=json|csv|md&queue=&since=`: the history as a file
 //! (what `local-mcp-server export` saves). See [`crate::export`].
 
+use axum::body::Body;
 use axum::extract::State;
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
@@ -12,7 +13,7 @@ use utoipa_axum::routes;
 use super::error::ErrorBody;
 use super::{ApiQuery, AppState};
 use crate::export::{render, Format};
-use crate::Result;
+use crate::{Error, Result};
 
 pub fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new().routes(routes!(export))
@@ -22,7 +23,8 @@ pub fn routes() -> OpenApiRouter<AppState> {
 #[serde(deny_unknown_fields)]
 #[into_params(parameter_in = Query)]
 pub struct ExportQuery {
-    /// json (default: everything, as the API shows it), csv (a row per instruction) or md (to read)
+    /// json (default: everything, as the API shows it), csv (a row per instruction), md (to read)
+    /// or bundle (a tar of the JSON and the attachment files, for `import`)
     #[param(inline)]
     format: Option<Format>,
     /// Only this queue.
@@ -41,27 +43,38 @@ pub struct ExportQuery {
 /// and attachment lists, and the reports that stand alone.
 #[utoipa::path(get, path = "/api/export", tag = "instructions", params(ExportQuery),
     responses((status = 200, description = "The export, as a file to save",
-            content((Object = "application/json"), (String = "text/csv; charset=utf-8"), (String = "text/markdown; charset=utf-8"))),
+            content((Object = "application/json"), (String = "text/csv; charset=utf-8"), (String = "text/markdown; charset=utf-8"),
+                (Vec<u8> = "application/x-tar"))),
         (status = 400, description = "Not a valid queue, date or format", body = ErrorBody)))]
 async fn export(State(s): State<AppState>, ApiQuery(q): ApiQuery<ExportQuery>) -> Result<Response> {
     let format = q.format.unwrap_or(Format::Json);
     let queue = q.queue.as_deref().map(crate::model::queue_name).transpose()?;
     let since = q.since.as_deref().map(crate::model::time_bound).transpose()?;
-    let data = s.queue.export(queue, since).await?;
-    let text = render(&data, format);
-    let stamp = data.exported_at.replace([':', '.'], "-");
-    Ok((
-        [
-            (header::CONTENT_TYPE, format.content_type().to_owned()),
-            (
-                header::CONTENT_DISPOSITION,
-                format!(
-                    "attachment; filename=\"local-mcp-export-{stamp}.{}\"",
-                    format.extension()
-                ),
+    let stamp = crate::time::now().replace([':', '.'], "-");
+    let headers = [
+        (header::CONTENT_TYPE, format.content_type().to_owned()),
+        (
+            header::CONTENT_DISPOSITION,
+            format!(
+                "attachment; filename=\"local-mcp-export-{stamp}.{}\"",
+                format.extension()
             ),
-        ],
-        text,
-    )
-        .into_response())
+        ),
+    ];
+    if format == Format::Bundle {
+        let out = std::env::temp_dir().join(format!("local-mcp-export-{}.tar", uuid::Uuid::new_v4().simple()));
+        let written = s.queue.export_bundle(queue, since, out.clone()).await;
+        let file = match written {
+            Ok(()) => tokio::fs::File::open(&out)
+                .await
+                .map_err(|e| Error::internal("cannot read the bundle back", e)),
+            Err(e) => Err(e),
+        };
+        // The open handle keeps the data; the name can go now (Unix).
+        #[cfg(unix)]
+        let _ = tokio::fs::remove_file(&out).await;
+        return Ok((headers, Body::from_stream(tokio_util::io::ReaderStream::new(file?))).into_response());
+    }
+    let data = s.queue.export(queue, since).await?;
+    Ok((headers, render(&data, format)).into_response())
 }

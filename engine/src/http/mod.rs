@@ -15,6 +15,7 @@ mod connect;
 mod error;
 mod export;
 mod extract;
+mod import;
 mod instructions;
 mod mcp_errors;
 mod openapi;
@@ -71,6 +72,7 @@ fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .merge(connect::routes())
         .merge(backup::routes())
         .merge(export::routes())
+        .merge(import::routes())
         .merge(instructions::routes())
         .merge(attachments::routes())
         .merge(queues::routes())

@@ -273,8 +273,13 @@ pub async fn guard(State(sec): State<Arc<Guard>>, req: Request, next: Next) -> R
     }
     // Any method: the router answers 405 for one an upload route lacks.
     let upload = is_upload(req.uri().path()) && super::attachments::is_multipart(headers);
+    // An import is an export file sent as it is: JSON, or a bundle as a tar
+    // (types a cross-site page cannot send without a preflight, which fails).
+    let import = req.uri().path() == super::import::PATH;
     let limit = if upload {
         super::attachments::MAX_UPLOAD_BODY_BYTES
+    } else if import {
+        super::import::MAX_IMPORT_BODY_BYTES
     } else {
         MAX_BODY_BYTES
     };
@@ -299,7 +304,8 @@ pub async fn guard(State(sec): State<Arc<Guard>>, req: Request, next: Next) -> R
         .and_then(|v| v.to_str().ok())
         .is_none_or(|v| v.trim() != "0")
         && (headers.contains_key(header::CONTENT_LENGTH) || headers.contains_key(header::TRANSFER_ENCODING));
-    if writes && (has_body || headers.contains_key(header::CONTENT_TYPE)) && !is_json(headers) && !upload {
+    let tar = import && super::import::is_bundle(headers);
+    if writes && (has_body || headers.contains_key(header::CONTENT_TYPE)) && !is_json(headers) && !upload && !tar {
         return error_response(
             StatusCode::UNSUPPORTED_MEDIA_TYPE,
             "unsupported_media_type",

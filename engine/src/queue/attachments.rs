@@ -29,8 +29,8 @@ pub const MAX_INLINE_IMAGE_BASE64: usize = 8 * 1024 * 1024;
 pub const MAX_RESULT_TEXT_BYTES: usize = 96 * 1024;
 
 /// An upload that passed inspection, with the bytes to write.
-struct Ready {
-    row: AttachmentRow,
+pub(super) struct Ready {
+    pub(super) row: AttachmentRow,
     original: bytes::Bytes,
     delivery: Option<Vec<u8>>,
 }
@@ -189,7 +189,7 @@ impl Queue {
 }
 
 /// Text beside files: blank is allowed, the other rules are not relaxed.
-fn check_text(content: String) -> Result<String> {
+pub(super) fn check_text(content: String) -> Result<String> {
     if content.trim().is_empty() {
         if content.len() > MAX_INSTRUCTION_BYTES || content.contains('\0') {
             return validate_content(content);
@@ -217,7 +217,12 @@ fn check_totals(have: usize, have_bytes: usize, ready: &[Ready]) -> Result<()> {
 }
 
 /// Check the limits, then inspect each upload off the async threads.
-async fn prepare(instruction_id: String, uploads: Vec<Upload>, have: usize, have_bytes: usize) -> Result<Vec<Ready>> {
+pub(super) async fn prepare(
+    instruction_id: String,
+    uploads: Vec<Upload>,
+    have: usize,
+    have_bytes: usize,
+) -> Result<Vec<Ready>> {
     // The cheap limits first: nothing is decoded for a request that is too big anyway.
     let sized: Vec<Ready> = uploads
         .iter()
@@ -339,7 +344,7 @@ fn text_extension(name: &str) -> String {
         .unwrap_or_else(|| "txt".to_owned())
 }
 
-fn write_files(files: &Files, instruction_id: &str, ready: &[Ready]) -> Result<()> {
+pub(super) fn write_files(files: &Files, instruction_id: &str, ready: &[Ready]) -> Result<()> {
     let mut list = Vec::new();
     for r in ready {
         list.push(NewFile {

@@ -9,6 +9,7 @@ mod agents;
 mod attachments;
 mod delivery;
 mod dispatch;
+mod import;
 mod queues;
 mod reports;
 mod status;
@@ -158,14 +159,41 @@ impl Queue {
             .filter(|r| r.instruction_id.is_none() && since.as_ref().is_none_or(|s| r.created_at >= *s))
             .collect();
         Ok(crate::export::Export {
-            format: "local-mcp-export",
-            version: 1,
+            format: crate::export::FORMAT_NAME,
+            version: crate::export::FORMAT_VERSION,
             exported_at: time::now(),
             queue,
             since,
             instructions,
             reports,
         })
+    }
+
+    /// An export as a bundle written to `out`: its JSON and each attachment's original file.
+    pub async fn export_bundle(
+        &self,
+        queue: Option<String>,
+        since: Option<String>,
+        out: std::path::PathBuf,
+    ) -> Result<()> {
+        let data = self.export(queue, since).await?;
+        self.blocking(move |i| {
+            let originals = i.store.read(|db| {
+                let mut paths = HashMap::new();
+                for a in data.instructions.iter().flat_map(|x| &x.attachments) {
+                    if let Some(row) = db.get_attachment(&a.id)? {
+                        paths.insert(a.id.clone(), i.store.files().path(&a.instruction_id, &row.file));
+                    }
+                }
+                Ok(paths)
+            })?;
+            let file = std::fs::File::create(&out)
+                .map_err(|e| Error::internal(format!("cannot write {}", out.display()), e))?;
+            crate::export::write_bundle(&data, std::io::BufWriter::new(file), |a| {
+                originals.get(&a.id).cloned().unwrap_or_default()
+            })
+        })
+        .await
     }
 
     // ---- reads --------------------------------------------------------------
