@@ -423,6 +423,7 @@ mod tests {
             held,
             archived: false,
             created_at: "t".into(),
+            suffix: None,
             pending_count: pending,
             consumed_count: 0,
             waiting_agents: vec![],

@@ -185,6 +185,56 @@ fn text_of(words: &[String]) -> Result<String, Failure> {
     Ok(content)
 }
 
+/// `add --template NAME [TEXT…]`: the template's text, then TEXT after a blank line.
+pub async fn from_template(target: &Target, name: &str, words: &[String]) -> Result<Vec<String>, Failure> {
+    let path = format!("/api/templates/{}", urlencoding(name));
+    let found = call(target, reqwest::Method::GET, &path, None).await?;
+    let mut text = found["item"]["content"].as_str().unwrap_or_default().to_owned();
+    if !words.is_empty() {
+        text = format!("{}\n\n{}", text.trim_end(), text_of(words)?);
+    }
+    Ok(vec![text])
+}
+
+/// `templates [--save NAME TEXT | --delete NAME] [--json]`.
+pub async fn templates(
+    target: &Target,
+    save: Option<Vec<String>>,
+    delete: Option<String>,
+    json: bool,
+) -> Result<(), Failure> {
+    if let Some(pair) = save {
+        let (name, text) = (&pair[0], &pair[1]);
+        let content = text_of(std::slice::from_ref(text))?;
+        let path = format!("/api/templates/{}", urlencoding(name));
+        let saved = call(target, reqwest::Method::PUT, &path, Some(json!({ "content": content }))).await?;
+        println!("saved template {}", saved["item"]["name"].as_str().unwrap_or(name));
+        return Ok(());
+    }
+    if let Some(name) = delete {
+        let path = format!("/api/templates/{}", urlencoding(&name));
+        call(target, reqwest::Method::DELETE, &path, None).await?;
+        println!("deleted template {name}");
+        return Ok(());
+    }
+    let list = call(target, reqwest::Method::GET, "/api/templates", None).await?;
+    if json {
+        print_json(&list["items"]);
+        return Ok(());
+    }
+    let items = list["items"].as_array().cloned().unwrap_or_default();
+    if items.is_empty() {
+        println!("no templates yet: templates --save NAME TEXT, or in the page's settings");
+    }
+    for t in items {
+        let content = t["content"].as_str().unwrap_or_default();
+        let first = content.lines().next().unwrap_or_default();
+        let more = if content.lines().nth(1).is_some() { " …" } else { "" };
+        println!("{:<20} {first}{more}", t["name"].as_str().unwrap_or_default());
+    }
+    Ok(())
+}
+
 pub async fn add(
     target: &Target,
     queue: Option<String>,

@@ -69,9 +69,26 @@ pub enum Command {
         /// Attach a file (an image or a UTF-8 text file); repeat for more, at most 8
         #[arg(long, value_name = "FILE")]
         attach: Vec<std::path::PathBuf>,
-        /// The instruction; several words are joined with spaces (optional with --attach)
-        #[arg(required_unless_present = "attach", num_args = 1.., value_name = "TEXT|-")]
+        /// Start from this saved template (TEXT, if given, follows it after a blank line)
+        #[arg(long, short, value_name = "NAME")]
+        template: Option<String>,
+        /// The instruction; several words are joined with spaces (optional with --attach or --template)
+        #[arg(required_unless_present_any = ["attach", "template"], num_args = 1.., value_name = "TEXT|-")]
         text: Vec<String>,
+    },
+    /// Saved instructions: list them, or save or delete one (`add --template NAME` uses one)
+    Templates {
+        #[command(flatten)]
+        connect: Connect,
+        /// Save TEXT under NAME (replacing one of that name)
+        #[arg(long, value_names = ["NAME", "TEXT"], num_args = 2, conflicts_with = "delete")]
+        save: Option<Vec<String>>,
+        /// Delete the template NAME
+        #[arg(long, value_name = "NAME")]
+        delete: Option<String>,
+        /// Print as JSON
+        #[arg(long)]
+        json: bool,
     },
     /// List pending instructions, next first
     List {
@@ -440,8 +457,22 @@ pub fn run(command: Command, cli: &mut clap::Command, serve: &ServeArgs) -> Exit
                 queue,
                 to,
                 attach,
+                template,
                 text,
-            } => commands::add(&source(connect)?.resolve()?, queue, to, &text, &attach).await,
+            } => {
+                let target = source(connect)?.resolve()?;
+                let text = match template {
+                    Some(name) => commands::from_template(&target, &name, &text).await?,
+                    None => text,
+                };
+                commands::add(&target, queue, to, &text, &attach).await
+            }
+            Command::Templates {
+                connect,
+                save,
+                delete,
+                json,
+            } => commands::templates(&source(connect)?.resolve()?, save, delete, json).await,
             Command::List {
                 connect,
                 queue,

@@ -27,6 +27,7 @@ mod session;
 mod settings;
 mod sse;
 mod status;
+mod templates;
 
 use std::sync::Arc;
 
@@ -78,6 +79,7 @@ fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .merge(queues::routes())
         .merge(reports::routes())
         .merge(settings::routes())
+        .merge(templates::routes())
         .merge(sse::routes())
         .merge(session::routes())
         .split_for_parts();

@@ -80,6 +80,7 @@ impl Modify for CommonResponses {
     tags(
         (name = "instructions", description = "Queue, edit, reorder, delete and send again"),
         (name = "settings", description = "Runtime settings"),
+        (name = "templates", description = "Saved instructions, by name"),
         (name = "server", description = "Health, status and client configuration"),
         (name = "connect", description = "Put local-mcp into MCP clients' own configuration, and take it out"),
         (name = "events", description = "Live changes"),

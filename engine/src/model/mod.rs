@@ -9,6 +9,7 @@ mod queues;
 mod reports;
 mod settings;
 mod status;
+mod templates;
 
 pub use attachments::{
     attachment_name, Attachment, DeliveredAttachment, DeliveryCopy, Upload, MAX_ATTACHMENTS, MAX_ATTACHMENT_BYTES,
@@ -20,6 +21,7 @@ pub use queues::{
 };
 pub use reports::{report_args, Report, MAX_OPTIONS, MAX_OPTION_CHARS, MAX_REPORT_BYTES};
 pub use settings::{field, Field, Kind, Settings, SettingsPatch, FIELDS};
+pub use templates::{suffix, template_name, with_suffix, Template, TemplateBody, MAX_SUFFIX_CHARS};
 pub use status::{AgentSummary, RecoveryNotice, ServerState, ServerSummary, StatusSnapshot};
 
 use schemars::JsonSchema;

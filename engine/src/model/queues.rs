@@ -71,6 +71,9 @@ pub struct QueueRecord {
     /// Archived: hidden from the switcher; an agent connecting to it brings it back.
     pub archived: bool,
     pub created_at: String,
+    /// Appended to each of its instructions when delivered (after a blank line); `null`: nothing.
+    #[serde(default)]
+    pub suffix: Option<String>,
 }
 
 /// A queue as the page and `/api/queues` show it.
@@ -80,6 +83,8 @@ pub struct QueueInfo {
     pub held: bool,
     pub archived: bool,
     pub created_at: String,
+    /// Appended to each of its instructions when delivered; `null`: nothing.
+    pub suffix: Option<String>,
     pub pending_count: u64,
     pub consumed_count: u64,
     /// Agents with a `get_user_request` call waiting in this queue now.
@@ -175,6 +180,10 @@ pub struct QueuePatch {
     pub archived: Option<bool>,
     #[serde(default)]
     pub held: Option<bool>,
+    /// Text appended to each instruction of the queue when delivered (at most 4,096 characters, no NUL); "" removes it.
+    #[serde(default)]
+    #[schema(max_length = 4096, pattern = "^[^\\u0000]*$")]
+    pub suffix: Option<String>,
 }
 
 #[cfg(test)]

@@ -13,6 +13,7 @@ mod import;
 mod queues;
 mod reports;
 mod status;
+mod templates;
 mod wait;
 
 use std::collections::HashMap;

@@ -46,6 +46,7 @@ impl Queue {
                     held: r.held,
                     archived: r.archived,
                     created_at: r.created_at,
+                    suffix: r.suffix,
                 }
             })
             .collect()
@@ -110,6 +111,8 @@ impl Queue {
                 "the default queue is where plain /mcp agents go: it cannot be renamed or archived".into(),
             ));
         }
+        // Some(None): remove the suffix; None: leave it.
+        let suffix = patch.suffix.as_deref().map(|s| crate::model::suffix(Some(s))).transpose()?;
         let current = name.clone();
         let to = new_name.clone();
         let renamed = self
@@ -120,6 +123,9 @@ impl Queue {
                 };
                 if let Some(held) = patch.held {
                     changed.extend(changes(db.set_held(Some(&record.name), held)?));
+                }
+                if let Some(text) = &suffix {
+                    changed.extend(changes(db.set_suffix(&record.name, text.as_deref())?));
                 }
                 if let Some(archived) = patch.archived {
                     if archived {

@@ -191,6 +191,14 @@ impl Queue {
         };
         self.mark_status_dirty();
         tracing::info!(queue = %queue, agent_id = %agent, waited_seconds = waited, result_type = "instruction", id = %item.id, remaining, "get_user_request");
+        // The queue's suffix goes with the text as delivered; the stored text stays as written.
+        let suffix = self
+            .inner
+            .queues
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&queue)
+            .and_then(|r| r.suffix.clone());
         let result = UserRequestResult {
             status: "ok".into(),
             result_type: ResultType::Instruction,
@@ -198,7 +206,7 @@ impl Queue {
             instruction: Some(DeliveredInstruction {
                 consumed_at: item.consumed_at.unwrap_or_default(),
                 id: item.id,
-                content: item.content,
+                content: crate::model::with_suffix(item.content, suffix.as_deref()),
                 target: item.target,
                 attachments,
             }),

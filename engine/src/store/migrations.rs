@@ -168,6 +168,18 @@ const MIGRATIONS: &[&str] = &[
     -- an index seek, not a scan of the whole history.
     CREATE INDEX instructions_by_position ON instructions(position);
     "#,
+    // 7: templates, saved instructions the person reuses by name, and a
+    // queue's suffix, appended to each instruction of it when delivered
+    // (`docs/ARCHITECTURE.md`, "Templates").
+    r#"
+    CREATE TABLE templates (
+        name TEXT PRIMARY KEY NOT NULL,
+        content TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL
+    );
+    ALTER TABLE queues ADD COLUMN suffix TEXT;
+    "#,
 ];
 
 /// The schema version this build writes.

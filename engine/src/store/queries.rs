@@ -6,7 +6,7 @@ use rusqlite::{params, Connection, OptionalExtension, Row};
 
 use crate::model::{
     AgentActivity, Attachment, Delivery, DeliveryCopy, Instruction, InstructionStatus, Listing, QueueCounts,
-    QueueRecord, Report, ResultType, Settings, StatusFilter,
+    QueueRecord, Report, ResultType, Settings, StatusFilter, Template,
 };
 use crate::Result;
 
@@ -130,6 +130,16 @@ fn queue_from_row(row: &Row<'_>) -> rusqlite::Result<QueueRecord> {
         held: row.get("held")?,
         archived: row.get("archived")?,
         created_at: row.get("created_at")?,
+        suffix: row.get("suffix")?,
+    })
+}
+
+fn template_from_row(row: &Row<'_>) -> rusqlite::Result<Template> {
+    Ok(Template {
+        name: row.get("name")?,
+        content: row.get("content")?,
+        created_at: row.get("created_at")?,
+        updated_at: row.get("updated_at")?,
     })
 }
 
@@ -886,7 +896,7 @@ impl<'c> Db<'c> {
     pub fn queues(&self) -> Result<Vec<QueueRecord>> {
         let mut stmt = self
             .conn
-            .prepare_cached("SELECT name, held, archived, created_at FROM queues ORDER BY name <> 'default', name")?;
+            .prepare_cached("SELECT name, held, archived, created_at, suffix FROM queues ORDER BY name <> 'default', name")?;
         let rows = stmt
             .query_map([], queue_from_row)?
             .collect::<rusqlite::Result<Vec<_>>>()?;
@@ -896,7 +906,7 @@ impl<'c> Db<'c> {
     pub fn get_queue(&self, name: &str) -> Result<Option<QueueRecord>> {
         Ok(self
             .conn
-            .prepare_cached("SELECT name, held, archived, created_at FROM queues WHERE name = ?1")?
+            .prepare_cached("SELECT name, held, archived, created_at, suffix FROM queues WHERE name = ?1")?
             .query_row([name], queue_from_row)
             .optional()?)
     }
@@ -909,7 +919,7 @@ impl<'c> Db<'c> {
             .prepare_cached(
                 "INSERT INTO queues (name, held, archived, created_at) VALUES (?1, 0, 0, ?2)
                  ON CONFLICT(name) DO UPDATE SET archived = 0 WHERE archived = 1
-                 RETURNING name, held, archived, created_at",
+                 RETURNING name, held, archived, created_at, suffix",
             )?
             .query_row([name, now], queue_from_row)
             .optional()?)
@@ -920,7 +930,7 @@ impl<'c> Db<'c> {
     pub fn set_held(&self, name: Option<&str>, held: bool) -> Result<Vec<QueueRecord>> {
         let mut stmt = self.conn.prepare_cached(
             "UPDATE queues SET held = ?2 WHERE (?1 IS NULL OR name = ?1) AND held <> ?2
-             RETURNING name, held, archived, created_at",
+             RETURNING name, held, archived, created_at, suffix",
         )?;
         let rows = stmt
             .query_map(params![name, held], queue_from_row)?
@@ -932,7 +942,7 @@ impl<'c> Db<'c> {
         Ok(self
             .conn
             .prepare_cached(
-                "UPDATE queues SET archived = ?2 WHERE name = ?1 RETURNING name, held, archived, created_at",
+                "UPDATE queues SET archived = ?2 WHERE name = ?1 RETURNING name, held, archived, created_at, suffix",
             )?
             .query_row(params![name, archived], queue_from_row)
             .optional()?)
@@ -943,7 +953,7 @@ impl<'c> Db<'c> {
     pub fn rename_queue(&self, from: &str, to: &str) -> Result<Option<QueueRecord>> {
         let Some(record) = self
             .conn
-            .prepare_cached("UPDATE queues SET name = ?2 WHERE name = ?1 RETURNING name, held, archived, created_at")?
+            .prepare_cached("UPDATE queues SET name = ?2 WHERE name = ?1 RETURNING name, held, archived, created_at, suffix")?
             .query_row([from, to], queue_from_row)
             .optional()?
         else {
@@ -956,6 +966,60 @@ impl<'c> Db<'c> {
             .prepare_cached("UPDATE OR REPLACE agent_activity SET queue = ?2 WHERE queue = ?1")?
             .execute([from, to])?;
         Ok(Some(record))
+    }
+
+    /// Set (or, with `None`, clear) what is appended to each instruction of a queue when delivered.
+    pub fn set_suffix(&self, name: &str, suffix: Option<&str>) -> Result<Option<QueueRecord>> {
+        Ok(self
+            .conn
+            .prepare_cached(
+                "UPDATE queues SET suffix = ?2 WHERE name = ?1 AND suffix IS NOT ?2
+                 RETURNING name, held, archived, created_at, suffix",
+            )?
+            .query_row(params![name, suffix], queue_from_row)
+            .optional()?)
+    }
+
+    // ---- templates ----------------------------------------------------------
+
+    /// Every template, by name.
+    pub fn templates(&self) -> Result<Vec<Template>> {
+        let mut stmt = self
+            .conn
+            .prepare_cached("SELECT name, content, created_at, updated_at FROM templates ORDER BY name")?;
+        let rows = stmt
+            .query_map([], template_from_row)?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        Ok(rows)
+    }
+
+    pub fn get_template(&self, name: &str) -> Result<Option<Template>> {
+        Ok(self
+            .conn
+            .prepare_cached("SELECT name, content, created_at, updated_at FROM templates WHERE name = ?1")?
+            .query_row([name], template_from_row)
+            .optional()?)
+    }
+
+    /// Create or replace a template; returns it as stored.
+    pub fn put_template(&self, name: &str, content: &str, now: &str) -> Result<Template> {
+        Ok(self
+            .conn
+            .prepare_cached(
+                "INSERT INTO templates (name, content, created_at, updated_at) VALUES (?1, ?2, ?3, ?3)
+                 ON CONFLICT(name) DO UPDATE SET content = excluded.content, updated_at = excluded.updated_at
+                 RETURNING name, content, created_at, updated_at",
+            )?
+            .query_row([name, content, now], template_from_row)?)
+    }
+
+    /// Delete a template; whether there was one.
+    pub fn delete_template(&self, name: &str) -> Result<bool> {
+        Ok(self
+            .conn
+            .prepare_cached("DELETE FROM templates WHERE name = ?1")?
+            .execute([name])?
+            > 0)
     }
 
     // ---- event log ----------------------------------------------------------
