@@ -23,7 +23,13 @@ async fn cli(s: &common::Server, args: &[&str]) -> (bool, String, String) {
 }
 
 async fn put(s: &common::Server, name: &str, body: Value) -> (u16, Value) {
-    let r = s.http.put(s.api(&format!("/api/templates/{name}"))).json(&body).send().await.unwrap();
+    let r = s
+        .http
+        .put(s.api(&format!("/api/templates/{name}")))
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
     let status = r.status().as_u16();
     (status, r.json().await.unwrap_or(Value::Null))
 }
@@ -49,7 +55,11 @@ async fn templates_are_saved_listed_used_and_deleted() {
     assert_eq!(r.status(), 404);
 
     // The CLI: save, list, use (with and without more text), delete.
-    let (ok, out, err) = cli(&s, &["templates", "--save", "tests", "Run the tests and fix what fails."]).await;
+    let (ok, out, err) = cli(
+        &s,
+        &["templates", "--save", "tests", "Run the tests and fix what fails."],
+    )
+    .await;
     assert!(ok && out.contains("saved template tests"), "{out}{err}");
     let (ok, out, _) = cli(&s, &["templates"]).await;
     assert!(ok);
@@ -84,7 +94,10 @@ async fn templates_are_saved_listed_used_and_deleted() {
 async fn a_queue_suffix_goes_with_each_delivery_and_the_stored_text_stays() {
     let s = common::start(|c| c.settings.default_wait_seconds = 0).await;
     let (status, body) = s
-        .patch("/api/queues/default", json!({"suffix": "  When done, run the tests and report.  "}))
+        .patch(
+            "/api/queues/default",
+            json!({"suffix": "  When done, run the tests and report.  "}),
+        )
         .await;
     assert_eq!(status, 200, "{body}");
     assert_eq!(body["item"]["suffix"], "When done, run the tests and report.");
@@ -98,7 +111,10 @@ async fn a_queue_suffix_goes_with_each_delivery_and_the_stored_text_stays() {
         "Rename the module.\n\nWhen done, run the tests and report."
     );
     let history = s.get_json("/api/instructions?status=consumed").await;
-    assert_eq!(history["items"][0]["content"], "Rename the module.", "stored as written");
+    assert_eq!(
+        history["items"][0]["content"], "Rename the module.",
+        "stored as written"
+    );
     let _ = client.cancel().await;
 
     // Kept across a restart; "" removes it.

@@ -699,6 +699,101 @@ describe("attachments", () => {
   });
 });
 
+describe("templates and suffixes", () => {
+  let server;
+  before(async () => {
+    server = await startServer({ waitSeconds: 60 });
+  });
+  after(async () => {
+    await server?.stop();
+  });
+
+  test("a template saved in settings is completed after / in the composer and in quick add", async () => {
+    const { page, errors, context } = await openPage(browser, server);
+    await page.locator("#settings-details summary").click();
+    await until(() => page.locator("#templates-empty").isVisible(), { what: "no templates yet" });
+    // A bad name is explained and what was typed stays.
+    await page.locator("#template-name").fill("-bad");
+    await page.locator("#template-text").fill("Review the diff for bugs.");
+    await page.getByRole("button", { name: "Save template" }).click();
+    await until(() => page.locator("#template-error").isVisible(), { what: "the name refused" });
+    assert.match(await page.locator("#template-error").textContent(), /template name/);
+    assert.equal(await page.locator("#template-text").inputValue(), "Review the diff for bugs.");
+    await page.locator("#template-name").fill("review");
+    await page.getByRole("button", { name: "Save template" }).click();
+    await until(async () => (await page.locator("#templates-list .template").count()) === 1, { what: "the template listed" });
+    await server.api("PUT", "/api/templates/release-notes", { content: "Write the release notes.\nKeep them short." });
+
+    // "/" lists both; typing narrows; the keys pick.
+    const box = page.locator("#composer-text");
+    await box.click();
+    await page.keyboard.type("/");
+    await until(async () => (await page.locator("#composer-completions [role=option]").count()) === 2, { what: "both listed" });
+    assert.equal(await box.getAttribute("aria-activedescendant"), "composer-completions-0");
+    await page.keyboard.type("rel");
+    await until(async () => (await texts(page, "#composer-completions .completions__name")).join() === "/release-notes", { what: "narrowed" });
+    await page.keyboard.press("Enter");
+    assert.equal(await box.inputValue(), "Write the release notes.\nKeep them short.");
+    assert.ok(await page.locator("#composer-completions").isHidden());
+    await page.keyboard.type("\nFor 1.2.");
+    await page.keyboard.press("Control+Enter");
+    await until(async () => (await railTexts(page)).includes("Write the release notes.\nKeep them short.\nFor 1.2."), { what: "queued from the template" });
+    // Escape closes the list and leaves the text alone; a name that matches nothing says so.
+    await box.fill("");
+    await page.keyboard.type("/zzz");
+    await until(async () => /No template matches/.test(await page.locator("#composer-completions").textContent()), { what: "no match" });
+    await page.keyboard.press("Escape");
+    assert.ok(await page.locator("#composer-completions").isHidden());
+    assert.equal(await box.inputValue(), "/zzz");
+    await page.screenshot({ path: join(artifacts, "screenshots", "templates-settings.png"), fullPage: true });
+
+    // Quick add: Enter picks the template, the next Enter queues it.
+    await page.goto(`${server.url}/quick.html`);
+    await page.locator("#quick-text").click();
+    await page.keyboard.type("/rev");
+    await until(async () => (await page.locator("#quick-completions [role=option]").count()) === 1, { what: "quick add lists it" });
+    await page.keyboard.press("Enter");
+    assert.equal(await page.locator("#quick-text").inputValue(), "Review the diff for bugs.");
+    await page.keyboard.press("Enter");
+    await until(async () => (await server.pending()).some((i) => i.content === "Review the diff for bugs."), { what: "queued from quick add" });
+    await page.waitForURL(/quick-add\/done/); // where the desktop shell closes the window
+    // Deleting it in settings takes it out of the list.
+    await page.goto(`${server.url}/`);
+    await page.locator("#settings-details summary").click();
+    await until(async () => (await page.locator("#templates-list .template").count()) === 2, { what: "two listed" });
+    await page.getByRole("button", { name: "Delete template review" }).click();
+    await until(async () => (await page.locator("#templates-list .template").count()) === 1, { what: "one left" });
+    assert.deepEqual((await server.api("GET", "/api/templates")).body.items.map((t) => t.name), ["release-notes"]);
+    // The browser logs the refused name (400) and /quick-add/done (404 outside the desktop shell).
+    assert.deepEqual(errors.filter((e) => !/status of (400|404)/.test(e)), []);
+    await context.close();
+    for (const i of await server.pending()) await server.api("DELETE", `/api/instructions/${i.id}`);
+  });
+
+  test("a queue's suffix is shown above its rail and reaches the agent after the text", async () => {
+    for (const i of await server.pending()) await server.api("DELETE", `/api/instructions/${i.id}`);
+    const { page, errors, context } = await openPage(browser, server);
+    assert.ok(await page.locator("#rail-suffix").isHidden());
+    await page.locator("#queue-suffix").click();
+    await page.locator("#queue-suffix-text").fill("When done, run the tests and report.");
+    await page.locator("#queue-suffix-text").press("Enter");
+    await until(() => page.locator("#rail-suffix").isVisible(), { what: "the suffix shown" });
+    assert.equal(await page.locator("#rail-suffix-text").textContent(), "When done, run the tests and report.");
+    await server.add("Fix the flaky test.");
+    const got = await server.consume("suffix-agent");
+    assert.equal(got.instruction.content, "Fix the flaky test.\n\nWhen done, run the tests and report.");
+    await until(async () => (await texts(page, "#ledger .entry__text")).includes("Fix the flaky test."), { what: "the ledger keeps the text as written" });
+    // Emptied, it is gone.
+    await page.locator("#queue-suffix").click();
+    assert.equal(await page.locator("#queue-suffix-text").inputValue(), "When done, run the tests and report.");
+    await page.locator("#queue-suffix-text").fill("");
+    await page.locator("#queue-suffix-text").press("Enter");
+    await until(() => page.locator("#rail-suffix").isHidden(), { what: "the suffix gone" });
+    assert.deepEqual(errors, []);
+    await context.close();
+  });
+});
+
 describe("a damaged database", () => {
   test("the page says it was moved aside, where to, until dismissed", async () => {
     const dir = mkdtempSync(join(tmpdir(), "local-mcp-damaged-"));

@@ -87,6 +87,9 @@ export const api = {
   disconnectClient: (body) => request("POST", "/api/disconnect", body),
   updateClients: () => request("POST", "/api/connect/update", {}),
   openInstallLink: (client, queue) => request("POST", "/api/connect/link", { client, queue }),
+  templates: () => request("GET", "/api/templates"),
+  saveTemplate: (name, content) => request("PUT", `/api/templates/${enc(name)}`, { content }),
+  deleteTemplate: (name) => request("DELETE", `/api/templates/${enc(name)}`),
   tokenState: () => request("GET", "/api/token"),
   changeToken: (action) => request("POST", "/api/token", { action }),
 };

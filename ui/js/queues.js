@@ -1,5 +1,6 @@
 // The queue switcher: one tab per queue with its pending count, waiting
-// agents and held state; making, renaming and archiving a queue; holding and
+// agents and held state; making, renaming and archiving a queue; its suffix
+// (appended to each instruction when delivered, shown above the rail); holding and
 // releasing one queue or all of them. Switching reloads the rail, the ledger and the connect box
 // for that queue.
 
@@ -39,6 +40,9 @@ function render() {
   hold.dataset.held = String(Boolean(cur?.held));
   hold.disabled = !cur;
   // `default` is where plain /mcp agents go: it is never renamed or archived.
+  $("queue-suffix").disabled = !cur;
+  $("rail-suffix").hidden = !cur?.suffix;
+  $("rail-suffix-text").textContent = cur?.suffix ?? "";
   $("queue-rename").hidden = !cur || state.queue === "default";
   $("queue-archive").hidden = !cur || state.queue === "default";
   const anyHeld = queues.some((q) => q.held);
@@ -99,6 +103,26 @@ export function initQueues(reload, loadClients) {
   });
   form.addEventListener("keydown", (e) => {
     if (e.key === "Escape") form.hidden = true;
+  });
+
+  const suffix = $("queue-suffix-form");
+  $("queue-suffix").addEventListener("click", () => {
+    suffix.hidden = false;
+    $("queue-suffix-text").value = currentQueue()?.suffix ?? "";
+    $("queue-suffix-text").focus();
+  });
+  suffix.addEventListener("submit", async (e) => {
+    e.preventDefault();
+    try {
+      const { item } = await api.patchQueue(state.queue, { suffix: $("queue-suffix-text").value });
+      suffix.hidden = true;
+      toast(item.suffix ? `Each instruction of ${item.name} is now delivered with that after it.` : `${item.name} has no suffix now.`);
+    } catch (err) {
+      toast(`Not saved: ${err.message}`); // the text stays in the box
+    }
+  });
+  suffix.addEventListener("keydown", (e) => {
+    if (e.key === "Escape") suffix.hidden = true;
   });
 
   const rename = $("queue-rename-form");

@@ -7,6 +7,7 @@
 import { api } from "./api.js";
 import { createStaging, initViewer, pasteFilesInto } from "./attach.js";
 import { $ } from "./dom.js";
+import { attachTemplateCompletion } from "./templates.js";
 import { BLANK_INSTRUCTION } from "./text.js";
 
 const box = $("quick-text");
@@ -50,6 +51,8 @@ async function submit() {
   }
 }
 
+// Before the box's own keys: while the template list is open, Enter picks and Esc closes it.
+if (!replyTo) attachTemplateCompletion(box, $("quick-completions"));
 box.addEventListener("keydown", (e) => {
   if (e.key === "Enter" && !e.shiftKey && !e.isComposing) {
     e.preventDefault();

@@ -90,7 +90,10 @@ mod tests {
 
     #[test]
     fn a_suffix_follows_after_a_blank_line_and_blank_clears_it() {
-        assert_eq!(with_suffix("Fix it.\n".into(), Some("Run the tests.")), "Fix it.\n\nRun the tests.");
+        assert_eq!(
+            with_suffix("Fix it.\n".into(), Some("Run the tests.")),
+            "Fix it.\n\nRun the tests."
+        );
         assert_eq!(with_suffix("  ".into(), Some("Run the tests.")), "Run the tests.");
         assert_eq!(with_suffix("Fix it.".into(), None), "Fix it.");
         assert_eq!(suffix(Some("   ")).unwrap(), None);

@@ -112,7 +112,11 @@ impl Queue {
             ));
         }
         // Some(None): remove the suffix; None: leave it.
-        let suffix = patch.suffix.as_deref().map(|s| crate::model::suffix(Some(s))).transpose()?;
+        let suffix = patch
+            .suffix
+            .as_deref()
+            .map(|s| crate::model::suffix(Some(s)))
+            .transpose()?;
         let current = name.clone();
         let to = new_name.clone();
         let renamed = self

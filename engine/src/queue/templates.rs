@@ -18,8 +18,11 @@ impl Queue {
 
     pub async fn template(&self, name: &str) -> Result<Template> {
         let name = template_name(name)?;
-        self.blocking(move |i| i.store.read(|db| db.get_template(&name)?.ok_or_else(|| no_template(&name))))
-            .await
+        self.blocking(move |i| {
+            i.store
+                .read(|db| db.get_template(&name)?.ok_or_else(|| no_template(&name)))
+        })
+        .await
     }
 
     /// Save `content` under `name` (replacing what was there); true when it is new.

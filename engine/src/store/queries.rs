@@ -894,9 +894,9 @@ impl<'c> Db<'c> {
 
     /// Every queue, `default` first, then by name.
     pub fn queues(&self) -> Result<Vec<QueueRecord>> {
-        let mut stmt = self
-            .conn
-            .prepare_cached("SELECT name, held, archived, created_at, suffix FROM queues ORDER BY name <> 'default', name")?;
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT name, held, archived, created_at, suffix FROM queues ORDER BY name <> 'default', name",
+        )?;
         let rows = stmt
             .query_map([], queue_from_row)?
             .collect::<rusqlite::Result<Vec<_>>>()?;
@@ -953,7 +953,9 @@ impl<'c> Db<'c> {
     pub fn rename_queue(&self, from: &str, to: &str) -> Result<Option<QueueRecord>> {
         let Some(record) = self
             .conn
-            .prepare_cached("UPDATE queues SET name = ?2 WHERE name = ?1 RETURNING name, held, archived, created_at, suffix")?
+            .prepare_cached(
+                "UPDATE queues SET name = ?2 WHERE name = ?1 RETURNING name, held, archived, created_at, suffix",
+            )?
             .query_row([from, to], queue_from_row)
             .optional()?
         else {
