@@ -25,7 +25,13 @@ fn error_ref(description: &str) -> RefOr<DocResponse> {
 impl Modify for CommonResponses {
     fn modify(&self, doc: &mut utoipa::openapi::OpenApi) {
         for item in doc.paths.paths.values_mut() {
-            let ops: [&mut Option<Operation>; 4] = [&mut item.get, &mut item.post, &mut item.patch, &mut item.delete];
+            let ops: [&mut Option<Operation>; 5] = [
+                &mut item.get,
+                &mut item.post,
+                &mut item.put,
+                &mut item.patch,
+                &mut item.delete,
+            ];
             for op in ops.into_iter().flatten() {
                 let has_body = op.request_body.is_some();
                 let has_params = op.parameters.as_ref().is_some_and(|p| !p.is_empty());
