@@ -478,6 +478,77 @@ fn project_files_and_the_claude_code_stop_hook() {
 }
 
 #[test]
+fn vs_code_gets_its_stop_hook_in_the_projects_github_hooks() {
+    let home = tempfile::tempdir().unwrap();
+    let env = env(home.path());
+    let project = home.path().join("repo");
+    std::fs::create_dir_all(&project).unwrap();
+    let site = site(8123, None);
+    let req = Request {
+        project: Some(&project),
+        queue: Some("repo"),
+        hooks: true,
+        ..Request::default()
+    };
+    let changes = connect::connect(&env, &site, Client::Vscode, &req).unwrap();
+    assert_eq!(changes.len(), 2, "{changes:?}");
+    assert!(changes.iter().all(|c| c.action == Action::Written), "{changes:?}");
+    let file = project.join(".github/hooks/local-mcp.json");
+    let value: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    assert_eq!(
+        value["hooks"]["Stop"],
+        json!([{
+            "type": "command",
+            "command": "/opt/local-mcp/local-mcp-server hook vscode-stop --queue repo",
+            "timeout": 10
+        }]),
+        "VS Code's form: commands, not Claude Code's groups"
+    );
+    let status = connect::client_status(&env, &site, Client::Vscode, Some(&project));
+    assert_eq!((status.state, status.hook), (State::Connected, Some(true)));
+    let again = connect::connect(&env, &site, Client::Vscode, &req).unwrap();
+    assert!(again.iter().all(|c| c.action == Action::Unchanged), "{again:?}");
+
+    // A hook of the person's own in the same file stays when ours goes.
+    let mut edited = value.clone();
+    edited["hooks"]["Stop"]
+        .as_array_mut()
+        .unwrap()
+        .insert(0, json!({"type": "command", "command": "./notify.sh"}));
+    edited["hooks"]["PostToolUse"] = json!([{"type": "command", "command": "npx prettier --write ."}]);
+    std::fs::write(&file, serde_json::to_string_pretty(&edited).unwrap()).unwrap();
+    let gone = connect::disconnect(
+        &env,
+        Client::Vscode,
+        &Request {
+            project: Some(&project),
+            ..Request::default()
+        },
+    )
+    .unwrap();
+    assert!(gone.iter().all(|c| c.action == Action::Removed), "{gone:?}");
+    let left: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    assert_eq!(
+        left["hooks"]["Stop"],
+        json!([{"type": "command", "command": "./notify.sh"}])
+    );
+    assert_eq!(left["hooks"]["PostToolUse"], edited["hooks"]["PostToolUse"]);
+
+    // Without a project there is no place VS Code loads by default: refused, nothing written.
+    let err = connect::connect(
+        &env,
+        &site,
+        Client::Vscode,
+        &Request {
+            hooks: true,
+            ..Request::default()
+        },
+    )
+    .unwrap_err();
+    assert!(err.to_string().contains("needs --project"), "{err}");
+}
+
+#[test]
 fn dry_run_changes_nothing() {
     let home = tempfile::tempdir().unwrap();
     let env = env(home.path());

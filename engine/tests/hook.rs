@@ -1,7 +1,9 @@
-//! `local-mcp-server hook claude-stop`, piped the JSON Claude Code sends a
-//! `Stop` hook: it keeps the agent going (`{"decision":"block",…}`) unless
-//! the agent already went on once this turn, its queue is held, the person
-//! stopped it, local-mcp is not running, or the input is not Claude Code's.
+//! `local-mcp-server hook claude-stop` (and `vscode-stop`), piped the JSON
+//! Claude Code or VS Code sends a `Stop` hook: it keeps the agent going
+//! (`{"decision":"block",…}`, or VS Code's `hookSpecificOutput` form — the
+//! input's shape decides) unless the agent already went on once this turn,
+//! its queue is held, the person stopped it, local-mcp is not running, or
+//! the input is not a Stop hook's.
 
 mod common;
 
@@ -23,10 +25,27 @@ fn stop_input(active: bool) -> String {
     .to_string()
 }
 
+/// VS Code's Stop input, as its hooks reference documents it (common fields in camelCase).
+fn vscode_stop_input(active: bool) -> String {
+    json!({
+        "timestamp": "2026-11-24T10:30:00.000Z",
+        "cwd": "/home/me/p",
+        "sessionId": "session-1",
+        "hookEventName": "Stop",
+        "transcript_path": "/home/me/.vscode/t.json",
+        "stop_hook_active": active
+    })
+    .to_string()
+}
+
 /// Run the hook with `input` on stdin; its exit code, stdout and stderr.
 async fn hook(url: &str, extra: &[&str], input: &str) -> (i32, String, String) {
+    hook_as("claude-stop", url, extra, input).await
+}
+
+async fn hook_as(kind: &str, url: &str, extra: &[&str], input: &str) -> (i32, String, String) {
     let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_local-mcp-server"))
-        .args(["hook", "claude-stop", "--url", url])
+        .args(["hook", kind, "--url", url])
         .args(extra)
         .env_remove("LOCAL_MCP_TOKEN")
         .stdin(Stdio::piped())
@@ -93,4 +112,37 @@ async fn the_stop_hook_keeps_the_agent_calling_unless_it_should_stop() {
     let (code, out, err) = hook(&url, &[], &stop_input(false)).await;
     assert_eq!((code, out.as_str()), (0, ""));
     assert!(err.contains("not answering"), "{err}");
+}
+
+#[tokio::test]
+async fn vs_code_gets_its_own_form_whichever_hook_it_runs() {
+    let s = common::start(|c| c.settings.default_wait_seconds = 0).await;
+    // VS Code's own hook, and Claude Code's hook as VS Code runs it from .claude/settings.json.
+    for kind in ["vscode-stop", "claude-stop"] {
+        let (code, out, _) = hook_as(kind, &s.url, &[], &vscode_stop_input(false)).await;
+        assert_eq!(code, 0);
+        let answer: Value = serde_json::from_str(out.trim()).expect("one JSON object");
+        assert_eq!(
+            answer["hookSpecificOutput"]["hookEventName"], "Stop",
+            "{kind}: {answer}"
+        );
+        assert_eq!(answer["hookSpecificOutput"]["decision"], "block");
+        assert!(answer["hookSpecificOutput"]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("get_user_request"));
+        assert!(answer.get("decision").is_none(), "not Claude Code's form: {answer}");
+    }
+    // Claude Code's input through VS Code's hook still gets Claude Code's form.
+    let (_, out, _) = hook_as("vscode-stop", &s.url, &[], &stop_input(false)).await;
+    let answer: Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(answer["decision"], "block");
+    // Already continuing once: stop.
+    let (code, out, err) = hook_as("vscode-stop", &s.url, &[], &vscode_stop_input(true)).await;
+    assert_eq!((code, out.as_str()), (0, ""));
+    assert!(err.contains("already went on once"), "{err}");
+    let other = json!({ "hookEventName": "PreToolUse", "tool_name": "runInTerminal" }).to_string();
+    let (_, out, _) = hook_as("vscode-stop", &s.url, &[], &other).await;
+    assert_eq!(out, "");
+    s.stop().await;
 }

@@ -61,7 +61,8 @@ function row(c) {
     const b = button(c.state === "outdated" ? "Update" : "Connect", "btn btn--small", "connect");
     b.onclick = () =>
       act(`Connecting ${c.name}`, async () => {
-        const hooks = $("clients-hooks").checked && c.id === "claude-code";
+        // Claude Code has a Stop hook at both scopes; VS Code in a project (.github/hooks).
+        const hooks = $("clients-hooks").checked && (c.id === "claude-code" || (project && (c.id === "vscode" || c.id === "vscode-insiders")));
         return describe((await api.connectClient({ ...body(), hooks })).changes);
       });
     buttons.push(b);

@@ -1,18 +1,28 @@
-//! `hook claude-stop`: a Claude Code `Stop` hook that keeps the loop going.
+//! `hook claude-stop` and `hook vscode-stop`: a `Stop` hook that keeps the
+//! agent's loop going, for Claude Code and for VS Code's agent hooks.
 //!
-//! Claude Code runs a `Stop` hook command when the agent is about to end its
-//! turn, with JSON on stdin (`session_id`, `transcript_path`,
-//! `hook_event_name`, `stop_hook_active`, …). Printing
-//! `{"decision": "block", "reason": …}` on stdout (exit 0) makes it go on,
-//! with the reason as its next step; printing nothing lets it stop
-//! (https://code.claude.com/docs/en/hooks.md#stop). We block, telling it to
-//! call `get_user_request`, unless:
+//! Both run a `Stop` hook command when the agent is about to end its turn,
+//! with JSON on stdin, and both go on when the hook says "block", with the
+//! reason as the agent's next step; printing nothing lets it stop. They
+//! differ in the shapes:
+//!
+//! - Claude Code sends `hook_event_name` (and `session_id`, …) and reads
+//!   `{"decision": "block", "reason": …}`
+//!   (https://code.claude.com/docs/en/hooks.md#stop).
+//! - VS Code sends `hookEventName` (and `sessionId`, `timestamp`, …) and reads
+//!   `{"hookSpecificOutput": {"hookEventName": "Stop", "decision": "block",
+//!   "reason": …}}` (https://code.visualstudio.com/docs/agents/reference/hooks-reference#stop).
+//!
+//! The answer follows the input's shape, not the command's name: VS Code also
+//! runs the hooks in Claude Code's settings files, so one installed for
+//! Claude Code may be run by VS Code. We block, telling the agent to call
+//! `get_user_request`, unless:
 //!
 //! - `stop_hook_active` is true: it already went on once because of a stop
 //!   hook this turn (blocking again could loop forever);
 //! - the person held the agent's queue, or stopped that agent;
 //! - local-mcp is not running (there is nothing to wait on), or the input is
-//!   not what Claude Code sends.
+//!   not a Stop hook's.
 //!
 //! Every doubt lets the agent stop: a hook that fails closed would trap it.
 
@@ -31,15 +41,38 @@ pub const CONTINUE_REASON: &str = "Do not end your turn: call the MCP tool `get_
 
 #[derive(Debug, Deserialize)]
 struct StopInput {
+    /// Claude Code's name for the event.
     #[serde(default)]
     hook_event_name: Option<String>,
+    /// VS Code's.
+    #[serde(default, rename = "hookEventName")]
+    hook_event_name_vscode: Option<String>,
     #[serde(default)]
     stop_hook_active: bool,
 }
 
-/// Read Claude Code's Stop input from stdin and decide: print the block
-/// decision to keep the agent going, or nothing to let it stop (why on stderr).
-pub async fn claude_stop(
+/// Which client's shapes a hook speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shape {
+    ClaudeCode,
+    VsCode,
+}
+
+/// The block decision in `shape`'s form.
+pub fn block(shape: Shape, reason: &str) -> serde_json::Value {
+    match shape {
+        Shape::ClaudeCode => serde_json::json!({ "decision": "block", "reason": reason }),
+        Shape::VsCode => serde_json::json!({
+            "hookSpecificOutput": { "hookEventName": "Stop", "decision": "block", "reason": reason }
+        }),
+    }
+}
+
+/// Read a Stop hook's input from stdin and decide: print the block decision
+/// to keep the agent going, or nothing to let it stop (why on stderr).
+/// `installed_for` is the shape to answer in when the input does not say.
+pub async fn stop(
+    installed_for: Shape,
     source: Result<Source, Failure>,
     queue: Option<String>,
     agent: Option<String>,
@@ -50,13 +83,14 @@ pub async fn claude_stop(
     }
     let input: StopInput = match serde_json::from_slice(&raw) {
         Ok(i) => i,
-        Err(e) => return allow(&format!("the hook input is not Claude Code's Stop JSON: {e}")),
+        Err(e) => return allow(&format!("the hook input is not a Stop hook's JSON: {e}")),
     };
-    if input
-        .hook_event_name
-        .as_deref()
-        .is_some_and(|n| n != "Stop" && n != "SubagentStop")
-    {
+    let (shape, event) = match (&input.hook_event_name, &input.hook_event_name_vscode) {
+        (Some(name), _) => (Shape::ClaudeCode, Some(name.as_str())),
+        (None, Some(name)) => (Shape::VsCode, Some(name.as_str())),
+        (None, None) => (installed_for, None),
+    };
+    if event.is_some_and(|n| n != "Stop" && n != "SubagentStop") {
         return allow("not a Stop event");
     }
     if input.stop_hook_active {
@@ -89,13 +123,12 @@ pub async fn claude_stop(
             return allow(&format!("{agent} was stopped"));
         }
     }
-    let decision = serde_json::json!({ "decision": "block", "reason": CONTINUE_REASON });
-    println!("{decision}");
+    println!("{}", block(shape, CONTINUE_REASON));
     Ok(())
 }
 
 /// Let the agent stop: no output, exit 0, the reason on stderr (Claude Code
-/// shows it in its verbose mode).
+/// shows it in its verbose mode, VS Code in its "GitHub Copilot Chat Hooks" output).
 fn allow(why: &str) -> Result<(), Failure> {
     eprintln!("local-mcp hook: letting the agent stop ({why})");
     Ok(())

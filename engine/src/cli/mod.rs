@@ -127,7 +127,8 @@ pub enum Command {
         /// Point the client at this queue (its URL is /mcp/q/<QUEUE>)
         #[arg(long, short)]
         queue: Option<String>,
-        /// Also install Claude Code's Stop hook (`hook claude-stop`) at the same scope
+        /// Also install the Stop hook that keeps the agent calling: Claude Code's (`hook claude-stop`) at
+        /// the same scope, or VS Code's (`hook vscode-stop`, with --project: .github/hooks/local-mcp.json)
         #[arg(long)]
         hooks: bool,
         /// Show what would be written; change nothing
@@ -280,8 +281,8 @@ pub enum Command {
         #[arg(long)]
         no_start: bool,
     },
-    /// Run as a client's hook (reads the hook's JSON on stdin): `claude-stop`
-    /// keeps a Claude Code agent calling get_user_request instead of ending its turn
+    /// Run as a client's hook (reads the hook's JSON on stdin): `claude-stop` and `vscode-stop`
+    /// keep a Claude Code or VS Code agent calling get_user_request instead of ending its turn
     Hook {
         #[command(flatten)]
         connect: Connect,
@@ -317,6 +318,8 @@ pub enum Command {
 pub enum HookKind {
     /// Claude Code's `Stop` hook
     ClaudeStop,
+    /// VS Code's agent `Stop` hook (either answers in the shape its input has)
+    VscodeStop,
 }
 
 /// A command-line failure: the message for stderr and the exit code.
@@ -553,10 +556,16 @@ pub fn run(command: Command, cli: &mut clap::Command, serve: &ServeArgs) -> Exit
             Command::Stdio { connect, queue } => bridge::run(source(connect)?, queue).await.map_err(Failure::from),
             Command::Hook {
                 connect,
-                hook: HookKind::ClaudeStop,
+                hook,
                 queue,
                 agent,
-            } => hook::claude_stop(source(connect).map_err(Failure::from), queue, agent).await,
+            } => {
+                let shape = match hook {
+                    HookKind::ClaudeStop => hook::Shape::ClaudeCode,
+                    HookKind::VscodeStop => hook::Shape::VsCode,
+                };
+                hook::stop(shape, source(connect).map_err(Failure::from), queue, agent).await
+            }
             Command::Logs { connect, lines, follow } => logs::logs(source(connect).ok(), log_dir, lines, follow).await,
         }
     });

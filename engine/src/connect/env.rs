@@ -96,6 +96,12 @@ impl Env {
         }
     }
 
+    /// Our file of VS Code agent hooks in a project (VS Code loads every
+    /// `.github/hooks/*.json` of the workspace).
+    pub fn vscode_hooks(&self, project: &Path) -> PathBuf {
+        project.join(".github").join("hooks").join("local-mcp.json")
+    }
+
     fn codex_home(&self) -> PathBuf {
         self.var("CODEX_HOME").unwrap_or_else(|| self.home.join(".codex"))
     }

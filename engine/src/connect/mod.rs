@@ -66,16 +66,51 @@ impl Site {
 
     /// The Claude Code `Stop` hook group that runs `hook claude-stop`.
     pub fn stop_hook(&self, queue: &str) -> Value {
+        serde_json::json!({ "hooks": [self.hook_command("claude-stop", queue)] })
+    }
+
+    /// VS Code's `Stop` hook entry (its own files list commands, not groups): `hook vscode-stop`.
+    pub fn vscode_stop_hook(&self, queue: &str) -> Value {
+        self.hook_command("vscode-stop", queue)
+    }
+
+    fn hook_command(&self, kind: &str, queue: &str) -> Value {
         let program = if self.program.contains([' ', '\'', '"']) {
             format!("\"{}\"", self.program.replace('"', "\\\""))
         } else {
             self.program.clone()
         };
-        let mut command = format!("{program} hook claude-stop");
+        let mut command = format!("{program} hook {kind}");
         if queue != DEFAULT_QUEUE {
             command.push_str(&format!(" --queue {queue}"));
         }
-        serde_json::json!({ "hooks": [{ "type": "command", "command": command, "timeout": 10 }] })
+        serde_json::json!({ "type": "command", "command": command, "timeout": 10 })
+    }
+}
+
+/// Where `client`'s Stop hook goes (at `project`, or the user's scope), with
+/// the element we put in its `hooks.Stop` list; `None` for a client without one.
+fn hook_place(
+    env: &Env,
+    site: &Site,
+    client: Client,
+    project: Option<&Path>,
+    queue: &str,
+) -> Result<Option<(PathBuf, Value)>> {
+    match client {
+        Client::ClaudeCode | Client::ClaudeCodeProject => {
+            Ok(Some((env.claude_settings(project), site.stop_hook(queue))))
+        }
+        // VS Code loads `.github/hooks/*.json` of the workspace by default; its
+        // user folder for hooks is not in the default list of every version.
+        Client::Vscode | Client::VscodeInsiders => match project {
+            Some(dir) => Ok(Some((env.vscode_hooks(dir), site.vscode_stop_hook(queue)))),
+            None => Err(Error::Conflict(
+                "--hooks for VS Code needs --project DIR: its agent hooks live in the project's .github/hooks folder"
+                    .into(),
+            )),
+        },
+        _ => Ok(None),
     }
 }
 
@@ -86,7 +121,7 @@ pub struct Request<'a> {
     pub project: Option<&'a Path>,
     /// Point the client at this queue (`/mcp/q/<name>`).
     pub queue: Option<&'a str>,
-    /// Also install Claude Code's `Stop` hook (`hook claude-stop`).
+    /// Also install the client's `Stop` hook (Claude Code's, or VS Code's in a project).
     pub hooks: bool,
     /// Say what would change, change nothing.
     pub dry_run: bool,
@@ -232,8 +267,7 @@ pub fn client_status(env: &Env, site: &Site, client: Client, project: Option<&Pa
         }
     };
     status.file = Some(file.display().to_string());
-    if matches!(client, Client::ClaudeCode | Client::ClaudeCodeProject) {
-        let settings = env.claude_settings(project);
+    if let Ok(Some((settings, _))) = hook_place(env, site, client, project, DEFAULT_QUEUE) {
         status.hook = Some(
             files::read(&settings)
                 .ok()
@@ -275,28 +309,26 @@ const NO_CLAUDE: &str = "Claude Code's `claude` command is not on PATH; local-mc
 /// Code's Stop hook). Returns one [`Change`] per file.
 pub fn connect(env: &Env, site: &Site, client: Client, req: &Request<'_>) -> Result<Vec<Change>> {
     let queue = model::queue_or_default(req.queue)?;
-    let is_claude = matches!(client, Client::ClaudeCode | Client::ClaudeCodeProject);
-    if req.hooks && !is_claude {
-        return Err(Error::Conflict(format!(
-            "--hooks: only Claude Code has a Stop hook; {} keeps looping through the tool's own instructions",
-            client.name()
-        )));
-    }
+    let hook = if req.hooks {
+        let place = hook_place(env, site, client, req.project, &queue)?;
+        if place.is_none() {
+            return Err(Error::Conflict(format!(
+                "--hooks: only Claude Code and VS Code (in a project) have a Stop hook; {} keeps looping through the tool's own instructions",
+                client.name()
+            )));
+        }
+        place
+    } else {
+        None
+    };
     let mut records = Records::load(&env.records).map_err(Error::Conflict)?;
     let wanted = site.entry(client, &queue);
     let mut changes = vec![match place(env, client, req.project)? {
         Place::File(file) => set_entry(&mut records, client, &file, &wanted, site.token.is_some(), req.dry_run)?,
         Place::ClaudeUser => claude::set(env, &mut records, &wanted, req.dry_run)?,
     }];
-    if req.hooks {
-        let settings = env.claude_settings(req.project);
-        changes.push(set_hook(
-            &mut records,
-            client,
-            &settings,
-            &site.stop_hook(&queue),
-            req.dry_run,
-        )?);
+    if let Some((settings, element)) = hook {
+        changes.push(set_hook(&mut records, client, &settings, &element, req.dry_run)?);
     }
     if !req.dry_run {
         records.save(&env.records).map_err(Error::Conflict)?;
@@ -312,8 +344,13 @@ pub fn disconnect(env: &Env, client: Client, req: &Request<'_>) -> Result<Vec<Ch
         Place::File(file) => remove_entry(&mut records, client, &file, req.dry_run)?,
         Place::ClaudeUser => claude::remove(env, &mut records, req.dry_run)?,
     }];
-    if matches!(client, Client::ClaudeCode | Client::ClaudeCodeProject) {
-        let settings = files::real_path(&env.claude_settings(req.project));
+    let settings = match client {
+        Client::ClaudeCode | Client::ClaudeCodeProject => Some(env.claude_settings(req.project)),
+        Client::Vscode | Client::VscodeInsiders => req.project.map(|dir| env.vscode_hooks(dir)),
+        _ => None,
+    };
+    if let Some(settings) = settings {
+        let settings = files::real_path(&settings);
         if let Some(written) = records.find(client.id(), &settings, "hook").cloned() {
             changes.push(remove_hook(
                 &mut records,
@@ -524,12 +561,15 @@ fn remove_entry(records: &mut Records, client: Client, file: &Path, dry_run: boo
     })
 }
 
-fn is_our_hook(group: &Value) -> bool {
-    group["hooks"].as_array().is_some_and(|hooks| {
-        hooks
-            .iter()
-            .any(|h| h["command"].as_str().is_some_and(|c| c.contains(" hook claude-stop")))
-    })
+/// Whether an element of a `hooks.Stop` list runs our hook: a Claude Code
+/// group (`{"hooks": [...]}`) holding one, or a VS Code command entry.
+fn is_our_hook(element: &Value) -> bool {
+    let ours = |h: &Value| {
+        h["command"]
+            .as_str()
+            .is_some_and(|c| c.contains(" hook claude-stop") || c.contains(" hook vscode-stop"))
+    };
+    ours(element) || element["hooks"].as_array().is_some_and(|hooks| hooks.iter().any(ours))
 }
 
 fn set_hook(records: &mut Records, client: Client, settings: &Path, group: &Value, dry_run: bool) -> Result<Change> {

@@ -124,7 +124,7 @@ pub struct ConnectBody {
         pattern = "^[A-Za-z0-9._-]*[A-Za-z0-9_-][A-Za-z0-9._-]*$"
     )]
     queue: Option<String>,
-    /// Also install Claude Code's Stop hook.
+    /// Also install the client's Stop hook (Claude Code; VS Code with a project).
     #[serde(default)]
     hooks: bool,
 }
