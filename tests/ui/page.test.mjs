@@ -774,6 +774,34 @@ describe("templates and suffixes", () => {
     for (const i of await server.pending()) await server.api("DELETE", `/api/instructions/${i.id}`);
   });
 
+  test("a template's file is staged with its text, and queued with it", async () => {
+    for (const i of await server.pending()) await server.api("DELETE", `/api/instructions/${i.id}`);
+    const { page, errors, context } = await openPage(browser, server);
+    await page.locator("#settings-details summary").click();
+    await page.locator("#template-name").fill("steps");
+    await page.locator("#template-text").fill("Follow these steps.");
+    await page.locator("#template-files").setInputFiles({ name: "steps.md", mimeType: "text/markdown", buffer: Buffer.from("1. open\n2. click\n") });
+    await page.getByRole("button", { name: "Save template" }).click();
+    await until(async () => (await texts(page, '#templates-list [aria-label="Files of steps"] .chip')).some((t) => t.startsWith("steps.md")), { what: "the file listed" });
+    const box = page.locator("#composer-text");
+    await box.click();
+    await page.keyboard.type("/steps");
+    await until(async () => (await page.locator("#composer-completions [role=option]").count()) === 1, { what: "listed" });
+    assert.match(await page.locator("#composer-completions").textContent(), /1 file/);
+    await page.keyboard.press("Enter");
+    await until(async () => (await page.locator("#composer-files .thumb").count()) === 1, { what: "the file staged" });
+    await page.keyboard.press("Control+Enter");
+    await until(async () => (await server.pending()).some((i) => i.content === "Follow these steps."), { what: "queued" });
+    const item = (await server.pending()).find((i) => i.content === "Follow these steps.");
+    assert.deepEqual(item.attachments.map((a) => [a.name, a.kind]), [["steps.md", "text"]]);
+    // Removing the file from the template leaves the template.
+    await page.getByRole("button", { name: "Remove steps.md from steps" }).click();
+    await until(async () => (await server.api("GET", "/api/templates/steps")).body.item.files === undefined, { what: "the file removed" });
+    assert.deepEqual(errors, []);
+    await context.close();
+    for (const i of await server.pending()) await server.api("DELETE", `/api/instructions/${i.id}`);
+  });
+
   test("a queue's suffix is shown above its rail and reaches the agent after the text", async () => {
     for (const i of await server.pending()) await server.api("DELETE", `/api/instructions/${i.id}`);
     const { page, errors, context } = await openPage(browser, server);

@@ -90,6 +90,18 @@ export const api = {
   templates: () => request("GET", "/api/templates"),
   saveTemplate: (name, content) => request("PUT", `/api/templates/${enc(name)}`, { content }),
   deleteTemplate: (name) => request("DELETE", `/api/templates/${enc(name)}`),
+  addTemplateFiles: (name, files) => {
+    const form = new FormData();
+    for (const f of files) form.append("files", f, f.name);
+    return request("POST", `/api/templates/${enc(name)}/files`, form);
+  },
+  removeTemplateFile: (name, ordinal) => request("DELETE", `/api/templates/${enc(name)}/files/${ordinal}`),
+  /** A template's file as a File, to stage like a pasted one. */
+  templateFile: async (name, f) => {
+    const res = await fetch(`/api/templates/${enc(name)}/files/${f.ordinal}`, { credentials: "same-origin" });
+    if (!res.ok) throw new ApiError(res.status, `http_${res.status}`, `The template's file ${f.name} could not be fetched.`);
+    return new File([await res.blob()], f.name, { type: f.mime_type });
+  },
   tokenState: () => request("GET", "/api/token"),
   changeToken: (action) => request("POST", "/api/token", { action }),
 };

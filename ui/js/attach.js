@@ -70,6 +70,11 @@ export function clearStaged() {
   composer?.clear();
 }
 
+/** Stage files in the composer (a template's). */
+export function stageFiles(files) {
+  composer?.add(files);
+}
+
 /** One thumbnail: an image, or a file chip for text. */
 function thumb(name, src, open) {
   const li = el("li", "thumb");

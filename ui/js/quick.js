@@ -52,7 +52,7 @@ async function submit() {
 }
 
 // Before the box's own keys: while the template list is open, Enter picks and Esc closes it.
-if (!replyTo) attachTemplateCompletion(box, $("quick-completions"));
+if (!replyTo) attachTemplateCompletion(box, $("quick-completions"), { stage: (files) => staging.add(files), fail });
 box.addEventListener("keydown", (e) => {
   if (e.key === "Enter" && !e.shiftKey && !e.isComposing) {
     e.preventDefault();

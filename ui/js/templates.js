@@ -1,11 +1,12 @@
-// Templates: instructions saved under a short name. Typing "/" at the start
-// of the composer (or of the quick-add box) lists them; picking one puts its
-// text in the box, to edit or queue as it is. Settings lists, saves and
-// deletes them. A template is text in the box, nothing more: what is queued
-// is what the box holds.
+// Templates: instructions saved under a short name, with optional files.
+// Typing "/" at the start of the composer (or of the quick-add box) lists
+// them; picking one puts its text in the box and stages its files, to edit
+// or queue as they are. Settings lists, saves and deletes them. What is
+// queued is what the box and the staged files hold.
 
 import { api } from "./api.js";
 import { $, el, iconButton } from "./dom.js";
+import { stageFiles } from "./attach.js";
 import { toast } from "./toast.js";
 
 const MAX_SHOWN = 8;
@@ -27,12 +28,18 @@ function firstLine(text) {
   return line.length < text.length ? `${line} …` : line;
 }
 
+function filesNote(t) {
+  const n = t.files?.length ?? 0;
+  return n ? ` · ${n} file${n === 1 ? "" : "s"}` : "";
+}
+
 /**
  * `/name` completion on a text box. `list` is an empty <ul> after it. While
  * the list is open, Arrow keys move, Enter or Tab picks, Escape closes — and
- * those keys do nothing else (the box's own Enter or Escape waits).
+ * those keys do nothing else (the box's own Enter or Escape waits). A picked
+ * template's files go to `stage` (as File objects); `fail` says why not.
  */
-export function attachTemplateCompletion(box, list) {
+export function attachTemplateCompletion(box, list, { stage, fail }) {
   list.setAttribute("role", "listbox");
   list.setAttribute("aria-label", "Templates");
   list.hidden = true;
@@ -55,12 +62,18 @@ export function attachTemplateCompletion(box, list) {
     const current = list.children[active];
     if (current && shown.length) box.setAttribute("aria-activedescendant", current.id);
   };
-  const pick = (t) => {
+  const pick = async (t) => {
     box.value = t.content;
     close();
     box.focus();
     box.setSelectionRange(box.value.length, box.value.length);
     box.dispatchEvent(new Event("input", { bubbles: true }));
+    try {
+      const files = await Promise.all((t.files ?? []).map((f) => api.templateFile(t.name, f)));
+      if (files.length) stage(files);
+    } catch (err) {
+      fail(err.message);
+    }
   };
   const open = async () => {
     if (!/^\/[A-Za-z0-9._-]*$/.test(box.value)) return close();
@@ -85,7 +98,7 @@ export function attachTemplateCompletion(box, list) {
         const li = el("li", "completions__item");
         li.id = `${list.id}-${n}`;
         li.setAttribute("role", "option");
-        li.append(el("span", "completions__name", `/${t.name}`), el("span", "completions__text", firstLine(t.content)));
+        li.append(el("span", "completions__name", `/${t.name}`), el("span", "completions__text", firstLine(t.content) + filesNote(t)));
         li.addEventListener("mousedown", (e) => e.preventDefault()); // keep the box focused
         li.addEventListener("click", () => pick(t));
         return li;
@@ -127,6 +140,25 @@ function row(t) {
   li.dataset.name = t.name;
   const name = el("code", "template__name mono", `/${t.name}`);
   const text = el("span", "template__text", firstLine(t.content));
+  const files = el("ul", "template__files");
+  files.setAttribute("aria-label", `Files of ${t.name}`);
+  for (const f of t.files ?? []) {
+    const chip = el("li", "chip", f.name);
+    const remove = el("button", "chip__remove", "×");
+    remove.type = "button";
+    remove.setAttribute("aria-label", `Remove ${f.name} from ${t.name}`);
+    remove.addEventListener("click", async () => {
+      try {
+        await api.removeTemplateFile(t.name, f.ordinal);
+        renderList(true);
+      } catch (err) {
+        toast(`Not removed: ${err.message}`);
+      }
+    });
+    chip.append(remove);
+    files.append(chip);
+  }
+  files.hidden = !(t.files ?? []).length;
   const edit = iconButton("edit", `Edit template ${t.name}`);
   const del = iconButton("delete", `Delete template ${t.name}`);
   edit.addEventListener("click", () => {
@@ -143,7 +175,7 @@ function row(t) {
       toast(`Not deleted: ${err.message}`);
     }
   });
-  li.append(name, text, edit, del);
+  li.append(name, text, edit, del, files);
   return li;
 }
 
@@ -154,7 +186,10 @@ async function renderList(refresh) {
 }
 
 export function initTemplates() {
-  attachTemplateCompletion($("composer-text"), $("composer-completions"));
+  attachTemplateCompletion($("composer-text"), $("composer-completions"), {
+    stage: stageFiles,
+    fail: (msg) => toast(`The template's files were not added: ${msg}`),
+  });
   $("settings-details").addEventListener("toggle", (e) => {
     if (e.target.open) renderList(true);
   });
@@ -162,10 +197,13 @@ export function initTemplates() {
     e.preventDefault();
     const error = $("template-error");
     try {
-      const { item } = await api.saveTemplate($("template-name").value.trim(), $("template-text").value);
+      let { item } = await api.saveTemplate($("template-name").value.trim(), $("template-text").value);
+      const picked = [...$("template-files").files];
+      if (picked.length) ({ item } = await api.addTemplateFiles(item.name, picked));
       error.hidden = true;
       $("template-name").value = "";
       $("template-text").value = "";
+      $("template-files").value = "";
       toast(`Template ${item.name} saved: type /${item.name} in the composer.`);
       renderList(true);
     } catch (err) {

@@ -185,21 +185,79 @@ fn text_of(words: &[String]) -> Result<String, Failure> {
     Ok(content)
 }
 
-/// `add --template NAME [TEXT…]`: the template's text, then TEXT after a blank line.
-pub async fn from_template(target: &Target, name: &str, words: &[String]) -> Result<Vec<String>, Failure> {
+/// A template's files, fetched into a private temporary folder that goes when this does.
+pub struct Fetched {
+    dir: std::path::PathBuf,
+    pub files: Vec<std::path::PathBuf>,
+}
+
+impl Drop for Fetched {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// `add --template NAME [TEXT…]`: the template's text, then TEXT after a
+/// blank line; and its files, fetched to attach again.
+pub async fn from_template(target: &Target, name: &str, words: &[String]) -> Result<(Vec<String>, Fetched), Failure> {
     let path = format!("/api/templates/{}", urlencoding(name));
     let found = call(target, reqwest::Method::GET, &path, None).await?;
     let mut text = found["item"]["content"].as_str().unwrap_or_default().to_owned();
     if !words.is_empty() {
         text = format!("{}\n\n{}", text.trim_end(), text_of(words)?);
     }
-    Ok(vec![text])
+    let dir = std::env::temp_dir().join(format!("local-mcp-template-{}", uuid::Uuid::new_v4().simple()));
+    let mut fetched = Fetched {
+        dir: dir.clone(),
+        files: Vec::new(),
+    };
+    for file in found["item"]["files"].as_array().into_iter().flatten() {
+        let ordinal = file["ordinal"].as_u64().unwrap_or_default();
+        let url = target.api(&format!("{path}/files/{ordinal}"));
+        let mut request = http_client()?.get(url);
+        if let Some(token) = &target.token {
+            request = request.bearer_auth(token);
+        }
+        let bytes = request
+            .send()
+            .await
+            .and_then(reqwest::Response::error_for_status)
+            .map_err(|e| {
+                Failure(
+                    format!("cannot fetch the template's file {ordinal}: {}", root_cause(&e)),
+                    1,
+                )
+            })?
+            .bytes()
+            .await
+            .map_err(|e| Failure(format!("cannot fetch the template's file {ordinal}: {e}"), 1))?;
+        // Each in a folder of its own: two files may share a name.
+        let folder = dir.join(ordinal.to_string());
+        let keep = |e: std::io::Error| Failure(format!("cannot keep the template's file: {e}"), 1);
+        crate::paths::private_dir(&folder).map_err(keep)?;
+        let name = crate::model::attachment_name(file["name"].as_str().unwrap_or("file"));
+        let at = folder.join(name);
+        crate::paths::write_private(&at, &bytes).map_err(keep)?;
+        fetched.files.push(at);
+    }
+    Ok((vec![text], fetched))
 }
 
-/// `templates [--save NAME TEXT | --delete NAME] [--json]`.
+/// A file as a form part named as on disk.
+fn file_part(path: &std::path::Path) -> Result<reqwest::multipart::Part, Failure> {
+    let bytes = std::fs::read(path).map_err(|e| Failure(format!("cannot read {}: {e}", path.display()), 1))?;
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    Ok(reqwest::multipart::Part::bytes(bytes).file_name(name))
+}
+
+/// `templates [--save NAME TEXT [--attach FILE…] | --delete NAME] [--json]`.
 pub async fn templates(
     target: &Target,
     save: Option<Vec<String>>,
+    attach: &[std::path::PathBuf],
     delete: Option<String>,
     json: bool,
 ) -> Result<(), Failure> {
@@ -207,8 +265,27 @@ pub async fn templates(
         let (name, text) = (&pair[0], &pair[1]);
         let content = text_of(std::slice::from_ref(text))?;
         let path = format!("/api/templates/{}", urlencoding(name));
-        let saved = call(target, reqwest::Method::PUT, &path, Some(json!({ "content": content }))).await?;
-        println!("saved template {}", saved["item"]["name"].as_str().unwrap_or(name));
+        let mut saved = call(target, reqwest::Method::PUT, &path, Some(json!({ "content": content }))).await?;
+        if !attach.is_empty() {
+            let mut form = reqwest::multipart::Form::new();
+            for file in attach {
+                form = form.part("files", file_part(file)?);
+            }
+            let request = http_client()?
+                .post(target.api(&format!("{path}/files")))
+                .multipart(form);
+            saved = send(target, request).await?;
+        }
+        let files = saved["item"]["files"].as_array().map_or(0, Vec::len);
+        let note = match files {
+            0 => String::new(),
+            1 => " with 1 file".to_owned(),
+            n => format!(" with {n} files"),
+        };
+        println!(
+            "saved template {}{note}",
+            saved["item"]["name"].as_str().unwrap_or(name)
+        );
         return Ok(());
     }
     if let Some(name) = delete {
@@ -266,12 +343,7 @@ pub async fn add(
             form = form.text("target", t);
         }
         for path in attach {
-            let bytes = std::fs::read(path).map_err(|e| Failure(format!("cannot read {}: {e}", path.display()), 1))?;
-            let name = path
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default();
-            form = form.part("files", reqwest::multipart::Part::bytes(bytes).file_name(name));
+            form = form.part("files", file_part(path)?);
         }
         let request = http_client()?.post(target.api("/api/instructions")).multipart(form);
         send(target, request).await?

@@ -83,6 +83,9 @@ pub enum Command {
         /// Save TEXT under NAME (replacing one of that name)
         #[arg(long, value_names = ["NAME", "TEXT"], num_args = 2, conflicts_with = "delete")]
         save: Option<Vec<String>>,
+        /// With --save: a file that goes with the template (an image or UTF-8 text); repeat for more
+        #[arg(long, value_name = "FILE", requires = "save")]
+        attach: Vec<std::path::PathBuf>,
         /// Delete the template NAME
         #[arg(long, value_name = "NAME")]
         delete: Option<String>,
@@ -464,18 +467,26 @@ pub fn run(command: Command, cli: &mut clap::Command, serve: &ServeArgs) -> Exit
                 text,
             } => {
                 let target = source(connect)?.resolve()?;
-                let text = match template {
-                    Some(name) => commands::from_template(&target, &name, &text).await?,
-                    None => text,
+                let (text, fetched) = match template {
+                    Some(name) => {
+                        let (text, fetched) = commands::from_template(&target, &name, &text).await?;
+                        (text, Some(fetched))
+                    }
+                    None => (text, None),
                 };
-                commands::add(&target, queue, to, &text, &attach).await
+                let mut attach = attach;
+                attach.extend(fetched.iter().flat_map(|f| f.files.iter().cloned()));
+                let added = commands::add(&target, queue, to, &text, &attach).await;
+                drop(fetched);
+                added
             }
             Command::Templates {
                 connect,
                 save,
+                attach,
                 delete,
                 json,
-            } => commands::templates(&source(connect)?.resolve()?, save, delete, json).await,
+            } => commands::templates(&source(connect)?.resolve()?, save, &attach, delete, json).await,
             Command::List {
                 connect,
                 queue,

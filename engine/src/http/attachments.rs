@@ -192,14 +192,27 @@ async fn file(
     } else {
         attachment.mime_type.clone()
     };
-    let disposition = if attachment.is_image() { "inline" } else { "attachment" };
+    // An attachment never changes: its id names one file for good.
+    Ok(file_response(
+        bytes,
+        &mime,
+        &attachment.name,
+        attachment.is_image(),
+        "private, max-age=31536000, immutable",
+    ))
+}
+
+/// A stored file as a response that never runs: its detected type, its name
+/// in the RFC 5987 form, `inline` only for raster images, a sandbox CSP.
+pub(super) fn file_response(bytes: Vec<u8>, mime: &str, name: &str, image: bool, cache: &'static str) -> Response {
+    let disposition = if image { "inline" } else { "attachment" };
     // The name goes in the RFC 5987 form only: any character survives, none can break the header.
-    let encoded: String = url::form_urlencoded::byte_serialize(attachment.name.as_bytes()).collect();
+    let encoded: String = url::form_urlencoded::byte_serialize(name.as_bytes()).collect();
     let mut response = (StatusCode::OK, Body::from(bytes)).into_response();
     let h = response.headers_mut();
     let value =
         |s: String| HeaderValue::from_str(&s).unwrap_or_else(|_| HeaderValue::from_static("application/octet-stream"));
-    h.insert(header::CONTENT_TYPE, value(mime));
+    h.insert(header::CONTENT_TYPE, value(mime.to_owned()));
     h.insert(
         header::CONTENT_DISPOSITION,
         HeaderValue::from_str(&format!(
@@ -209,10 +222,6 @@ async fn file(
         .unwrap_or_else(|_| HeaderValue::from_static("attachment")),
     );
     h.insert(header::CONTENT_SECURITY_POLICY, HeaderValue::from_static("sandbox"));
-    // An attachment never changes: its id names one file for good.
-    h.insert(
-        header::CACHE_CONTROL,
-        HeaderValue::from_static("private, max-age=31536000, immutable"),
-    );
-    Ok(response)
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static(cache));
+    response
 }

@@ -209,11 +209,16 @@ fn is_mcp(path: &str) -> bool {
 
 /// The routes that take `multipart/form-data`: a new instruction, and files for one.
 fn is_upload(path: &str) -> bool {
+    let one_segment = |rest: Option<&str>| rest.is_some_and(|id| !id.is_empty() && !id.contains('/'));
     path == "/api/instructions"
-        || path
-            .strip_prefix("/api/instructions/")
-            .and_then(|rest| rest.strip_suffix("/attachments"))
-            .is_some_and(|id| !id.is_empty() && !id.contains('/'))
+        || one_segment(
+            path.strip_prefix("/api/instructions/")
+                .and_then(|rest| rest.strip_suffix("/attachments")),
+        )
+        || one_segment(
+            path.strip_prefix("/api/templates/")
+                .and_then(|rest| rest.strip_suffix("/files")),
+        )
 }
 
 fn needs_token(path: &str) -> bool {

@@ -1,23 +1,27 @@
 //! `/api/templates`: saved instructions by name (`/name` in the composer,
-//! `add --template NAME`).
+//! `add --template NAME`), and the files that go with them.
 
-use axum::extract::State;
+use axum::extract::{Request, State};
 use axum::http::StatusCode;
+use axum::response::Response;
 use axum::Json;
 use serde::Serialize;
 use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
+use super::attachments::{is_multipart, read_form, FilesForm};
 use super::error::ErrorBody;
 use super::{ApiJson, ApiPath, AppState};
 use crate::model::{Template, TemplateBody};
-use crate::Result;
+use crate::{Error, Result};
 
 pub fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(routes!(list))
         .routes(routes!(get_one, put, delete))
+        .routes(routes!(add_files))
+        .routes(routes!(get_file, delete_file))
 }
 
 /// `{"items": […]}`
@@ -80,4 +84,74 @@ async fn put(
 async fn delete(State(s): State<AppState>, ApiPath(name): ApiPath<String>) -> Result<StatusCode> {
     s.queue.delete_template(&name).await?;
     Ok(StatusCode::NO_CONTENT)
+}
+
+/// Add files to a template (images or UTF-8 text, as for an instruction).
+#[utoipa::path(post, path = "/api/templates/{name}/files", tag = "templates",
+    params(("name" = String, Path, description = "The template's name", pattern = "^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")),
+    request_body(content = FilesForm, content_type = "multipart/form-data"),
+    responses((status = 200, description = "The template with its files", body = TemplateItem),
+        (status = 400, description = "No files, or an unreadable image or form", body = ErrorBody),
+        (status = 404, description = "No such template", body = ErrorBody),
+        (status = 413, description = "More than 8 files or 20 MiB, or an image over 50 megapixels", body = ErrorBody),
+        (status = 415, description = "Not an accepted image or UTF-8 text, or not a multipart form", body = ErrorBody)))]
+async fn add_files(
+    State(s): State<AppState>,
+    ApiPath(name): ApiPath<String>,
+    req: Request,
+) -> Result<Json<TemplateItem>> {
+    if !is_multipart(req.headers()) {
+        return Err(Error::Unsupported(
+            "send the files as Content-Type: multipart/form-data".into(),
+        ));
+    }
+    let (new, uploads) = read_form(req).await?;
+    if !new.content.is_empty() || new.queue.is_some() || new.target.is_some() {
+        return Err(Error::Invalid(
+            "this form takes files only; change the text with PUT /api/templates/{name}".into(),
+        ));
+    }
+    Ok(Json(TemplateItem {
+        item: s.queue.add_template_files(&name, uploads).await?,
+    }))
+}
+
+/// One of a template's files (the original, as saved).
+#[utoipa::path(get, path = "/api/templates/{name}/files/{ordinal}", tag = "templates",
+    params(("name" = String, Path, description = "The template's name", pattern = "^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"),
+        ("ordinal" = u32, Path, description = "The file's ordinal")),
+    responses((status = 200, description = "The file, with its detected type (inline only for raster images)",
+            content((Vec<u8> = "image/png"), (Vec<u8> = "image/jpeg"), (Vec<u8> = "image/webp"), (Vec<u8> = "image/gif"),
+                (Vec<u8> = "image/bmp"), (Vec<u8> = "image/tiff"), (String = "text/plain; charset=utf-8"))),
+        (status = 400, description = "Malformed request", body = ErrorBody),
+        (status = 404, description = "No such template or file", body = ErrorBody)))]
+async fn get_file(State(s): State<AppState>, ApiPath((name, ordinal)): ApiPath<(String, u32)>) -> Result<Response> {
+    let (file, path) = s.queue.template_file(&name, ordinal).await?;
+    let bytes = tokio::fs::read(&path)
+        .await
+        .map_err(|e| Error::internal("reading a template's file", e))?;
+    // A template's files change (an ordinal can be used again): never cached unasked.
+    Ok(super::attachments::file_response(
+        bytes,
+        &file.mime_type,
+        &file.name,
+        file.kind == "image",
+        "no-cache",
+    ))
+}
+
+/// Remove one of a template's files.
+#[utoipa::path(delete, path = "/api/templates/{name}/files/{ordinal}", tag = "templates",
+    params(("name" = String, Path, description = "The template's name", pattern = "^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"),
+        ("ordinal" = u32, Path, description = "The file's ordinal")),
+    responses((status = 200, description = "The template without that file", body = TemplateItem),
+        (status = 400, description = "Malformed request", body = ErrorBody),
+        (status = 404, description = "No such template or file", body = ErrorBody)))]
+async fn delete_file(
+    State(s): State<AppState>,
+    ApiPath((name, ordinal)): ApiPath<(String, u32)>,
+) -> Result<Json<TemplateItem>> {
+    Ok(Json(TemplateItem {
+        item: s.queue.remove_template_file(&name, ordinal).await?,
+    }))
 }

@@ -22,7 +22,7 @@ pub use queues::{
 pub use reports::{report_args, Report, MAX_OPTIONS, MAX_OPTION_CHARS, MAX_REPORT_BYTES};
 pub use settings::{field, Field, Kind, Settings, SettingsPatch, FIELDS};
 pub use status::{AgentSummary, RecoveryNotice, ServerState, ServerSummary, StatusSnapshot};
-pub use templates::{suffix, template_name, with_suffix, Template, TemplateBody, MAX_SUFFIX_CHARS};
+pub use templates::{suffix, template_name, with_suffix, Template, TemplateBody, TemplateFile, MAX_SUFFIX_CHARS};
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};

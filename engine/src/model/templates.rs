@@ -21,6 +21,23 @@ pub struct Template {
     pub content: String,
     pub created_at: String,
     pub updated_at: String,
+    /// Files that go with it (absent when it has none).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub files: Vec<TemplateFile>,
+}
+
+/// A file saved with a template (its original; using the template uploads it again).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct TemplateFile {
+    /// Its place among the template's files, and its handle in `/api/templates/{name}/files/{ordinal}`.
+    pub ordinal: u32,
+    pub name: String,
+    /// `image` or `text`, from the bytes.
+    pub kind: String,
+    pub mime_type: String,
+    pub bytes: u64,
+    pub sha256: String,
+    pub created_at: String,
 }
 
 /// The body of `PUT /api/templates/{name}`.

@@ -31,7 +31,7 @@ pub const MAX_RESULT_TEXT_BYTES: usize = 96 * 1024;
 /// An upload that passed inspection, with the bytes to write.
 pub(super) struct Ready {
     pub(super) row: AttachmentRow,
-    original: bytes::Bytes,
+    pub(super) original: bytes::Bytes,
     delivery: Option<Vec<u8>>,
 }
 

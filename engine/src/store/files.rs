@@ -12,6 +12,12 @@ use std::path::{Path, PathBuf};
 
 use crate::paths;
 
+/// The folder of a template's files, beside the instructions' folders: a
+/// name no instruction id can have (ids never hold a '.').
+pub fn template_folder(template: &str) -> String {
+    format!(".template.{template}")
+}
+
 /// The attachment folder of one database.
 #[derive(Debug, Clone)]
 pub struct Files {

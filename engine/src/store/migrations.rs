@@ -178,6 +178,20 @@ const MIGRATIONS: &[&str] = &[
         created_at TEXT NOT NULL,
         updated_at TEXT NOT NULL
     );
+    -- A template's files: the originals only (using one uploads them again,
+    -- which makes the delivery copy), in `<attachments>/.template.<name>/`.
+    CREATE TABLE template_files (
+        template TEXT NOT NULL REFERENCES templates(name) ON DELETE CASCADE,
+        ordinal INTEGER NOT NULL,
+        name TEXT NOT NULL,
+        kind TEXT NOT NULL CHECK (kind IN ('image', 'text')),
+        mime_type TEXT NOT NULL,
+        bytes INTEGER NOT NULL,
+        sha256 TEXT NOT NULL,
+        file TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        PRIMARY KEY (template, ordinal)
+    );
     ALTER TABLE queues ADD COLUMN suffix TEXT;
     "#,
 ];

@@ -27,8 +27,8 @@ use rusqlite::{Connection, TransactionBehavior};
 use crate::{paths, Error, Result};
 
 pub use backup::restore;
-pub use files::{Files, NewFile};
-pub use queries::{AttachmentRow, Db, PendingChange, QueueTally, StoredEvent};
+pub use files::{template_folder, Files, NewFile};
+pub use queries::{AttachmentRow, Db, PendingChange, QueueTally, StoredEvent, TemplateFileRow};
 
 /// How hard a commit must try to reach the disk.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -6,7 +6,7 @@ use rusqlite::{params, Connection, OptionalExtension, Row};
 
 use crate::model::{
     AgentActivity, Attachment, Delivery, DeliveryCopy, Instruction, InstructionStatus, Listing, QueueCounts,
-    QueueRecord, Report, ResultType, Settings, StatusFilter, Template,
+    QueueRecord, Report, ResultType, Settings, StatusFilter, Template, TemplateFile,
 };
 use crate::Result;
 
@@ -140,6 +140,31 @@ fn template_from_row(row: &Row<'_>) -> rusqlite::Result<Template> {
         content: row.get("content")?,
         created_at: row.get("created_at")?,
         updated_at: row.get("updated_at")?,
+        files: Vec::new(),
+    })
+}
+
+/// A template's file: what the API shows, and its name on disk.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TemplateFileRow {
+    pub file: TemplateFile,
+    pub stored: String,
+}
+
+const TEMPLATE_FILE_COLUMNS: &str = "ordinal, name, kind, mime_type, bytes, sha256, file, created_at";
+
+fn template_file_from_row(row: &Row<'_>) -> rusqlite::Result<TemplateFileRow> {
+    Ok(TemplateFileRow {
+        file: TemplateFile {
+            ordinal: row.get("ordinal")?,
+            name: row.get("name")?,
+            kind: row.get("kind")?,
+            mime_type: row.get("mime_type")?,
+            bytes: row.get::<_, i64>("bytes")? as u64,
+            sha256: row.get("sha256")?,
+            created_at: row.get("created_at")?,
+        },
+        stored: row.get("file")?,
     })
 }
 
@@ -648,6 +673,12 @@ impl<'c> Db<'c> {
             kept.insert((instruction.clone(), r.get(1)?));
             kept.insert((instruction, r.get(2)?));
         }
+        let mut stmt = self.conn.prepare("SELECT template, file FROM template_files")?;
+        let mut rows = stmt.query([])?;
+        while let Some(r) = rows.next()? {
+            let template: String = r.get(0)?;
+            kept.insert((super::files::template_folder(&template), r.get(1)?));
+        }
         Ok(kept)
     }
 
@@ -1013,6 +1044,47 @@ impl<'c> Db<'c> {
                  RETURNING name, content, created_at, updated_at",
             )?
             .query_row([name, content, now], template_from_row)?)
+    }
+
+    /// A template's files, in order.
+    pub fn template_files(&self, template: &str) -> Result<Vec<TemplateFileRow>> {
+        let mut stmt = self.conn.prepare_cached(&format!(
+            "SELECT {TEMPLATE_FILE_COLUMNS} FROM template_files WHERE template = ?1 ORDER BY ordinal"
+        ))?;
+        let rows = stmt
+            .query_map([template], template_file_from_row)?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        Ok(rows)
+    }
+
+    pub fn insert_template_file(&self, template: &str, f: &TemplateFileRow) -> Result<()> {
+        self.conn
+            .prepare_cached(&format!(
+                "INSERT INTO template_files (template, {TEMPLATE_FILE_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)"
+            ))?
+            .execute(params![
+                template,
+                f.file.ordinal,
+                f.file.name,
+                f.file.kind,
+                f.file.mime_type,
+                f.file.bytes as i64,
+                f.file.sha256,
+                f.stored,
+                f.file.created_at
+            ])?;
+        Ok(())
+    }
+
+    /// Delete one of a template's files; the row it was, if there was one.
+    pub fn delete_template_file(&self, template: &str, ordinal: u32) -> Result<Option<TemplateFileRow>> {
+        Ok(self
+            .conn
+            .prepare_cached(&format!(
+                "DELETE FROM template_files WHERE template = ?1 AND ordinal = ?2 RETURNING {TEMPLATE_FILE_COLUMNS}"
+            ))?
+            .query_row(params![template, ordinal], template_file_from_row)
+            .optional()?)
     }
 
     /// Delete a template; whether there was one.
