@@ -703,6 +703,46 @@ describe("attachments", () => {
   });
 });
 
+describe("the ledger's filters", () => {
+  let server;
+  before(async () => {
+    server = await startServer({ waitSeconds: 60 });
+  });
+  after(async () => {
+    await server?.stop();
+  });
+
+  test("dates and words narrow the ledger on the server; clearing them brings it back", async () => {
+    for (const text of ["first fix", "second fix", "third change"]) {
+      await server.add(text);
+      await server.consume("dates-agent");
+    }
+    const { page, errors, context } = await openPage(browser, server);
+    await until(async () => (await page.locator("#ledger .entry").count()) === 3, { what: "three delivered" });
+    const day = (offset) => {
+      const d = new Date();
+      d.setDate(d.getDate() + offset);
+      return `${d.getFullYear()}-${String(d.getMonth() + 1).padStart(2, "0")}-${String(d.getDate()).padStart(2, "0")}`;
+    };
+    await page.locator("#ledger-since").fill(day(1));
+    await until(async () => (await page.locator("#ledger-aside").textContent()) === "nothing found", { what: "nothing from tomorrow" });
+    await page.locator("#ledger-since").fill(day(0));
+    await page.locator("#ledger-until").fill(day(0));
+    await until(async () => (await page.locator("#ledger-aside").textContent()) === "3 found", { what: "all of today" });
+    await page.locator("#ledger-search").fill("fix");
+    await until(async () => (await page.locator("#ledger-aside").textContent()) === "2 found", { what: "words and dates together" });
+    assert.deepEqual(await texts(page, "#ledger .entry__text"), ["second fix", "first fix"]);
+    await page.locator("#ledger-until").fill(day(-1));
+    await until(async () => (await page.locator("#ledger-aside").textContent()) === "nothing found", { what: "nothing until yesterday" });
+    await page.locator("#ledger-search").fill("");
+    await page.locator("#ledger-since").fill("");
+    await page.locator("#ledger-until").fill("");
+    await until(async () => (await page.locator("#ledger-aside").textContent()) === "3 delivered", { what: "the ledger back" });
+    assert.deepEqual(errors, []);
+    await context.close();
+  });
+});
+
 describe("templates and suffixes", () => {
   let server;
   before(async () => {

@@ -48,8 +48,10 @@ export const api = {
   pending: (queue) => request("GET", `/api/instructions?status=pending&${q(queue)}`),
   consumed: (queue, limit, offset = 0) => request("GET", `/api/instructions?status=consumed&${q(queue)}&limit=${limit}&offset=${offset}`),
   /** Delivered instructions whose text or report has every word of `text` (and of `agent`, if given). */
-  searchLedger: (queue, text, agent, limit) =>
-    request("GET", `/api/instructions?status=consumed&${q(queue)}&q=${enc(text)}&limit=${limit}${agent ? `&agent=${enc(agent)}` : ""}`),
+  searchLedger: (queue, text, agent, limit, since = null, until = null) => {
+    const more = [text ? `&q=${enc(text)}` : "", agent ? `&agent=${enc(agent)}` : "", since ? `&since=${enc(since)}` : "", until ? `&until=${enc(until)}` : ""];
+    return request("GET", `/api/instructions?status=consumed&${q(queue)}&limit=${limit}${more.join("")}`);
+  },
   add: (content, queue, target = null) => request("POST", "/api/instructions", { content, queue, target }),
   /** Queue text with files (File or Blob objects). */
   addWithFiles: (content, queue, target, files) => {

@@ -172,17 +172,36 @@ function renderAgentPicker() {
 /** Bumped per filter request: only the newest one's answer is shown. */
 let filterSeq = 0;
 
-/** Search the history for what is in the box (and the agent picked); empty: back to the ledger. */
+/** The start of a local calendar day (`2026-11-24` from a date input), `days` later, as an RFC 3339 time. */
+function localDayStart(date, days = 0) {
+  const [y, m, d] = date.split("-").map(Number);
+  return new Date(y, m - 1, d + days).toISOString();
+}
+
+/**
+ * Search the history for what is in the box and between the dates (with the
+ * agent picked); nothing typed or picked: back to the ledger. The dates are
+ * the person's own days: "to" includes the whole of its day.
+ */
 async function search() {
   const seq = ++filterSeq;
   const text = searchText.trim();
-  if (!text) {
+  const since = $("ledger-since").value;
+  const until = $("ledger-until").value;
+  if (!text && !since && !until) {
     found = null;
     renderLedger();
     return;
   }
   try {
-    const { items } = await api.searchLedger(state.queue, text, agentFilter, FOUND_AT_MOST);
+    const { items } = await api.searchLedger(
+      state.queue,
+      text,
+      agentFilter,
+      FOUND_AT_MOST,
+      since ? localDayStart(since) : null,
+      until ? localDayStart(until, 1) : null,
+    );
     if (seq !== filterSeq) return;
     found = items;
   } catch (err) {
@@ -227,6 +246,7 @@ export function initLedger() {
     clearTimeout(searchTimer);
     searchTimer = setTimeout(search, 200);
   });
+  for (const id of ["ledger-since", "ledger-until"]) $(id).addEventListener("change", search);
   $("ledger-search-form").addEventListener("submit", (e) => {
     e.preventDefault();
     clearTimeout(searchTimer);
