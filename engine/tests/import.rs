@@ -23,21 +23,6 @@ fn png(width: u32, height: u32) -> Vec<u8> {
     out
 }
 
-async fn cli(s: &common::Server, args: &[&str]) -> (bool, String, String) {
-    let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_local-mcp-server"))
-        .args(args)
-        .args(["--url", &s.url])
-        .env_remove("LOCAL_MCP_TOKEN")
-        .output()
-        .await
-        .unwrap();
-    (
-        out.status.success(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
-
 /// An export with what differs between two servers by construction taken out:
 /// when it was made, positions, and the attachments' own ids.
 fn comparable(mut export: Value) -> Value {
@@ -105,9 +90,9 @@ async fn a_bundle_round_trips_into_an_empty_server_and_a_second_import_changes_n
 
     let dir = tempfile::tempdir().unwrap();
     let bundle = dir.path().join("history.tar");
-    let (ok, _, err) = cli(&a, &["export", "--format", "bundle", "-o", bundle.to_str().unwrap()]).await;
+    let (ok, _, err) = common::cli(&a, &["export", "--format", "bundle", "-o", bundle.to_str().unwrap()]).await;
     assert!(ok, "{err}");
-    let (ok, _, err) = cli(&a, &["export", "--format", "bundle"]).await;
+    let (ok, _, err) = common::cli(&a, &["export", "--format", "bundle"]).await;
     assert!(
         !ok && err.contains("--output"),
         "a bundle is not written to a terminal: {err}"
@@ -118,7 +103,7 @@ async fn a_bundle_round_trips_into_an_empty_server_and_a_second_import_changes_n
     let b = common::start(|c| c.settings.default_wait_seconds = 0).await;
     let mut events = common::SseReader::open(&b, None).await;
     // A dry run says what would happen and changes nothing.
-    let (ok, out, err) = cli(&b, &["import", bundle.to_str().unwrap(), "--dry-run", "--json"]).await;
+    let (ok, out, err) = common::cli(&b, &["import", bundle.to_str().unwrap(), "--dry-run", "--json"]).await;
     assert!(ok, "{err}");
     let dry: Value = serde_json::from_str(&out).unwrap();
     assert_eq!(
@@ -135,7 +120,7 @@ async fn a_bundle_round_trips_into_an_empty_server_and_a_second_import_changes_n
     assert_eq!(b.get_json("/api/export").await["instructions"], json!([]));
     assert_eq!(files_under(&attachments_dir(&b)), 0);
 
-    let (ok, out, err) = cli(&b, &["import", bundle.to_str().unwrap()]).await;
+    let (ok, out, err) = common::cli(&b, &["import", bundle.to_str().unwrap()]).await;
     assert!(ok, "{err}");
     assert!(
         out.starts_with("imported 3 pending, 1 delivered, 2 reports, 2 attachment files"),
@@ -190,7 +175,7 @@ async fn a_bundle_round_trips_into_an_empty_server_and_a_second_import_changes_n
     // Again: everything is already here (skipped), nothing changes.
     let now = comparable(b.get_json("/api/export").await);
     let files = files_under(&attachments_dir(&b));
-    let (ok, out, err) = cli(&b, &["import", bundle.to_str().unwrap(), "--json"]).await;
+    let (ok, out, err) = common::cli(&b, &["import", bundle.to_str().unwrap(), "--json"]).await;
     assert!(ok, "{err}");
     let again: Value = serde_json::from_str(&out).unwrap();
     assert_eq!(
@@ -280,7 +265,7 @@ async fn a_file_with_anything_wrong_is_refused_whole_and_nothing_is_written() {
     let dir = tempfile::tempdir().unwrap();
     let good = dir.path().join("good.tar");
     assert!(
-        cli(&a, &["export", "--format", "bundle", "-o", good.to_str().unwrap()])
+        common::cli(&a, &["export", "--format", "bundle", "-o", good.to_str().unwrap()])
             .await
             .0
     );
@@ -352,7 +337,7 @@ async fn a_file_with_anything_wrong_is_refused_whole_and_nothing_is_written() {
     for (what, bytes, says) in cases {
         let path = dir.path().join("case");
         std::fs::write(&path, &bytes).unwrap();
-        let (ok, _, err) = cli(&s, &["import", path.to_str().unwrap()]).await;
+        let (ok, _, err) = common::cli(&s, &["import", path.to_str().unwrap()]).await;
         assert!(!ok, "{what}: refused");
         assert!(err.contains(says), "{what}: the reason names {says:?}: {err}");
         assert_eq!(
@@ -364,7 +349,7 @@ async fn a_file_with_anything_wrong_is_refused_whole_and_nothing_is_written() {
         assert_eq!(files_under(&attachments_dir(&s)), 0, "{what}: no file left behind");
     }
     // The untouched bundle still imports.
-    let (ok, out, err) = cli(&s, &["import", good.to_str().unwrap()]).await;
+    let (ok, out, err) = common::cli(&s, &["import", good.to_str().unwrap()]).await;
     assert!(ok, "{err}");
     assert!(out.contains("imported 2 pending"), "{out}");
     assert_eq!(

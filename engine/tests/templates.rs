@@ -39,21 +39,6 @@ async fn upload(s: &common::Server, name: &str, form: Form) -> (u16, Value) {
     (status, r.json().await.unwrap_or(Value::Null))
 }
 
-async fn cli(s: &common::Server, args: &[&str]) -> (bool, String, String) {
-    let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_local-mcp-server"))
-        .args(args)
-        .args(["--url", &s.url])
-        .env_remove("LOCAL_MCP_TOKEN")
-        .output()
-        .await
-        .unwrap();
-    (
-        out.status.success(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
-
 async fn put(s: &common::Server, name: &str, body: Value) -> (u16, Value) {
     let r = s
         .http
@@ -87,19 +72,23 @@ async fn templates_are_saved_listed_used_and_deleted() {
     assert_eq!(r.status(), 404);
 
     // The CLI: save, list, use (with and without more text), delete.
-    let (ok, out, err) = cli(
+    let (ok, out, err) = common::cli(
         &s,
         &["templates", "--save", "tests", "Run the tests and fix what fails."],
     )
     .await;
     assert!(ok && out.contains("saved template tests"), "{out}{err}");
-    let (ok, out, _) = cli(&s, &["templates"]).await;
+    let (ok, out, _) = common::cli(&s, &["templates"]).await;
     assert!(ok);
     let names: Vec<&str> = out.lines().map(|l| l.split_whitespace().next().unwrap()).collect();
     assert_eq!(names, ["review", "tests"]);
-    assert!(cli(&s, &["add", "--template", "review"]).await.0);
-    assert!(cli(&s, &["add", "-t", "tests", "only", "in", "engine/"]).await.0);
-    let (ok, _, err) = cli(&s, &["add", "--template", "missing"]).await;
+    assert!(common::cli(&s, &["add", "--template", "review"]).await.0);
+    assert!(
+        common::cli(&s, &["add", "-t", "tests", "only", "in", "engine/"])
+            .await
+            .0
+    );
+    let (ok, _, err) = common::cli(&s, &["add", "--template", "missing"]).await;
     assert!(!ok && err.contains("no template named missing"), "{err}");
     let pending: Vec<String> = s.get_json("/api/instructions?status=pending").await["items"]
         .as_array()
@@ -114,10 +103,10 @@ async fn templates_are_saved_listed_used_and_deleted() {
             "Run the tests and fix what fails.\n\nonly in engine/"
         ]
     );
-    assert!(cli(&s, &["templates", "--delete", "tests"]).await.0);
+    assert!(common::cli(&s, &["templates", "--delete", "tests"]).await.0);
     let left = s.get_json("/api/templates").await;
     assert_eq!(left["items"].as_array().unwrap().len(), 1);
-    let (ok, _, err) = cli(&s, &["templates", "--delete", "tests"]).await;
+    let (ok, _, err) = common::cli(&s, &["templates", "--delete", "tests"]).await;
     assert!(!ok && err.contains("no template named tests"), "{err}");
     s.stop().await;
 }
@@ -224,7 +213,7 @@ async fn a_templates_files_are_kept_reused_and_removed_with_it() {
     assert_eq!(served.bytes().await.unwrap().to_vec(), picture);
 
     // `add --template` queues the text with the files, as new attachments.
-    let (ok, out, err) = cli(&s, &["add", "--template", "shot", "on the settings page"]).await;
+    let (ok, out, err) = common::cli(&s, &["add", "--template", "shot", "on the settings page"]).await;
     assert!(ok, "{out}{err}");
     assert!(out.contains("with 2 attachments"), "{out}");
     let item = &s.get_json("/api/instructions?status=pending").await["items"][0];
@@ -244,7 +233,7 @@ async fn a_templates_files_are_kept_reused_and_removed_with_it() {
     let picked = tempfile::tempdir().unwrap();
     let file = picked.path().join("checklist.txt");
     std::fs::write(&file, "- tests\n- docs\n").unwrap();
-    let (ok, out, err) = cli(
+    let (ok, out, err) = common::cli(
         &s,
         &[
             "templates",

@@ -122,6 +122,13 @@ fn form_error(e: axum::extract::multipart::MultipartError) -> Error {
         (status = 413, description = "More than 8 files or 20 MiB, or an image over 50 megapixels", body = ErrorBody),
         (status = 415, description = "Not an accepted image or UTF-8 text, or not a multipart form", body = ErrorBody)))]
 async fn attach(State(s): State<AppState>, ApiPath(id): ApiPath<String>, req: Request) -> Result<Json<ItemBody>> {
+    let uploads = read_files(req, "PATCH /api/instructions/{id}").await?;
+    let item = s.queue.attach(id, uploads).await?;
+    Ok(Json(ItemBody { item }))
+}
+
+/// Read a form of files only (`text_route` is where the text is changed instead).
+pub(super) async fn read_files(req: Request, text_route: &str) -> Result<Vec<Upload>> {
     if !is_multipart(req.headers()) {
         return Err(Error::Unsupported(
             "send the files as Content-Type: multipart/form-data".into(),
@@ -129,12 +136,11 @@ async fn attach(State(s): State<AppState>, ApiPath(id): ApiPath<String>, req: Re
     }
     let (new, uploads) = read_form(req).await?;
     if !new.content.is_empty() || new.queue.is_some() || new.target.is_some() {
-        return Err(Error::Invalid(
-            "this form takes files only; change the text with PATCH /api/instructions/{id}".into(),
-        ));
+        return Err(Error::Invalid(format!(
+            "this form takes files only; change the text with {text_route}"
+        )));
     }
-    let item = s.queue.attach(id, uploads).await?;
-    Ok(Json(ItemBody { item }))
+    Ok(uploads)
 }
 
 /// Remove a file from a pending instruction.

@@ -10,7 +10,7 @@ use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::attachments::{is_multipart, read_form, FilesForm};
+use super::attachments::FilesForm;
 use super::error::ErrorBody;
 use super::{ApiJson, ApiPath, AppState};
 use crate::model::{Template, TemplateBody};
@@ -100,17 +100,7 @@ async fn add_files(
     ApiPath(name): ApiPath<String>,
     req: Request,
 ) -> Result<Json<TemplateItem>> {
-    if !is_multipart(req.headers()) {
-        return Err(Error::Unsupported(
-            "send the files as Content-Type: multipart/form-data".into(),
-        ));
-    }
-    let (new, uploads) = read_form(req).await?;
-    if !new.content.is_empty() || new.queue.is_some() || new.target.is_some() {
-        return Err(Error::Invalid(
-            "this form takes files only; change the text with PUT /api/templates/{name}".into(),
-        ));
-    }
+    let uploads = super::attachments::read_files(req, "PUT /api/templates/{name}").await?;
     Ok(Json(TemplateItem {
         item: s.queue.add_template_files(&name, uploads).await?,
     }))

@@ -389,3 +389,20 @@ pub async fn spawn_binary_via(wrapper: &[&str], db: &std::path::Path, env: &[(&s
     });
     Binary { child, url, log }
 }
+
+/// Run `local-mcp-server ARGS --url <s>` (no token from the environment):
+/// whether it succeeded, its stdout and its stderr.
+pub async fn cli(s: &Server, args: &[&str]) -> (bool, String, String) {
+    let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_local-mcp-server"))
+        .args(args)
+        .args(["--url", &s.url])
+        .env_remove("LOCAL_MCP_TOKEN")
+        .output()
+        .await
+        .unwrap();
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
