@@ -39,6 +39,25 @@ fn comparable(mut export: Value) -> Value {
     export
 }
 
+/// The bytes of the first attachment of the delivered instruction, as the server serves them.
+async fn delivered_file(s: &common::Server) -> Vec<u8> {
+    let export = s.get_json("/api/export").await;
+    let delivered = export["instructions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|i| i["status"] == "consumed")
+        .unwrap();
+    let id = delivered["attachments"][0]["id"].as_str().unwrap();
+    let r = s
+        .http
+        .get(s.api(&format!("/api/attachments/{id}")))
+        .send()
+        .await
+        .unwrap();
+    r.bytes().await.unwrap().to_vec()
+}
+
 fn files_under(dir: &Path) -> usize {
     walk(dir).len()
 }
@@ -129,38 +148,8 @@ async fn a_bundle_round_trips_into_an_empty_server_and_a_second_import_changes_n
     let after = comparable(b.get_json("/api/export").await);
     assert_eq!(after, before, "the import holds what the export held");
     // The files are the same bytes, served by the new server.
-    let shot = &a.get_json("/api/export").await["instructions"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|i| i["status"] == "consumed")
-        .unwrap()["attachments"][0]
-        .clone();
-    let moved = &b.get_json("/api/export").await["instructions"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|i| i["status"] == "consumed")
-        .unwrap()["attachments"][0]
-        .clone();
-    let bytes_a = a
-        .http
-        .get(a.api(&format!("/api/attachments/{}", shot["id"].as_str().unwrap())))
-        .send()
-        .await
-        .unwrap()
-        .bytes()
-        .await
-        .unwrap();
-    let bytes_b = b
-        .http
-        .get(b.api(&format!("/api/attachments/{}", moved["id"].as_str().unwrap())))
-        .send()
-        .await
-        .unwrap()
-        .bytes()
-        .await
-        .unwrap();
+    let bytes_a = delivered_file(&a).await;
+    let bytes_b = delivered_file(&b).await;
     assert!(!bytes_a.is_empty());
     assert_eq!(bytes_a, bytes_b);
     // The page hears of it: each pending item, then the import as a whole.
