@@ -253,22 +253,34 @@ pub fn open(path: &Path) -> Result<Opened> {
     })
 }
 
-fn parse_json(reader: impl Read) -> std::result::Result<Incoming, String> {
-    let value: serde_json::Value =
-        serde_json::from_reader(reader).map_err(|e| format!("is not a local-mcp export (JSON or bundle): {e}"))?;
-    let format = value.get("format").and_then(|f| f.as_str()).unwrap_or_default();
+fn parse_json(mut reader: impl Read) -> std::result::Result<Incoming, String> {
+    // The text once, then two typed passes over it: what it says it is (the
+    // rest skipped unallocated), then the export. A `Value` tree of a long
+    // history would take several times the file's size.
+    let mut text = Vec::new();
+    reader
+        .read_to_end(&mut text)
+        .map_err(|e| format!("cannot be read: {e}"))?;
+    #[derive(Deserialize)]
+    struct Head {
+        format: Option<serde_json::Value>,
+        version: Option<serde_json::Value>,
+    }
+    let head: Head =
+        serde_json::from_slice(&text).map_err(|e| format!("is not a local-mcp export (JSON or bundle): {e}"))?;
+    let format = head.format.as_ref().and_then(|f| f.as_str()).unwrap_or_default();
     if format != FORMAT_NAME {
         return Err(format!(
             "is not a local-mcp export: its \"format\" is {format:?}, not {FORMAT_NAME:?}"
         ));
     }
-    let version = value.get("version").and_then(|v| v.as_u64()).unwrap_or(0);
+    let version = head.version.as_ref().and_then(|v| v.as_u64()).unwrap_or(0);
     if version != u64::from(FORMAT_VERSION) {
         return Err(format!(
             "is an export of version {version}; this local-mcp reads version {FORMAT_VERSION} (a newer local-mcp wrote it?)"
         ));
     }
-    serde_json::from_value(value).map_err(|e| format!("does not have the shape of an export: {e}"))
+    serde_json::from_slice(&text).map_err(|e| format!("does not have the shape of an export: {e}"))
 }
 
 fn csv(export: &Export) -> String {
