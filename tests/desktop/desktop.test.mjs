@@ -45,6 +45,9 @@ const find = async (css) => Object.values(await wd("POST", s("/element"), { usin
 const textOf = async (css) => wd("GET", s(`/element/${await find(css)}/text`));
 // textContent, for text WebKit's "rendered text" skips (line-clamped boxes).
 const contentOf = (css) => wd("POST", s("/execute/sync"), { script: "return document.querySelector(arguments[0]).textContent", args: [css] });
+// The quick-add page has its handlers in place (its module scripts load after the box exists).
+const quickReady = () =>
+  until(() => wd("POST", s("/execute/sync"), { script: "return document.getElementById('quick')?.dataset.ready === 'true'", args: [] }), "quick add ready");
 
 before(async () => {
   port = await freePort();
@@ -95,6 +98,7 @@ test("quick add queues an instruction that appears in the page", async () => {
   await wd("POST", s("/window"), { handle: quick });
   await until(async () => (await wd("GET", s("/url"))).endsWith("/quick.html"), "quick-add page");
   const box = await until(() => find("#quick-text"), "the quick-add box");
+  await quickReady();
   await wd("POST", s(`/element/${box}/value`), { text: "   \uE007" });
   await until(async () => (await textOf("#quick-error")).includes("blank"), "whitespace refused");
   await wd("POST", s(`/element/${box}/clear`), {});
@@ -146,6 +150,7 @@ test("an agent's question: a Notify, the needs-you tray, and quick add answers t
   await until(async () => (await wd("GET", s("/url"))).includes("reply="), "quick add in answer mode");
   await until(async () => (await textOf('label[for="quick-text"]')) === "Answer webdriver-agent", "it names the agent");
   const box = await until(() => find("#quick-text"), "the quick-add box");
+  await quickReady();
   await wd("POST", s(`/element/${box}/value`), { text: "Merge\uE007" });
   assert.match(await asked, /\\"content\\":\\"Merge\\"/, "the waiting agent got the answer");
   await wd("POST", s("/window"), { handle: main });

@@ -665,6 +665,7 @@ describe("attachments", () => {
     const { page, errors, context } = await openPage(browser, server);
     const png = (await page.screenshot({ clip: { x: 0, y: 0, width: 120, height: 60 } })).toString("base64");
     await page.goto(`${server.url}/quick.html`);
+    await page.waitForSelector('#quick[data-ready="true"]');
     await page.evaluate((b64) => {
       const bytes = Uint8Array.from(atob(b64), (c) => c.charCodeAt(0));
       const dt = new DataTransfer();
@@ -793,6 +794,7 @@ describe("templates and suffixes", () => {
 
     // Quick add: Enter picks the template, the next Enter queues it.
     await page.goto(`${server.url}/quick.html`);
+    await page.waitForSelector('#quick[data-ready="true"]');
     await page.locator("#quick-text").click();
     await page.keyboard.type("/rev");
     await until(async () => (await page.locator("#quick-completions [role=option]").count()) === 1, { what: "quick add lists it" });

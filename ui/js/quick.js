@@ -69,3 +69,5 @@ box.addEventListener("input", () => {
 });
 window.addEventListener("focus", () => box.focus());
 box.focus();
+// Every handler is in place: keys typed from now on are ours (tests wait for this).
+$("quick").dataset.ready = "true";
