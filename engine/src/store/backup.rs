@@ -1,13 +1,17 @@
 //! Backups: a consistent copy of a running database with its attachment
 //! files, and putting one back while no engine runs.
 //!
-//! A backup is a tar archive of `local_mcp.sqlite3` (made with `VACUUM INTO`
-//! under the store's lock, so it holds exactly the writes committed before
-//! it began, WAL included) and `attachments/` (the files beside the
-//! database, copied after the snapshot, so every file a row of the snapshot
-//! names is there). Restoring checks the archive's database with
-//! `PRAGMA integrity_check` before anything is replaced, and keeps what it
-//! replaces in a folder beside the database.
+//! A backup is a tar archive of `local_mcp.sqlite3` and `attachments/` (the
+//! files beside the database). The database is copied with SQLite's online
+//! backup API from a read transaction of a connection of its own: in WAL mode
+//! a reader never blocks the engine's writes, so agents and the page go on
+//! while a large database is copied. That read transaction begins under the
+//! store's lock, and the attachment files are hard-linked aside in the same
+//! moment, so the archive holds exactly the writes committed before the backup
+//! began and every file those rows name — a delete that lands during the copy
+//! cannot take a file the snapshot still lists. Restoring checks the archive's
+//! database with `PRAGMA integrity_check` before anything is replaced, and
+//! keeps what it replaces in a folder beside the database.
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -30,33 +34,105 @@ fn io(context: String) -> impl FnOnce(std::io::Error) -> Error {
 impl Store {
     /// Write a backup archive of this database and its attachments to `out`.
     pub fn backup_to(&self, out: &Path) -> Result<()> {
-        let work = tempdir_beside(out)?;
-        let snapshot = work.join(DB_ENTRY);
-        let target = snapshot
-            .to_str()
-            .ok_or_else(|| Error::Invalid(format!("{} is not a UTF-8 path", snapshot.display())))?;
+        self.snapshot()?.archive_to(out)
+    }
+
+    /// Fix a backup's moment: a read transaction on a connection of its own
+    /// and the attachment files linked aside, both taken while no write can
+    /// commit. The engine writes on while the snapshot is held.
+    pub fn snapshot(&self) -> Result<Snapshot> {
+        let db = self
+            .path
+            .as_deref()
+            .ok_or_else(|| Error::Invalid("an in-memory database cannot be backed up".into()))?;
+        // Beside the database: the attachments' links must be on their file system.
+        let snapshot = Snapshot {
+            work: tempdir_beside(db)?,
+            db: db.to_owned(),
+            source: Connection::open(db)?,
+        };
+        snapshot.source.busy_timeout(std::time::Duration::from_secs(5))?;
+        let _writes = self.lock();
+        snapshot.source.execute_batch("BEGIN")?;
+        // A WAL read transaction takes its snapshot at its first read.
+        snapshot
+            .source
+            .query_row("SELECT count(*) FROM sqlite_master", [], |_| Ok(()))?;
+        link_tree(self.files().root(), &snapshot.work.join(FILES_ENTRY))
+            .map_err(io(format!("cannot link {} aside", self.files().root().display())))?;
+        Ok(snapshot)
+    }
+}
+
+/// A backup's moment, held: see [`Store::snapshot`]. Dropping it lets the
+/// database's WAL be checkpointed past it again and removes the linked files.
+pub struct Snapshot {
+    source: Connection,
+    /// A folder beside the database: the linked attachments, then the copy.
+    work: PathBuf,
+    db: PathBuf,
+}
+
+impl Snapshot {
+    /// Copy the database as it was at the snapshot (SQLite's online backup
+    /// API) and write the archive of it and the linked files to `out`.
+    pub fn archive_to(self, out: &Path) -> Result<()> {
+        let copy_path = self.work.join(DB_ENTRY);
         {
-            let conn = self.lock();
-            conn.execute("VACUUM INTO ?1", [target])?;
+            let mut copy = Connection::open(&copy_path)?;
+            // One step: every page of the open read transaction's snapshot.
+            let step = rusqlite::backup::Backup::new(&self.source, &mut copy)?.step(-1)?;
+            if step != rusqlite::backup::StepResult::Done {
+                return Err(Error::Unavailable(format!(
+                    "the database {} is busy ({step:?}); try the backup again",
+                    self.db.display()
+                )));
+            }
         }
         let file = File::create(out).map_err(io(format!("cannot write {}", out.display())))?;
         let mut archive = tar::Builder::new(file);
         archive
-            .append_path_with_name(&snapshot, DB_ENTRY)
+            .append_path_with_name(&copy_path, DB_ENTRY)
             .map_err(io("cannot archive the snapshot".into()))?;
-        let root = self.files().root();
-        if root.is_dir() {
+        let files = self.work.join(FILES_ENTRY);
+        if files.is_dir() {
             archive
-                .append_dir_all(FILES_ENTRY, root)
-                .map_err(io(format!("cannot archive {}", root.display())))?;
+                .append_dir_all(FILES_ENTRY, &files)
+                .map_err(io("cannot archive the attachment files".into()))?;
         }
         archive
             .into_inner()
             .and_then(|f| f.sync_all())
-            .map_err(io(format!("cannot finish {}", out.display())))?;
-        let _ = std::fs::remove_dir_all(&work);
-        Ok(())
+            .map_err(io(format!("cannot finish {}", out.display())))
     }
+}
+
+impl Drop for Snapshot {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.work);
+    }
+}
+
+/// Mirror the tree at `from` into `to` with hard links (copies where the file
+/// system has none). Attachment files are never changed once written, so a
+/// link is a snapshot of one. Nothing to do when `from` does not exist.
+fn link_tree(from: &Path, to: &Path) -> std::io::Result<()> {
+    let entries = match std::fs::read_dir(from) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(e),
+    };
+    std::fs::create_dir(to)?;
+    for entry in entries {
+        let entry = entry?;
+        let (src, dst) = (entry.path(), to.join(entry.file_name()));
+        if entry.file_type()?.is_dir() {
+            link_tree(&src, &dst)?;
+        } else if std::fs::hard_link(&src, &dst).is_err() {
+            std::fs::copy(&src, &dst)?;
+        }
+    }
+    Ok(())
 }
 
 /// What a restore did.
@@ -184,4 +260,74 @@ fn tempdir_beside(path: &Path) -> Result<PathBuf> {
     ));
     crate::paths::private_dir(&work).map_err(io(format!("cannot create {}", work.display())))?;
     Ok(work)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Instruction;
+    use crate::store::{Durability, NewFile};
+
+    fn add(store: &Store, id: &str, position: i64) {
+        let mut item = Instruction::new_pending(id.into(), "default".into(), None, position, crate::time::now());
+        item.id = id.into();
+        store
+            .write(Durability::Full, |db| db.insert_instruction(&item), |_| ())
+            .unwrap();
+    }
+
+    #[test]
+    fn a_snapshot_is_of_its_moment_while_the_engine_writes_on() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("q.sqlite3")).unwrap();
+        add(&store, "before", 1);
+        let file = NewFile {
+            name: "shot.png".into(),
+            bytes: b"the bytes",
+        };
+        store.files().write("before", &[file]).unwrap();
+
+        let snapshot = store.snapshot().unwrap();
+        // The engine is not held up: a write commits, and a delete takes its
+        // files, while the snapshot is open.
+        add(&store, "after", 2);
+        store.files().remove_all("before");
+        let archive = dir.path().join("backup.tar");
+        snapshot.archive_to(&archive).unwrap();
+
+        let elsewhere = dir.path().join("restored").join("q.sqlite3");
+        std::fs::create_dir(elsewhere.parent().unwrap()).unwrap();
+        let restored = restore(&archive, &elsewhere).unwrap();
+        assert_eq!(restored.instructions, 1, "the write after the snapshot is not in it");
+        let back = Store::open(&elsewhere).unwrap();
+        let ids: Vec<String> = back
+            .read(|db| db.list(&crate::model::Listing::default()))
+            .unwrap()
+            .into_iter()
+            .map(|i| i.id)
+            .collect();
+        assert_eq!(ids, ["before"]);
+        assert_eq!(
+            std::fs::read(back.files().path("before", "shot.png")).unwrap(),
+            b"the bytes",
+            "the file its row names survived the delete"
+        );
+        // The work folder beside the database is gone.
+        let leftovers: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .filter(|e| e.file_name().to_string_lossy().starts_with(".local-mcp-"))
+            .collect();
+        assert!(leftovers.is_empty(), "{leftovers:?}");
+    }
+
+    #[test]
+    fn an_in_memory_database_has_no_backup() {
+        let store = Store::open_in_memory().unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        assert!(matches!(
+            store.backup_to(&dir.path().join("b.tar")),
+            Err(Error::Invalid(_))
+        ));
+    }
 }
