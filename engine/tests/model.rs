@@ -374,6 +374,26 @@ async fn run(ops: Vec<Op>) {
                 .collect();
             assert_eq!(got, m.rail(queue), "queue {queue} differs from the model after {op:?}");
         }
+        // The counts the status reports (kept by triggers, not counted)
+        // agree with the model in every queue, and in total.
+        let status = q.status().await.unwrap();
+        for queue in QUEUES {
+            let (pending, consumed) = status
+                .queues
+                .iter()
+                .find(|i| i.name == queue)
+                .map_or((0, 0), |i| (i.pending_count, i.consumed_count));
+            let want = (
+                m.rail(queue).len() as u64,
+                m.consumed.iter().filter(|c| c.queue == queue).count() as u64,
+            );
+            assert_eq!((pending, consumed), want, "queue {queue}'s counts after {op:?}");
+        }
+        assert_eq!(
+            (status.queue.pending_count, status.queue.consumed_count),
+            (m.pending.len() as u64, m.consumed.len() as u64),
+            "the total counts after {op:?}"
+        );
         let consumed = q.list(Listing::consumed()).await.unwrap();
         let mut got: Vec<(&str, Option<&str>)> = consumed
             .iter()

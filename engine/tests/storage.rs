@@ -153,26 +153,38 @@ async fn a_truncated_database_is_moved_aside_at_start() {
 
 /// A full disk, for real: the server runs in a private mount namespace on a
 /// 3 MiB tmpfs that also holds a 1 MiB filler file; the test fills the rest
-/// with instructions until the disk refuses, then has the filler removed.
+/// with instructions until the disk refuses, has every byte still free taken
+/// too (a refused 60 KiB add can leave room for a smaller write, such as a
+/// claim), then has both fillers removed.
 #[tokio::test]
 async fn a_full_disk_refuses_with_507_loses_nothing_and_recovers() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
     std::fs::create_dir(&data).unwrap();
     let free = dir.path().join("free-the-disk");
+    let fill = dir.path().join("fill-the-rest");
+    let filled = dir.path().join("the-rest-is-filled");
     let db = data.join("queue.sqlite3");
-    // The filler goes when the test creates `free` (or after two minutes, so nothing lingers).
+    // When the test creates `fill`, the rest of the disk is filled and
+    // `filled` says so; both fillers go when it creates `free` (or after two
+    // minutes, so nothing lingers).
     let script = r#"set -e
 mount -t tmpfs -o size=3m tmpfs "$DATA"
 head -c 1048576 /dev/zero > "$DATA/filler"
-( i=0; while [ ! -e "$FREE" ] && [ $i -lt 1200 ]; do sleep 0.1; i=$((i+1)); done; rm -f "$DATA/filler" ) &
+( i=0; while [ ! -e "$FREE" ] && [ $i -lt 1200 ]; do
+    if [ -e "$FILL" ] && [ ! -e "$FILLED" ]; then cat /dev/zero > "$DATA/rest" 2>/dev/null || true; touch "$FILLED"; fi
+    sleep 0.1; i=$((i+1)); done; rm -f "$DATA/filler" "$DATA/rest" ) &
 exec "$1""#;
-    let data_s = data.to_str().unwrap();
-    let free_s = free.to_str().unwrap();
+    let path = |p: &std::path::Path| p.to_str().unwrap().to_owned();
     let mut server = common::spawn_binary_via(
         &["unshare", "--map-root-user", "--mount", "sh", "-c", script, "sh"],
         &db,
-        &[("DATA", data_s), ("FREE", free_s)],
+        &[
+            ("DATA", &path(&data)),
+            ("FREE", &path(&free)),
+            ("FILL", &path(&fill)),
+            ("FILLED", &path(&filled)),
+        ],
     )
     .await;
     let url = server.url.clone();
@@ -198,21 +210,43 @@ exec "$1""#;
         "{message}"
     );
     until_fault(&http, &url, true).await;
+    std::fs::write(&fill, b"").unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !filled.exists() {
+        assert!(Instant::now() < deadline, "the rest of the disk was never filled");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 
-    // The waiting agent's claim cannot be written: told so, nothing delivered.
+    // Claims go on while the room a refused write left behind in the WAL
+    // holds them (SQLite writes over the frames a failed transaction left),
+    // each one recorded: it leaves the rail. Then one cannot be written: the
+    // agent is told so, and nothing is delivered.
     let client = ().serve(StreamableHttpClientTransport::from_uri(format!("{url}/mcp"))).await.unwrap();
-    let result = common::get_user_request(&client, Some("agent-a")).await;
+    let mut delivered = Vec::new();
+    let result = loop {
+        let result = common::get_user_request(&client, Some("agent-a")).await;
+        if result["result_type"] != "instruction" {
+            break result;
+        }
+        delivered.push(result["instruction"]["content"].as_str().unwrap().to_owned());
+        assert!(
+            delivered.len() < acknowledged.len(),
+            "a full disk never refused a claim"
+        );
+    };
     assert_told_unwritable(&result);
-    assert_eq!(pending(&http, &url).await, acknowledged, "nothing acknowledged is lost");
+    assert_eq!(delivered, acknowledged[..delivered.len()], "delivered in order");
+    let mut rest = acknowledged[delivered.len()..].to_vec();
+    assert_eq!(pending(&http, &url).await, rest, "nothing acknowledged is lost");
 
     std::fs::write(&free, b"").unwrap();
     until_fault(&http, &url, false).await;
     let (code, body) = post_instruction(&http, &url, "after space was freed").await;
     assert_eq!(code, 201, "{body}");
-    acknowledged.push("after space was freed".into());
-    assert_eq!(pending(&http, &url).await, acknowledged);
+    rest.push("after space was freed".into());
+    assert_eq!(pending(&http, &url).await, rest);
     let result = common::get_user_request(&client, Some("agent-a")).await;
-    assert_eq!(result["instruction"]["content"], acknowledged[0].as_str());
+    assert_eq!(result["instruction"]["content"], rest[0].as_str());
     client.cancel().await.unwrap();
     server.child.kill().await.unwrap();
 }

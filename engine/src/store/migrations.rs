@@ -135,8 +135,9 @@ const MIGRATIONS: &[&str] = &[
     // search"): instructions and reports, indexed by SQLite FTS5 over their own
     // rows (external content, keyed by rowid) and kept in step by triggers, so
     // every write that changes a text changes its index in the same
-    // transaction. A database copied with VACUUM INTO (backup, restore) may
-    // get new rowids: `Store::open` rebuilds the indexes when they disagree.
+    // transaction. SQLite allows VACUUM (INTO) to give rows new rowids, so
+    // `restore` checks the indexes of the database it puts back and rebuilds
+    // them when they disagree.
     r#"
     CREATE VIRTUAL TABLE instructions_fts USING fts5(
         content, content='instructions', content_rowid='rowid', tokenize='unicode61 remove_diacritics 2');
@@ -193,6 +194,37 @@ const MIGRATIONS: &[&str] = &[
         PRIMARY KEY (template, ordinal)
     );
     ALTER TABLE queues ADD COLUMN suffix TEXT;
+    "#,
+    // 8: what every status report asks, without walking the history
+    // (`docs/ARCHITECTURE.md`, "History at scale"). Each queue's pending and
+    // delivered counts are kept by triggers in the same transaction as the
+    // change, instead of counted over every instruction (at 100,000 delivered
+    // that took ~12 ms, under the store's lock, after every agent call); and
+    // "has this agent taken anything since its question" is an index seek,
+    // not a scan of the queue's history.
+    r#"
+    CREATE TABLE queue_counts (
+        queue TEXT NOT NULL,
+        status TEXT NOT NULL,
+        n INTEGER NOT NULL,
+        PRIMARY KEY (queue, status)
+    ) WITHOUT ROWID;
+    INSERT INTO queue_counts SELECT queue, status, COUNT(*) FROM instructions GROUP BY queue, status;
+    CREATE TRIGGER queue_counts_insert AFTER INSERT ON instructions BEGIN
+        INSERT INTO queue_counts VALUES (new.queue, new.status, 1)
+            ON CONFLICT (queue, status) DO UPDATE SET n = n + 1;
+    END;
+    CREATE TRIGGER queue_counts_delete AFTER DELETE ON instructions BEGIN
+        UPDATE queue_counts SET n = n - 1 WHERE queue = old.queue AND status = old.status;
+    END;
+    CREATE TRIGGER queue_counts_update AFTER UPDATE OF queue, status ON instructions
+        WHEN old.queue IS NOT new.queue OR old.status IS NOT new.status BEGIN
+        UPDATE queue_counts SET n = n - 1 WHERE queue = old.queue AND status = old.status;
+        INSERT INTO queue_counts VALUES (new.queue, new.status, 1)
+            ON CONFLICT (queue, status) DO UPDATE SET n = n + 1;
+    END;
+    CREATE INDEX instructions_consumed_by_agent ON instructions(queue, consumed_by_agent_id, consumed_at)
+        WHERE status = 'consumed';
     "#,
 ];
 
@@ -267,5 +299,56 @@ mod tests {
         assert_eq!(queues, ["default"]);
         let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0)).unwrap();
         assert_eq!(version, SCHEMA_VERSION);
+    }
+
+    /// A database from before the kept counts (schema 7) starts with its
+    /// existing instructions counted, and the triggers keep them from there.
+    #[test]
+    fn a_version_7_database_gets_its_queue_counts() {
+        let mut conn = Connection::open_in_memory().unwrap();
+        for sql in &MIGRATIONS[..7] {
+            conn.execute_batch(sql).unwrap();
+        }
+        conn.execute_batch(
+            "PRAGMA user_version = 7;
+             INSERT INTO instructions (id, content, status, created_at, updated_at, position, queue)
+             VALUES ('p1', 'a', 'pending', 't', 't', 1, 'default'),
+                    ('p2', 'b', 'pending', 't', 't', 2, 'repo'),
+                    ('c1', 'c', 'consumed', 't', 't', 3, 'repo'),
+                    ('c2', 'd', 'consumed', 't', 't', 4, 'repo');",
+        )
+        .unwrap();
+        migrate(&mut conn).unwrap();
+        let counts = |conn: &Connection| -> Vec<(String, String, i64)> {
+            conn.prepare("SELECT queue, status, n FROM queue_counts WHERE n > 0 ORDER BY queue, status")
+                .unwrap()
+                .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+                .unwrap()
+                .map(Result::unwrap)
+                .collect()
+        };
+        let row = |q: &str, s: &str, n: i64| (q.to_owned(), s.to_owned(), n);
+        assert_eq!(
+            counts(&conn),
+            [
+                row("default", "pending", 1),
+                row("repo", "consumed", 2),
+                row("repo", "pending", 1)
+            ]
+        );
+        conn.execute_batch(
+            "UPDATE instructions SET status = 'consumed' WHERE id = 'p1';
+             UPDATE instructions SET queue = 'default' WHERE id = 'p2';
+             DELETE FROM instructions WHERE id = 'c1';",
+        )
+        .unwrap();
+        assert_eq!(
+            counts(&conn),
+            [
+                row("default", "consumed", 1),
+                row("default", "pending", 1),
+                row("repo", "consumed", 1)
+            ]
+        );
     }
 }

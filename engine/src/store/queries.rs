@@ -369,15 +369,10 @@ impl<'c> Db<'c> {
     }
 
     pub fn counts(&self) -> Result<QueueCounts> {
-        let (pending, consumed): (i64, i64) = self
-            .conn
-            .prepare_cached(
-                "SELECT COALESCE(SUM(status = 'pending'), 0), COALESCE(SUM(status = 'consumed'), 0) FROM instructions",
-            )?
-            .query_row([], |r| Ok((r.get(0)?, r.get(1)?)))?;
+        let tallies = self.queue_tallies()?;
         Ok(QueueCounts {
-            pending_count: pending as u64,
-            consumed_count: consumed as u64,
+            pending_count: tallies.iter().map(|t| t.pending).sum(),
+            consumed_count: tallies.iter().map(|t| t.consumed).sum(),
             in_doubt_count: self.in_doubt_count()?,
         })
     }
@@ -481,10 +476,10 @@ impl<'c> Db<'c> {
 
     /// Pending and consumed counts per queue that has instructions.
     pub fn queue_tallies(&self) -> Result<Vec<QueueTally>> {
-        // Grouped the way the index is ordered: a walk of the index, no sort.
+        // Kept by triggers (migration 8): a few rows, whatever the history's size.
         let mut stmt = self
             .conn
-            .prepare_cached("SELECT queue, status, COUNT(*) AS n FROM instructions GROUP BY queue, status")?;
+            .prepare_cached("SELECT queue, status, n FROM queue_counts WHERE n > 0 ORDER BY queue, status")?;
         let mut tallies: Vec<QueueTally> = Vec::new();
         let mut rows = stmt.query([])?;
         while let Some(r) = rows.next()? {
@@ -565,8 +560,8 @@ impl<'c> Db<'c> {
         Ok(items)
     }
 
-    /// Whether the search indexes agree with their tables (a database copied
-    /// with `VACUUM INTO` may have new rowids; then they are rebuilt).
+    /// Whether the search indexes agree with their tables (SQLite allows a
+    /// `VACUUM INTO` copy, as older backups were made, new rowids).
     pub fn search_index_in_step(&self) -> Result<bool> {
         let ok = |table: &str| -> Result<bool> {
             match self.conn.execute(
@@ -874,13 +869,15 @@ impl<'c> Db<'c> {
 
     /// Agents whose newest report asks something (options, or a last "?")
     /// and who were delivered nothing since: (queue, agent id, report id).
+    /// Only agents that have called are looked at (the status lists no
+    /// others), each with two index seeks: the history's size does not matter.
     pub fn open_questions(&self) -> Result<Vec<(String, String, String)>> {
         let mut stmt = self.conn.prepare_cached(
-            "SELECT r.queue, r.agent_id, r.id FROM reports r
-             WHERE r.rowid = (SELECT rowid FROM reports WHERE queue = r.queue AND agent_id = r.agent_id
-                              ORDER BY created_at DESC, rowid DESC LIMIT 1)
-               AND (r.options <> '[]' OR rtrim(r.content) LIKE '%?')
-               AND NOT EXISTS (SELECT 1 FROM instructions i
+            "SELECT r.queue, r.agent_id, r.id FROM agent_activity a
+             JOIN reports r ON r.rowid = (SELECT rowid FROM reports WHERE queue = a.queue AND agent_id = a.agent_id
+                                          ORDER BY created_at DESC, rowid DESC LIMIT 1)
+             WHERE (r.options <> '[]' OR rtrim(r.content) LIKE '%?')
+               AND NOT EXISTS (SELECT 1 FROM instructions i INDEXED BY instructions_consumed_by_agent
                                WHERE i.status = 'consumed' AND i.queue = r.queue
                                  AND i.consumed_by_agent_id = r.agent_id AND i.consumed_at > r.created_at)",
         )?;
