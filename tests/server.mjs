@@ -65,6 +65,8 @@ export async function startServer({ dir = mkdtempSync(join(tmpdir(), "local-mcp-
       if (m) ok(m[1]);
     });
     child.on("exit", (code) => fail(new Error(`server exited (${code}) before it was ready:\n${log.join("\n")}`)));
+    // A binary that is not there never exits: it fails to spawn.
+    child.on("error", (e) => fail(new Error(`cannot run ${serverBin}: ${e.message} (build it first: cargo build, with the same CARGO_TARGET_DIR)`)));
   });
   const server = {
     url,

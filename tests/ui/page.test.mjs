@@ -254,6 +254,25 @@ describe("the queue page", () => {
     }
   });
 
+  test("every module the page and quick add import is named in their HTML, so it is fetched at once", async () => {
+    for (const path of ["/", "/quick.html"]) {
+      const context = await browser.newContext();
+      const page = await context.newPage();
+      const fetched = [];
+      page.on("request", (r) => {
+        const { pathname } = new URL(r.url());
+        if (pathname.endsWith(".js")) fetched.push(pathname);
+      });
+      // Module scripts (and all they import) have run by the load event.
+      await page.goto(server.url + path, { waitUntil: "load" });
+      const named = await page.evaluate(() => [...document.querySelectorAll("link[rel=modulepreload], script[src]")].map((e) => new URL(e.href || e.src).pathname));
+      assert.ok(fetched.length > 3, `${path}: its modules were fetched (${fetched})`);
+      for (const module of fetched) assert.ok(named.includes(module), `${path}: ${module} is imported but not preloaded (add a <link rel="modulepreload">)`);
+      assert.equal(fetched.length, new Set(fetched).size, `${path}: a module was fetched twice (${fetched})`);
+      await context.close();
+    }
+  });
+
   test("an accessibility scan finds no serious or critical violations in either theme", async () => {
     for (const scheme of ["light", "dark"]) {
       const { page, context } = await openPage(browser, server, { colorScheme: scheme });

@@ -71,33 +71,40 @@ function initConn() {
   });
 }
 
-async function start() {
+/** Load the rest and go live; `loaded` is a load of the queue already under way. */
+async function start(loaded = reload()) {
   loadClients();
   loadToken();
   loadSettingsForm();
-  await reload();
+  await loaded;
   connect(reload);
   $("composer-text").focus();
 }
 
-/** Ask whether a token is needed, then load; retried while the server is unreachable. */
+/**
+ * Ask whether a token is needed and load the queue at the same time (one
+ * round trip less before it shows; without a session the load gets 401,
+ * which the gate handles); retried while the server is unreachable.
+ */
 async function boot() {
+  const loaded = reload();
   try {
     const session = await api.session();
-    loadError = null;
-    renderBanner();
     if (session.token_required && !session.authenticated) {
+      loadError = null; // the gate says what is needed, not an unreachable server
+      renderBanner();
       showGate();
       return;
     }
   } catch (err) {
+    await loaded;
     loadError = err.message;
     setConn("offline");
     renderBanner();
     setTimeout(boot, 3000);
     return;
   }
-  start();
+  start(loaded);
 }
 
 initConn();
