@@ -4,7 +4,8 @@
 //! server's file, `restart` brings a new process, `stop` ends it gracefully
 //! (the connection file goes, the lock is free) and a second `stop` says it
 //! is not running (exit 3). `service install --no-start` writes a unit
-//! `systemd-analyze verify` accepts, and `uninstall` removes it.
+//! `systemd-analyze verify` accepts, and `uninstall` removes it. A command
+//! whose reader has gone (`… | head -1`) ends quietly, as other tools do.
 
 use std::path::Path;
 use std::process::{Command, Output};
@@ -142,4 +143,23 @@ fn service_install_writes_a_unit_systemd_accepts() {
     assert!(!unit_path.exists());
     let out = run(&d, &["service", "uninstall", "--no-start"]);
     assert!(!out.status.success() && text(&out).contains("no service installed"));
+}
+
+/// `local-mcp-server completions bash | head -1`, with the reader gone before
+/// the first line: the command ends by SIGPIPE, as other tools do, instead
+/// of panicking in `println!` ("failed printing to stdout: Broken pipe").
+#[cfg(unix)]
+#[test]
+fn a_command_whose_reader_has_gone_ends_quietly() {
+    use std::os::unix::process::ExitStatusExt;
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let out = Command::new(env!("CARGO_BIN_EXE_local-mcp-server"))
+        .args(["completions", "bash"])
+        .stdout(writer)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.signal(), Some(libc::SIGPIPE), "{:?}: {stderr}", out.status);
+    assert!(stderr.is_empty(), "{stderr}");
 }

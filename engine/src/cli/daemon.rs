@@ -352,7 +352,22 @@ pub fn service(action: ServiceAction, no_start: bool) -> Result<(), Failure> {
                     vec!["enable".into(), "--now".into(), SYSTEMD_UNIT.into()],
                 ]
             };
-            run_manager(manager, &steps)?;
+            run_manager(manager, &steps).map_err(|Failure(why, code)| {
+                // Containers and WSL often have no user service manager running:
+                // the file is there, say how to turn it on where there is one.
+                let by_hand: Vec<String> = steps
+                    .iter()
+                    .map(|step| format!("{} {}", manager.join(" "), step.join(" ")))
+                    .collect();
+                Failure(
+                    format!(
+                        "{why}
+the service file is written; turn it on where your user's service manager runs: {}",
+                        by_hand.join(" && ")
+                    ),
+                    code,
+                )
+            })?;
             println!("enabled: local-mcp-server starts at login (and now)");
             Ok(())
         }

@@ -343,6 +343,20 @@ pub enum Prelude {
     Exit(ExitCode),
 }
 
+/// `local-mcp-server list | head -1`: when whoever reads the output stops,
+/// end as other command-line tools do (SIGPIPE) instead of panicking in
+/// `println!` — Rust starts every program with SIGPIPE ignored. Only for the
+/// commands: a serving engine keeps it ignored (its sockets report EPIPE as an
+/// error), as does the stdio bridge, which must cancel a waiting call first.
+fn end_quietly_when_the_reader_goes() {
+    #[cfg(unix)]
+    // SAFETY: restores a signal's default disposition before any thread that
+    // could be writing has started; no handler runs Rust code.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+}
+
 /// The start both binaries share: with a client command, run it and exit
 /// (no engine, no display needed); otherwise resolve the configuration
 /// (exit 2 with the reason when it is wrong) and start logging.
@@ -352,6 +366,9 @@ pub fn prelude(program: &str, serve: &ServeArgs, command: Option<Command>, cli: 
         // Warnings only unless asked: stdout is the commands' output (or, for
         // `stdio`, the protocol), so logs go to stderr and stay quiet.
         init_logging(program, serve.log_level.as_deref().unwrap_or("warn"), false, None);
+        if !matches!(command, Command::Stdio { .. }) {
+            end_quietly_when_the_reader_goes();
+        }
         return Prelude::Exit(run(command, cli, serve));
     }
     match serve.resolve() {
