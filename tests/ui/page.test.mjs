@@ -254,6 +254,26 @@ describe("the queue page", () => {
     }
   });
 
+  test("opening the side panel's sections opens no gap between the composer, the rail and the ledger", async () => {
+    const { page, errors, context } = await openPage(browser, server, { width: 1280, height: 800 });
+    await page.locator(".rail").waitFor();
+    // Where the rail and the ledger start, from the composer's top (a grid row
+    // that grows stretches its section's box, so the boxes' gaps would not show it).
+    const gaps = () =>
+      page.evaluate(() => {
+        const top = (sel) => document.querySelector(sel).getBoundingClientRect().top;
+        return [top(".rail") - top(".composer"), top(".ledger") - top(".composer")];
+      });
+    const closed = await gaps();
+    for (const id of ["settings-details", "clients-details"]) await page.evaluate((id) => (document.getElementById(id).open = true), id);
+    const sideTaller = await page.evaluate(() => document.querySelector(".side").getBoundingClientRect().height > document.querySelector(".rail").getBoundingClientRect().bottom);
+    assert.ok(sideTaller, "the side panel is now taller than composer and rail together");
+    const open = await gaps();
+    assert.ok(Math.abs(open[0] - closed[0]) < 2 && Math.abs(open[1] - closed[1]) < 2, `the rail and the ledger start ${closed} px below the composer's top with the panels closed, ${open} open`);
+    assert.deepEqual(errors, []);
+    await context.close();
+  });
+
   test("every module the page and quick add import is named in their HTML, so it is fetched at once", async () => {
     for (const path of ["/", "/quick.html"]) {
       const context = await browser.newContext();
