@@ -68,7 +68,7 @@ impl Store {
 /// database's WAL be checkpointed past it again and removes the linked files.
 pub struct Snapshot {
     source: Connection,
-    /// A folder beside the database: the linked attachments, then the copy.
+    /// A folder beside the database holding the linked attachments.
     work: PathBuf,
     db: PathBuf,
 }
@@ -77,11 +77,23 @@ impl Snapshot {
     /// Copy the database as it was at the snapshot (SQLite's online backup
     /// API) and write the archive of it and the linked files to `out`.
     pub fn archive_to(self, out: &Path) -> Result<()> {
-        let copy_path = self.work.join(DB_ENTRY);
+        // The copy goes beside the archive, not beside the database: a backup
+        // must not need as much free room again on the database's disk.
+        let beside_out = tempdir_beside(out)?;
+        let outcome = self.archive_via(&beside_out.join(DB_ENTRY), out);
+        let _ = std::fs::remove_dir_all(&beside_out);
+        outcome
+    }
+
+    fn archive_via(&self, copy_path: &Path, out: &Path) -> Result<()> {
+        let copy_failed =
+            |e: rusqlite::Error| Error::internal(format!("cannot copy the database to {}", copy_path.display()), e);
         {
-            let mut copy = Connection::open(&copy_path)?;
+            let mut copy = Connection::open(copy_path).map_err(copy_failed)?;
             // One step: every page of the open read transaction's snapshot.
-            let step = rusqlite::backup::Backup::new(&self.source, &mut copy)?.step(-1)?;
+            let step = rusqlite::backup::Backup::new(&self.source, &mut copy)
+                .and_then(|b| b.step(-1))
+                .map_err(copy_failed)?;
             if step != rusqlite::backup::StepResult::Done {
                 return Err(Error::Unavailable(format!(
                     "the database {} is busy ({step:?}); try the backup again",
@@ -92,7 +104,7 @@ impl Snapshot {
         let file = File::create(out).map_err(io(format!("cannot write {}", out.display())))?;
         let mut archive = tar::Builder::new(file);
         archive
-            .append_path_with_name(&copy_path, DB_ENTRY)
+            .append_path_with_name(copy_path, DB_ENTRY)
             .map_err(io("cannot archive the snapshot".into()))?;
         let files = self.work.join(FILES_ENTRY);
         if files.is_dir() {
