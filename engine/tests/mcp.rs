@@ -619,6 +619,79 @@ async fn announced_wait(name: &'static str, stateless: bool) -> f64 {
     total
 }
 
+/// The wait a 2026-07-28 client is announced when it never sends
+/// `initialize` and names itself only in the call's `_meta`, as Claude Code
+/// 2.1.330 does (its requests, captured: `server/discover`, then each one
+/// with `io.modelcontextprotocol/clientInfo` in `_meta`). The User-Agent is
+/// a generic one, so only the call's `_meta` can tell the client.
+async fn announced_wait_of_a_meta_named_client(name: &str) -> f64 {
+    let s = common::start(|c| c.settings.default_wait_seconds = 3600).await;
+    let meta = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": {"name": name, "version": "2.1.330"},
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "progressToken": 7
+    });
+    let post = |method: &str, params: Value| {
+        let mut request = s
+            .http
+            .post(s.api("/mcp"))
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("user-agent", "node")
+            .header("mcp-protocol-version", "2026-07-28")
+            .header("mcp-method", method);
+        if let Some(tool) = params["name"].as_str() {
+            request = request.header("mcp-name", tool);
+        }
+        request
+            .body(json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}).to_string())
+            .send()
+    };
+    // No `server/discover` first: a stateless server may have restarted since
+    // the client's, so the call has to stand on its own.
+    let call = post(
+        "tools/call",
+        json!({"name": "get_user_request", "arguments": {"agent_id": name}, "_meta": meta}),
+    )
+    .await
+    .unwrap();
+    assert!(call.status().is_success(), "{}", call.status());
+    let mut body = call.bytes_stream();
+    let mut text = String::new();
+    let started = Instant::now();
+    loop {
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "no progress announced: {text}"
+        );
+        let chunk = tokio::time::timeout(Duration::from_secs(10), body.next())
+            .await
+            .unwrap()
+            .unwrap()
+            .unwrap();
+        text.push_str(&String::from_utf8_lossy(&chunk));
+        let total = text
+            .lines()
+            .filter_map(|l| l.strip_prefix("data: "))
+            .filter_map(|d| serde_json::from_str::<Value>(d).ok())
+            .find(|m| m["method"] == "notifications/progress")
+            .and_then(|m| m["params"]["total"].as_f64());
+        if let Some(total) = total {
+            drop(body);
+            s.stop().await;
+            return total;
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_client_named_only_in_each_requests_meta_waits_within_its_limit() {
+    // Claude Code's remote calls abort after 300 s: 270 s.
+    assert_eq!(announced_wait_of_a_meta_named_client("claude-code").await, 270.0);
+    assert_eq!(announced_wait_of_a_meta_named_client("some-new-client").await, 3600.0);
+}
+
 #[tokio::test]
 async fn waits_end_inside_the_callers_client_limit() {
     for stateless in [false, true] {

@@ -13,7 +13,7 @@ import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { promisify } from "node:util";
 
-import { serverBin, startServer } from "./harness.mjs";
+import { serverBin, startServer, until } from "./harness.mjs";
 
 const exec = promisify(execFile);
 const TOKEN = "connect-test-token-0123456789";
@@ -25,8 +25,16 @@ describe("connect, read back by the real clients", () => {
   const cache = mkdtempSync(join(tmpdir(), "connect-cache-"));
   const homes = [];
   before(async () => {
-    server = await startServer({ env: { API_TOKEN: TOKEN } });
+    // Info logs: the server says which client opened and whose wait limit applies.
+    server = await startServer({ env: { API_TOKEN: TOKEN, LOG_LEVEL: "info" } });
   });
+
+  /** The server recognised a client as it names itself (engine/src/mcp/client_limits.rs). */
+  const recognised = (name, within) =>
+    until(
+      () => server.log.some((l) => l.includes(`an MCP client opened client=${name} `) && l.includes(`waits_within="${within}"`)),
+      { what: `the server to log ${name}'s opening` },
+    );
   after(async () => {
     await server?.stop();
     for (const dir of [...homes, cache]) rmSync(dir, { recursive: true, force: true });
@@ -62,6 +70,8 @@ describe("connect, read back by the real clients", () => {
     assert.match(said, /wrote the local-mcp entry/);
     const listed = await h.run("claude", ["mcp", "list"], h.dir);
     assert.match(listed, new RegExp(`local-mcp: ${server.mcpUrl} \\(HTTP\\) - ✔ Connected`), listed);
+    // It opens with 2026-07-28's server/discover, naming itself in _meta: its waits keep inside 300 s.
+    await recognised("claude-code", "Claude Code");
     assert.match(await h.run(serverBin, ["connect", "claude-code"]), /already connected/);
     await h.run(serverBin, ["disconnect", "claude-code"]);
     assert.doesNotMatch(await h.run("claude", ["mcp", "list"], h.dir), /local-mcp/);
@@ -121,5 +131,6 @@ describe("connect, read back by the real clients", () => {
     const listed = await h.run("opencode", ["mcp", "list"]);
     assert.match(listed, /local-mcp\s+connected/, listed);
     assert.match(listed, new RegExp(server.mcpUrl));
+    await recognised("opencode", "opencode");
   });
 });

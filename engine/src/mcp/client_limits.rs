@@ -6,15 +6,20 @@
 //! nine tenths of its client's limit when that is shorter.
 //!
 //! The client is known from `initialize` (`clientInfo.name`): in session
-//! mode rmcp keeps it with the session. Stateless calls carry no session,
-//! so `initialize` also notes the `User-Agent` it came with; a later call
-//! with the same `User-Agent` gets the shortest limit seen with it (a
-//! generic agent string shared by two clients gets the stricter one, and
-//! ending early is harmless). A client not in the table waits the setting.
+//! mode rmcp keeps it with the session. Clients of the 2026-07-28 protocol
+//! (Claude Code 2.1) never send `initialize`: they open with
+//! `server/discover` and name themselves in every request's `_meta`
+//! (`io.modelcontextprotocol/clientInfo`), which is read first. Stateless
+//! calls of older clients carry no session, so `initialize` also notes the
+//! `User-Agent` it came with; a later call with the same `User-Agent` gets
+//! the shortest limit seen with it (a generic agent string shared by two
+//! clients gets the stricter one, and ending early is harmless). A client
+//! not in the table waits the setting.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
 
+use rmcp::model::Implementation;
 use rmcp::service::RequestContext;
 use rmcp::RoleServer;
 
@@ -143,9 +148,17 @@ fn user_agent(ctx: &RequestContext<RoleServer>) -> Option<String> {
 }
 
 impl Seen {
-    /// Note the client an `initialize` names, under its `User-Agent`.
-    pub fn initialized(&self, ctx: &RequestContext<RoleServer>, client_name: &str) {
-        let (Some(agent), Some(limit)) = (user_agent(ctx), limit_of(client_name)) else {
+    /// A client opened (`initialize`, or 2026-07-28's `server/discover`):
+    /// say which one, and note it under its `User-Agent` for stateless calls.
+    pub fn started(&self, ctx: &RequestContext<RoleServer>, client: &Implementation) {
+        let limit = limit_of(&client.name);
+        tracing::info!(
+            client = %client.name,
+            version = %client.version,
+            waits_within = limit.map_or("the wait setting", |l| l.client),
+            "an MCP client opened"
+        );
+        let (Some(agent), Some(limit)) = (user_agent(ctx), limit) else {
             return;
         };
         let tick = self.counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -159,9 +172,15 @@ impl Seen {
         }
     }
 
-    /// The longest wait this call's client allows, if we know its client.
+    /// The longest wait this call's client allows, if we know its client:
+    /// named in the call's own `_meta` (2026-07-28), by its session's
+    /// `initialize`, or by its `User-Agent`.
     pub fn max_wait(&self, ctx: &RequestContext<RoleServer>) -> Option<u32> {
-        let named = ctx.peer.peer_info().and_then(|info| limit_of(&info.client_info.name));
+        let named = ctx
+            .meta
+            .client_info()
+            .and_then(|info| limit_of(&info.name))
+            .or_else(|| ctx.peer.peer_info().and_then(|info| limit_of(&info.client_info.name)));
         let agent = user_agent(ctx);
         let limit = named.or_else(|| agent.as_deref().and_then(limit_of));
         if let Some(limit) = limit {

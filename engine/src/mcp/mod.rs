@@ -20,7 +20,7 @@ use rmcp::model::{
     ListPromptsResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams, ReadResourceRequestParams,
     ReadResourceResponse, ServerCapabilities, ServerConfig, Tool,
 };
-use rmcp::model::{InitializeRequestParams, InitializeResult};
+use rmcp::model::{DiscoverResult, InitializeRequestParams, InitializeResult};
 use rmcp::service::RequestContext;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
@@ -146,9 +146,21 @@ impl ServerHandler for LocalMcp {
         request: InitializeRequestParams,
         ctx: RequestContext<RoleServer>,
     ) -> Result<InitializeResult, McpError> {
-        self.clients.initialized(&ctx, &request.client_info.name);
+        self.clients.started(&ctx, &request.client_info);
         ctx.peer.set_peer_info(request.clone());
         self.negotiate_initialize(&request)
+    }
+
+    /// The 2026-07-28 opening (Claude Code 2.1 sends it instead of
+    /// `initialize`): the client names itself in the request's `_meta`.
+    async fn discover(&self, ctx: RequestContext<RoleServer>) -> Result<DiscoverResult, McpError> {
+        if let Some(info) = ctx.meta.client_info() {
+            self.clients.started(&ctx, &info);
+        }
+        Ok(DiscoverResult::from_server_info(
+            self.supported_protocol_versions().into_owned(),
+            self.get_info(),
+        ))
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
