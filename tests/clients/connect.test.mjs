@@ -32,7 +32,7 @@ describe("connect, read back by the real clients", () => {
   /** The server recognised a client as it names itself (engine/src/mcp/client_limits.rs). */
   const recognised = (name, within) =>
     until(
-      () => server.log.some((l) => l.includes(`an MCP client opened client=${name} `) && l.includes(`waits_within="${within}"`)),
+      () => server.log.some((l) => l.includes(`an MCP client opened client="${name}" `) && l.includes(`waits_within="${within}"`)),
       { what: `the server to log ${name}'s opening` },
     );
   after(async () => {

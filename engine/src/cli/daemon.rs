@@ -361,8 +361,7 @@ pub fn service(action: ServiceAction, no_start: bool) -> Result<(), Failure> {
                     .collect();
                 Failure(
                     format!(
-                        "{why}
-the service file is written; turn it on where your user's service manager runs: {}",
+                        "{why}\nthe service file is written; turn it on where your user's service manager runs: {}",
                         by_hand.join(" && ")
                     ),
                     code,

@@ -152,9 +152,10 @@ impl Seen {
     /// say which one, and note it under its `User-Agent` for stateless calls.
     pub fn started(&self, ctx: &RequestContext<RoleServer>, client: &Implementation) {
         let limit = limit_of(&client.name);
+        // Debug-quoted: the names come from the client, and must not forge log lines.
         tracing::info!(
-            client = %client.name,
-            version = %client.version,
+            client = ?client.name,
+            version = ?client.version,
             waits_within = limit.map_or("the wait setting", |l| l.client),
             "an MCP client opened"
         );
