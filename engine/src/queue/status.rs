@@ -7,7 +7,7 @@
 
 use super::{agent_state, Queue};
 use crate::events::{Event, EventData, EventKind};
-use crate::model::{AgentState, AgentStatus, AgentSummary, QueueCounts, ServerState, ServerSummary, StatusSnapshot};
+use crate::model::{AgentState, AgentStatus, AgentSummary, ServerState, ServerSummary, StatusSnapshot};
 use crate::{time, Result};
 
 /// The shortest time between two snapshots: well under what a person
@@ -30,7 +30,7 @@ fn rank(s: AgentState) -> u8 {
 impl Queue {
     /// The current status report.
     pub async fn status(&self) -> Result<StatusSnapshot> {
-        // One pass over the instructions gives every queue's counts; the totals are their sums.
+        // Every queue's kept counts; the totals are their sums.
         let (activity, records, tallies, questions, in_doubt) = self
             .blocking(|i| {
                 i.store.read(|db| {
@@ -50,11 +50,7 @@ impl Queue {
                 .find(|(q, a, _)| q == queue && a == agent)
                 .map(|(_, _, id)| id.clone())
         };
-        let queue = QueueCounts {
-            pending_count: tallies.iter().map(|t| t.pending).sum(),
-            consumed_count: tallies.iter().map(|t| t.consumed).sum(),
-            in_doubt_count: in_doubt,
-        };
+        let queue = crate::store::QueueTally::totals(&tallies, in_doubt);
         let settings = self.settings();
         let mut agents: Vec<AgentStatus> = activity
             .into_iter()

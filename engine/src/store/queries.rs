@@ -186,6 +186,17 @@ pub struct QueueTally {
     pub consumed: u64,
 }
 
+impl QueueTally {
+    /// The totals over every queue's tally, with the deliveries in doubt.
+    pub fn totals(tallies: &[QueueTally], in_doubt_count: u64) -> QueueCounts {
+        QueueCounts {
+            pending_count: tallies.iter().map(|t| t.pending).sum(),
+            consumed_count: tallies.iter().map(|t| t.consumed).sum(),
+            in_doubt_count,
+        }
+    }
+}
+
 /// `?1, ?2, …` for every column of [`INSTRUCTION_COLUMNS`].
 fn instruction_placeholders() -> String {
     let n = INSTRUCTION_COLUMNS.split(',').count();
@@ -369,12 +380,7 @@ impl<'c> Db<'c> {
     }
 
     pub fn counts(&self) -> Result<QueueCounts> {
-        let tallies = self.queue_tallies()?;
-        Ok(QueueCounts {
-            pending_count: tallies.iter().map(|t| t.pending).sum(),
-            consumed_count: tallies.iter().map(|t| t.consumed).sum(),
-            in_doubt_count: self.in_doubt_count()?,
-        })
+        Ok(QueueTally::totals(&self.queue_tallies()?, self.in_doubt_count()?))
     }
 
     /// Deliveries in doubt, in every queue (an index lookup).
