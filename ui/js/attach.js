@@ -9,7 +9,7 @@
 
 import { api } from "./api.js";
 import { $, el } from "./dom.js";
-import { applyInstruction, KIND } from "./state.js";
+import { applyAnswer, KIND } from "./state.js";
 import { toast } from "./toast.js";
 
 /** The most files an instruction holds (the server says so too). */
@@ -130,7 +130,7 @@ export function attachmentStrip(item, { removable = false } = {}) {
 async function detach(id, attachmentId) {
   try {
     const { item } = await api.detach(id, attachmentId);
-    applyInstruction(KIND.updated, item);
+    applyAnswer(KIND.updated, item);
   } catch (err) {
     toast(err.status === 409 ? "Too late: an agent already took that instruction." : `Not removed: ${err.message}`);
   }
@@ -140,7 +140,7 @@ async function detach(id, attachmentId) {
 export async function attachTo(id, files) {
   try {
     const { item } = await api.attach(id, files);
-    applyInstruction(KIND.updated, item);
+    applyAnswer(KIND.updated, item);
     toast(`${files.length === 1 ? "File" : `${files.length} files`} attached.`);
   } catch (err) {
     toast(err.status === 409 ? "Too late: an agent already took that instruction." : `Not attached: ${err.message}`);

@@ -5,7 +5,7 @@
 import { api } from "./api.js";
 import { clearStaged, stagedFiles } from "./attach.js";
 import { $ } from "./dom.js";
-import { applyInstruction, KIND, on, state } from "./state.js";
+import { applyAnswer, KIND, on, state } from "./state.js";
 import { BLANK_INSTRUCTION } from "./text.js";
 
 function composerError(msg) {
@@ -30,7 +30,7 @@ async function queueFromComposer() {
   try {
     const target = $("composer-target").value || null;
     const { item } = files.length ? await api.addWithFiles(text, state.queue, target, files) : await api.add(text, state.queue, target);
-    applyInstruction(KIND.created, item);
+    applyAnswer(KIND.created, item);
     box.value = "";
     clearStaged();
     composerError(null);

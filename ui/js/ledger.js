@@ -10,7 +10,7 @@
 import { api } from "./api.js";
 import { attachmentStrip } from "./attach.js";
 import { $, el } from "./dom.js";
-import { appendConsumed, applyInstruction, KIND, on, state } from "./state.js";
+import { appendConsumed, applyAnswer, KIND, on, state } from "./state.js";
 import { reportBlock } from "./report.js";
 import { exact, every20s, relative } from "./time.js";
 import { toast } from "./toast.js";
@@ -150,7 +150,7 @@ async function sendAgain(btn) {
   btn.disabled = true;
   try {
     const { item } = await api.requeue(id);
-    applyInstruction(KIND.created, item);
+    applyAnswer(KIND.created, item);
     toast(item.target ? `Sent again: it is next on the rail, for ${item.target}.` : "Sent again: it is next on the rail.");
   } catch (err) {
     toast(`Not sent again: ${err.message}`);

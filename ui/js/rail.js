@@ -10,12 +10,18 @@
 import { api } from "./api.js";
 import { attachmentStrip, fetchOriginals } from "./attach.js";
 import { $, el, iconButton } from "./dom.js";
-import { abandonSnapshot, applyInstruction, beginSnapshot, currentQueue, KIND, on, replacePending, state } from "./state.js";
+import { abandonSnapshot, applyAnswer, beginSnapshot, currentQueue, KIND, on, replacePending, state } from "./state.js";
 import { toast } from "./toast.js";
 
 const CLAMP_CHARS = 280;
 /** Tickets being edited: id → the text in the editor (kept across re-renders). */
 const editing = new Map();
+/**
+ * Tickets whose edit is on its way to the server. An agent may take one
+ * meanwhile: only the answer says whether the edit landed first (saved, and
+ * the agent got it) or not (409: the conflict panel keeps the text).
+ */
+const saving = new Set();
 const ticketEls = new Map();
 
 function fillText(p, content) {
@@ -193,15 +199,22 @@ async function saveEdit(id) {
   const target = node?.querySelector('[data-pick="target"]')?.value ?? "";
   if (queue && queue !== before?.queue) patch.queue = queue;
   if ((target || null) !== (before?.target ?? null)) patch.target = target || null;
+  saving.add(id);
   try {
     const { item } = await api.edit(id, patch);
     editing.delete(id);
-    applyInstruction(KIND.updated, item);
-    if (item.queue !== state.queue) toast(`Moved to ${item.queue}.`);
+    applyAnswer(KIND.updated, item);
+    // Taken while the answer travelled: the agent got the saved text.
+    const taken = state.consumed.some((c) => c.id === id);
+    if (taken) toast("Saved, and an agent has taken it already: it got your new text.");
+    else if (item.queue !== state.queue) toast(`Moved to ${item.queue}.`);
+    renderRail();
     ticketEls.get(id)?.querySelector('[data-action="edit"]')?.focus();
   } catch (err) {
     if (err.status === 409 || err.status === 404) conflict(id, text, err.status === 409);
     else showNotice(id, `Not saved: ${err.message}`);
+  } finally {
+    saving.delete(id);
   }
 }
 
@@ -243,7 +256,7 @@ function conflict(id, text, consumed) {
   requeue.addEventListener("click", async () => {
     try {
       const { item } = await api.add(text, state.queue);
-      applyInstruction(KIND.created, item);
+      applyAnswer(KIND.created, item);
       panel.remove();
     } catch (err) {
       msg.textContent = `Not queued: ${err.message}`;
@@ -295,7 +308,7 @@ async function remove(id) {
     // Its files go with it on the server: keep the originals here for Undo.
     const files = item.attachments?.length ? await fetchOriginals(item) : [];
     await api.remove(id);
-    applyInstruction(KIND.deleted, item);
+    applyAnswer(KIND.deleted, item);
     // Keep keyboard focus on the rail.
     const focusTarget = ticketEls.get(nextId) ?? ticketEls.get(order[at - 1]);
     (focusTarget?.querySelector('[data-action="delete"]') ?? $("composer-text")).focus();
@@ -304,7 +317,7 @@ async function remove(id) {
         const { item: again } = files.length
           ? await api.addWithFiles(item.content, item.queue, item.target, files)
           : await api.add(item.content, item.queue, item.target);
-        applyInstruction(KIND.created, again);
+        applyAnswer(KIND.created, again);
         if (nextId && state.pending.some((p) => p.id === nextId)) {
           await moveTo(again.id, { before_id: nextId });
         }
@@ -361,7 +374,7 @@ export function initRail() {
 
   on("queue", ({ kind, item }) => {
     if (kind === KIND.consumed || kind === KIND.deleted) {
-      if (editing.has(item.id)) {
+      if (editing.has(item.id) && !saving.has(item.id)) {
         conflict(item.id, editing.get(item.id), kind === KIND.consumed);
       } else {
         departTicket(item.id);

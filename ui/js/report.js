@@ -6,7 +6,7 @@
 
 import { api } from "./api.js";
 import { el } from "./dom.js";
-import { applyInstruction, KIND } from "./state.js";
+import { applyAnswer, KIND } from "./state.js";
 import { toast } from "./toast.js";
 
 const CLAMP_CHARS = 400;
@@ -59,7 +59,7 @@ async function answer(report, text, button) {
   button.disabled = true;
   try {
     const { item } = await api.reply(report.id, text);
-    applyInstruction(KIND.created, item);
+    applyAnswer(KIND.created, item);
     toast(`Sent to ${report.agent_id}: it is next.`);
     return true;
   } catch (err) {

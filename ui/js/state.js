@@ -68,8 +68,10 @@ export function load({ pending, consumed, status }, missed = []) {
   inFlight.delete(missed);
   state.pending = pending;
   state.consumed = consumed;
+  for (const item of pending) learn(KIND.updated, item);
+  for (const item of consumed) learn(KIND.consumed, item);
   if (status) setStatus(status);
-  for (const [kind, item] of missed) mutate(kind, item);
+  for (const [kind, item, answer] of missed) mutate(kind, item, answer);
   state.loaded = true;
   emit("queue", { kind: "load" });
   emit("reports", {});
@@ -83,7 +85,8 @@ export function load({ pending, consumed, status }, missed = []) {
 export function replacePending(items, missed = []) {
   inFlight.delete(missed);
   state.pending = items;
-  for (const [kind, item] of missed) mutate(kind, item);
+  for (const item of items) learn(KIND.updated, item);
+  for (const [kind, item, answer] of missed) mutate(kind, item, answer);
   emit("queue", { kind: "load" });
 }
 
@@ -167,27 +170,79 @@ function attachReport(report) {
   if (item) item.report = report;
 }
 
-/** Apply one instruction event from the stream (or from our own request). */
+/**
+ * What the page last learned of each instruction, by id: how far along its
+ * life it is and when that version was written. An instruction is pending
+ * (edited, moved, given files…), then consumed or deleted, and never pending
+ * again: Send again and Undo make a new one. Events come in the order the
+ * server wrote them; the answer to one of the page's own requests does not:
+ * it can land after the event that delivered what it added, and used to put
+ * it back on the rail as NEXT (issue 25). So each id shows what happened to
+ * it last, whatever arrives last.
+ */
+const known = new Map();
+
+/** 0 pending, 1 consumed, 2 deleted. */
+function stageOf(kind, item) {
+  if (kind === KIND.deleted) return 2;
+  return item.status === "consumed" ? 1 : 0;
+}
+
+function learn(kind, item) {
+  known.set(item.id, { stage: stageOf(kind, item), at: Date.parse(item.updated_at) || 0 });
+}
+
+/**
+ * Whether a version of an instruction is not older than the one the page
+ * knows. An event is older only when its stage is earlier (events arrive in
+ * order; their times are not compared, so a server clock set back cannot
+ * freeze a ticket). An answer is older also when it was written earlier.
+ */
+function isNewest(kind, item, answer) {
+  const prior = known.get(item.id);
+  if (!prior) return true;
+  const stage = stageOf(kind, item);
+  if (stage !== prior.stage) return stage > prior.stage;
+  return !answer || (Date.parse(item.updated_at) || 0) >= prior.at;
+}
+
+/** Apply one instruction event from the stream. */
 export function applyInstruction(kind, item) {
-  for (const missed of inFlight) missed.push([kind, item]);
-  mutate(kind, item);
+  apply(kind, item, false);
+}
+
+/**
+ * Apply the answer to one of the page's own requests (an add, an edit, a
+ * reply, files attached…) as the change of `kind` it made: unless the page
+ * has heard of something newer about that instruction meanwhile.
+ */
+export function applyAnswer(kind, item) {
+  apply(kind, item, true);
+}
+
+function apply(kind, item, answer) {
+  for (const missed of inFlight) missed.push([kind, item, answer]);
+  if (!mutate(kind, item, answer)) return;
   emit("queue", { kind, item });
 }
 
-function mutate(kind, item) {
+/** Change the state by one event or answer; false when it was older than what is known. */
+function mutate(kind, item, answer = false) {
   if (kind === REPORT) {
     attachReport(item);
-    return;
+    return true;
   }
   if (kind === STATUS) {
     setStatus(item);
-    return;
+    return true;
   }
+  if (!isNewest(kind, item, answer)) return false;
+  learn(kind, item);
   const i = state.pending.findIndex((p) => p.id === item.id);
   if (item.queue !== state.queue) {
     // Another queue's, or moved out of this one.
     if (i >= 0) state.pending.splice(i, 1);
-    return;
+    return true;
   }
   if (kind === KIND.deleted) {
     if (i >= 0) state.pending.splice(i, 1);
@@ -211,4 +266,5 @@ function mutate(kind, item) {
     else state.pending.push(item);
     state.pending.sort(byPosition);
   }
+  return true;
 }
