@@ -586,8 +586,8 @@ describe("reports", () => {
     assert.equal(await entryReport.locator('a[href^="javascript"]').count(), 0);
     assert.ok(requests.every((u) => u.startsWith(server.url)), `no request left the origin: ${requests.filter((u) => !u.startsWith(server.url))}`);
 
-    // The agent panel shows its latest report with the options; one click answers.
-    const panel = page.locator('#agents li[data-agent="rep"] .report');
+    // Its question, with the options, is under "Needs you" above the rail; one click answers.
+    const panel = page.locator('#asks li[data-agent="rep"] .report');
     await until(async () => (await panel.locator(".report__options button").count()) === 2, { what: "options" });
     await server.add("unrelated later work");
     await panel.locator(".report__options button", { hasText: "Ship it" }).click();

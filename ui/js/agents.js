@@ -1,59 +1,129 @@
-// The agent panel and the header lamp: who is listening, working or gone,
-// grouped by queue, each with "Stop" to end its loop.
+// The agent panel and the header lamp: who needs you, who is listening,
+// working or gone, in words (js/presence.js), the shown queue's agents
+// first. Ids that share one client session (an agent and its subagents) are
+// one entry. Each agent has a quiet Stop that ends its loop, kept apart from
+// anything that answers it. The questions themselves are above the rail
+// (js/asks.js); this panel points there.
 
 import { api } from "./api.js";
 import { $, el } from "./dom.js";
+import { clientLine, detail, loudness, needingYou, stateOf, WORDS, wordOf } from "./presence.js";
 import { reportBlock } from "./report.js";
 import { toast } from "./toast.js";
-import { every20s, exact, relative } from "./time.js";
+import { every20s, exact } from "./time.js";
 import { on, state } from "./state.js";
 
-const WORDS = { listening: "Listening", working: "Working", idle: "Idle", offline: "Offline" };
-
+/** The loudest thing in the header: an agent waiting on the person, else the server's summary. */
 function renderHeader(status) {
   const lamp = $("lamp");
   const word = $("agent-word");
-  const agent = status?.agent;
-  const st = agent?.agent_id ? agent.state : "offline";
+  const asking = needingYou().sort((x, y) => (x.queue === state.queue ? 0 : 1) - (y.queue === state.queue ? 0 : 1));
+  let st;
+  let text;
+  if (asking.length) {
+    const a = asking[0];
+    st = "needs_you";
+    const where = a.queue !== state.queue ? ` in ${a.queue}` : "";
+    const more = asking.length > 1 ? ` and ${asking.length - 1} more` : "";
+    text = `${WORDS.needs_you} · ${a.agent_id}${where}${more}`;
+  } else {
+    const agent = status?.agent;
+    st = agent?.agent_id ? stateOf(agent) : "offline";
+    text = agent?.agent_id ? `${WORDS[st]} · ${agent.agent_id}` : "No agent yet";
+  }
   lamp.dataset.state = st;
-  word.textContent = agent?.agent_id ? `${WORDS[st]} · ${agent.agent_id}` : "No agent yet";
+  word.dataset.state = st;
+  word.textContent = text;
+  word.title = text;
+}
+
+const STOP_ICON = "M7 7h10v10H7z";
+
+function stopButton(a) {
+  const stop = el("button", "agent__stop");
+  stop.type = "button";
+  stop.dataset.action = "stop";
+  stop.title = "End this agent's loop: its next call is told to stop";
+  stop.setAttribute("aria-label", `Stop ${a.agent_id} in ${a.queue}`);
+  const svg = document.createElementNS("http://www.w3.org/2000/svg", "svg");
+  svg.setAttribute("viewBox", "0 0 24 24");
+  svg.setAttribute("aria-hidden", "true");
+  const path = document.createElementNS("http://www.w3.org/2000/svg", "path");
+  path.setAttribute("d", STOP_ICON);
+  path.setAttribute("fill", "currentColor");
+  svg.append(path);
+  stop.append(svg, el("span", null, "Stop"));
+  return stop;
+}
+
+/** One agent id: lamp, id, state word, what it means now, its newest report. */
+function agentRow(a, { showQueue, client, now }) {
+  const li = el("li", "agent");
+  const st = stateOf(a);
+  li.dataset.agent = a.agent_id;
+  li.dataset.queue = a.queue;
+  li.dataset.state = st;
+  const lamp = el("span", "lamp");
+  lamp.dataset.state = st;
+  lamp.setAttribute("aria-hidden", "true");
+  const head = el("div", "agent__head");
+  const word = el("span", "agent__state", wordOf(a));
+  word.dataset.state = st;
+  head.append(el("span", "agent__id", a.agent_id), word);
+  if (showQueue) head.append(el("span", "chip", a.queue));
+  if (st !== "offline" && !a.stop_requested) head.append(stopButton(a));
+  const line = el("p", "agent__detail", detail(a, now));
+  if (a.last_seen_at) line.title = `last heard from ${exact(a.last_seen_at)}`;
+  li.append(lamp, head, line);
+  if (client) li.append(el("p", "agent__client", client));
+  const report = a.queue === state.queue ? state.reports.get(a.agent_id) : null;
+  if (report && report.id === a.asking && st !== "offline") {
+    li.append(el("p", "agent__ask", "Its question is above the rail."));
+  } else if (report) {
+    // Its newest report, and a box to reply; a question already answered offers no options again.
+    li.append(reportBlock(report, { answers: true, options: false }));
+  }
+  return li;
+}
+
+/**
+ * Entries of the panel: one per agent, or one per client session with
+ * several ids. Loudest first, the shown queue's before the others.
+ */
+function entries(agents) {
+  const groups = new Map();
+  for (const a of agents) {
+    const key = a.session ? `session\n${a.session}` : `agent\n${a.queue}\n${a.agent_id}`;
+    if (!groups.has(key)) groups.set(key, []);
+    groups.get(key).push(a);
+  }
+  const loudest = (g) => Math.max(...g.map(loudness));
+  const here = (g) => (g.some((a) => a.queue === state.queue) ? 0 : 1);
+  for (const g of groups.values()) g.sort((x, y) => loudness(y) - loudness(x) || x.agent_id.localeCompare(y.agent_id));
+  return [...groups.values()].sort((x, y) => here(x) - here(y) || loudest(y) - loudest(x) || x[0].queue.localeCompare(y[0].queue) || x[0].agent_id.localeCompare(y[0].agent_id));
 }
 
 function renderList(status) {
   const list = $("agents");
-  const agents = status?.agents ?? [];
+  const agents = (status?.agents ?? []).slice(0, 48);
   $("agents-empty").hidden = agents.length > 0;
   const now = Date.now();
   // Status updates re-render the list: keep what is being typed in a reply box.
   const drafts = new Map([...list.querySelectorAll(".report__reply input")].map((i) => [i.closest("[data-report]").dataset.report, i.value]));
   const typingIn = document.activeElement?.closest?.("#agents [data-report]")?.dataset.report;
   const queues = new Set(agents.map((a) => a.queue));
-  // The shown queue's agents first, then the others grouped by queue.
-  const shown = [...agents.slice(0, 24)].sort((x, y) => (x.queue === state.queue ? 0 : 1) - (y.queue === state.queue ? 0 : 1) || x.queue.localeCompare(y.queue));
+  const showQueue = (a) => queues.size > 1 || a.queue !== "default";
   list.replaceChildren(
-    ...shown.map((a) => {
-      const li = el("li", "agent");
-      li.dataset.agent = a.agent_id;
-      li.dataset.queue = a.queue;
-      const lamp = el("span", "lamp");
-      lamp.dataset.state = a.state;
-      lamp.setAttribute("aria-hidden", "true");
-      const head = el("div");
-      head.append(el("span", "agent__id", a.agent_id), document.createTextNode(" "), el("span", "agent__state", a.stop_requested ? "Stopping" : WORDS[a.state]));
-      if (queues.size > 1 || a.queue !== "default") head.append(document.createTextNode(" "), el("span", "chip", a.queue));
-      const times = el("p", "agent__times", `seen ${relative(a.last_seen_at, now)} · fetched ${relative(a.last_fetch_at, now)}`);
-      if (a.last_seen_at) times.title = `last seen ${exact(a.last_seen_at)}`;
-      li.append(lamp, head, times);
-      // The newest thing this agent said, with its suggested answers and a reply box.
-      const report = a.queue === state.queue ? state.reports.get(a.agent_id) : null;
-      if (report) li.append(reportBlock(report, { answers: true }));
-      if (a.state !== "offline" && !a.stop_requested) {
-        const stop = el("button", "btn btn--small agent__stop", "Stop");
-        stop.type = "button";
-        stop.dataset.action = "stop";
-        stop.setAttribute("aria-label", `Stop ${a.agent_id} in ${a.queue}`);
-        li.append(stop);
-      }
+    ...entries(agents).map((group) => {
+      if (group.length === 1) return agentRow(group[0], { showQueue: showQueue(group[0]), client: clientLine(group[0]), now });
+      // One client session under several ids (e.g. subagents): one entry, its ids inside.
+      const li = el("li", "agent-session");
+      li.dataset.session = group[0].session;
+      const client = group.map(clientLine).find(Boolean);
+      li.append(el("p", "agent-session__title", client ?? "One client session"), el("p", "agent-session__ids", `${group.length} agent ids in one session`));
+      const inner = el("ul", "agent-list agent-list--session");
+      inner.append(...group.map((a) => agentRow(a, { showQueue: showQueue(a), client: null, now })));
+      li.append(inner);
       return li;
     }),
   );
@@ -65,7 +135,7 @@ function renderList(status) {
 }
 
 async function stopAgent(btn) {
-  const li = btn.closest("li");
+  const li = btn.closest("li[data-agent]");
   btn.disabled = true;
   try {
     await api.stopAgent(li.dataset.queue, li.dataset.agent);
@@ -81,11 +151,16 @@ export function initAgents() {
     const btn = e.target.closest('[data-action="stop"]');
     if (btn) stopAgent(btn);
   });
-  on("queue-switch", () => renderList(state.status));
+  const render = () => {
+    renderHeader(state.status);
+    renderList(state.status);
+  };
+  on("queue-switch", render);
   on("reports", () => renderList(state.status));
-  on("status", (s) => {
-    renderHeader(s);
-    renderList(s);
+  on("status", render);
+  // "Took “…”" names the newest delivery, which the ledger's events bring.
+  on("queue", ({ kind }) => {
+    if (kind === "load" || kind === "instruction.consumed") renderList(state.status);
   });
   every20s(() => renderList(state.status));
 }

@@ -4,6 +4,7 @@
 
 import { api } from "./api.js";
 import { initAgents } from "./agents.js";
+import { initAsks } from "./asks.js";
 import { initAttach } from "./attach.js";
 import { initComposer } from "./composer.js";
 import { initTemplates } from "./templates.js";
@@ -114,6 +115,7 @@ initPortNote();
 initRecoveryNote();
 initStorageFault();
 initAgents();
+initAsks();
 initSettings();
 initToken(loadClients);
 initTemplates();

@@ -33,8 +33,7 @@ export async function loadClients() {
     return; // the banner already says why; the URL above is still right
   }
   if (queue !== state.queue) return; // switched meanwhile: that queue's answer is on its way
-  $("mcp-url").textContent = data.mcp_url;
-  $("mcp-url-2").textContent = data.mcp_url;
+  for (const id of ["mcp-url", "mcp-url-2", "mcp-url-3"]) $(id).textContent = data.mcp_url;
   const pick = $("client-pick");
   const byId = new Map(data.clients.map((c) => [c.id, c]));
   pick.replaceChildren(...data.clients.map((c) => new Option(c.name, c.id)));
@@ -54,8 +53,7 @@ export async function loadClients() {
 
 export function initConnectHelp() {
   const url = `${location.origin}/mcp`;
-  $("mcp-url").textContent = url;
-  $("mcp-url-2").textContent = url;
+  for (const id of ["mcp-url", "mcp-url-2", "mcp-url-3"]) $(id).textContent = url;
   document.body.addEventListener("click", async (e) => {
     const btn = e.target.closest("[data-copy]");
     if (!btn) return;

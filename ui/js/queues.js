@@ -1,11 +1,13 @@
-// The queue switcher: one tab per queue with its pending count, waiting
-// agents and held state; making, renaming and archiving a queue; its suffix
-// (appended to each instruction when delivered, shown above the rail); holding and
-// releasing one queue or all of them. Switching reloads the rail, the ledger and the connect box
-// for that queue.
+// The queue switcher: one tab per queue with its pending count, the agents
+// waiting on the person's answer and those listening, and held state;
+// making, renaming and archiving a queue; its suffix (appended to each
+// instruction when delivered, shown above the rail); holding and releasing
+// one queue or all of them. Switching reloads the rail, the ledger and the
+// connect box for that queue.
 
 import { api } from "./api.js";
 import { $, el } from "./dom.js";
+import { agentsOf, stateOf } from "./presence.js";
 import { currentQueue, on, setQueue, state } from "./state.js";
 import { toast } from "./toast.js";
 
@@ -18,9 +20,17 @@ function tab(q) {
   const count = el("span", "qtab__count", String(q.pending_count));
   count.setAttribute("aria-label", `${q.pending_count} pending`);
   b.append(name, count);
-  if (q.waiting_agents.length) {
-    const dot = el("span", "qtab__waiting", `${q.waiting_agents.length} listening`);
-    dot.title = q.waiting_agents.join(", ");
+  // An agent waiting on the person's answer is the loudest thing a tab says.
+  const asking = agentsOf(q.name).filter((a) => stateOf(a) === "needs_you").map((a) => a.agent_id);
+  if (asking.length) {
+    const needs = el("span", "qtab__needs", `${asking.length > 1 ? `${asking.length} ` : ""}needs you`);
+    needs.title = `Waiting for your answer: ${asking.join(", ")}`;
+    b.append(needs);
+  }
+  const listening = q.waiting_agents.filter((id) => !asking.includes(id));
+  if (listening.length) {
+    const dot = el("span", "qtab__waiting", `${listening.length} listening`);
+    dot.title = listening.join(", ");
     b.append(dot);
   }
   if (q.held) b.append(el("span", "qtab__held", "held"));

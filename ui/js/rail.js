@@ -10,6 +10,7 @@
 import { api } from "./api.js";
 import { attachmentStrip, fetchOriginals } from "./attach.js";
 import { $, el, iconButton } from "./dom.js";
+import { agentsOf, loudness, stateOf } from "./presence.js";
 import { abandonSnapshot, applyAnswer, beginSnapshot, currentQueue, KIND, on, replacePending, state } from "./state.js";
 import { toast } from "./toast.js";
 
@@ -115,12 +116,43 @@ function ticketFor(item, index, total) {
   return li;
 }
 
+/** An empty rail, with an agent there: what happens to what is queued next. */
+const READY = {
+  needs_you: "is waiting for your answer: what you queue now goes to it at once.",
+  listening: "is listening: what you queue goes to it at once.",
+  working: "is working: what you queue goes to it on its next call.",
+  idle: "is connected: what you queue goes to it on its next call.",
+};
+
+/**
+ * What the rail says about who takes its work (issue 25 §3): an empty rail
+ * explains how to connect an agent only while none is there; work queued
+ * with nobody there says nobody will take it.
+ */
+function renderWhoTakes(n) {
+  const there = agentsOf()
+    .filter((a) => stateOf(a) !== "offline")
+    .sort((x, y) => loudness(y) - loudness(x));
+  const ready = $("rail-empty-ready");
+  ready.hidden = there.length === 0;
+  $("rail-empty-how").hidden = there.length > 0;
+  $("connect").hidden = there.length > 0;
+  if (there.length) {
+    const [a] = there;
+    const others = there.length - 1;
+    const more = others ? ` (${others} more agent${others > 1 ? "s" : ""} here too)` : "";
+    ready.textContent = `${a.agent_id}${more} ${READY[stateOf(a)]}`;
+  }
+  $("rail-nobody").hidden = !state.status || n === 0 || there.length > 0;
+}
+
 function renderRail() {
   const rail = $("rail");
   const items = state.pending;
   $("rail-loading").hidden = state.loaded;
   $("rail-empty").hidden = !state.loaded || items.length > 0;
   const n = items.length;
+  renderWhoTakes(n);
   const held = currentQueue()?.held;
   $("rail-aside").textContent = `${n ? `${n} pending` : ""}${held ? `${n ? " · " : ""}held` : ""}`;
   $("rail-held").hidden = !held;

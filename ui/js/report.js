@@ -11,7 +11,11 @@ import { toast } from "./toast.js";
 
 const CLAMP_CHARS = 400;
 
-export function reportBlock(report, { answers = false } = {}) {
+/**
+ * A report's block. `answers` adds the reply box, and the option buttons
+ * unless `options` is false (a question already answered).
+ */
+export function reportBlock(report, { answers = false, options = true } = {}) {
   const box = el("div", "report");
   box.dataset.report = report.id;
   const body = el("div", "report__body");
@@ -29,10 +33,12 @@ export function reportBlock(report, { answers = false } = {}) {
     box.append(more);
   }
   if (!answers) return box;
-  if (report.options.length) {
+  if (options && report.options.length) {
     const row = el("div", "report__options");
+    row.setAttribute("role", "group");
+    row.setAttribute("aria-label", `Answers ${report.agent_id} suggested`);
     for (const option of report.options) {
-      const b = el("button", "btn btn--small", option);
+      const b = el("button", "btn btn--small btn--answer", option);
       b.type = "button";
       b.addEventListener("click", () => answer(report, option, b));
       row.append(b);

@@ -1,4 +1,5 @@
-// Relative times ("12 s ago") and the 20-second ticker that keeps them fresh.
+// Relative times ("12 s ago"), durations ("9 min") and the 20-second ticker
+// that keeps them fresh.
 
 // Each formatter is made once, when first needed (not while the page's
 // modules load): toLocaleString() builds one on every call, which made the
@@ -22,6 +23,20 @@ export function relative(iso, now = Date.now()) {
   const h = Math.floor(m / 60);
   if (h < 24) return `${h} h ago`;
   return dayFormat().format(then);
+}
+
+/** How long since `iso`, for "for …": "a few seconds", "42 s", "9 min", "2 h", "3 days". */
+export function duration(iso, now = Date.now()) {
+  const then = Date.parse(iso);
+  if (Number.isNaN(then)) return "a while";
+  const s = Math.max(0, Math.round((now - then) / 1000));
+  if (s < 5) return "a few seconds";
+  if (s < 60) return `${s} s`;
+  const m = Math.floor(s / 60);
+  if (m < 60) return `${m} min`;
+  const h = Math.floor(m / 60);
+  if (h < 48) return `${h} h`;
+  return `${Math.floor(h / 24)} days`;
 }
 
 /** Exact local time for a tooltip. */
