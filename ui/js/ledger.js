@@ -12,6 +12,7 @@ import { attachmentStrip } from "./attach.js";
 import { $, el } from "./dom.js";
 import { appendConsumed, applyAnswer, KIND, on, state } from "./state.js";
 import { reportBlock } from "./report.js";
+import { markReport, markWords, wordsOf } from "./marks.js";
 import { exact, every20s, relative } from "./time.js";
 import { toast } from "./toast.js";
 
@@ -24,25 +25,47 @@ const FATE = {
   resent: () => "Was in doubt; sent again.",
 };
 
+/** Instructions longer than this (or than 3 lines) are clamped, with "Show all". */
+const CLAMP_LINES = 3;
+const CLAMP_CHARS = 240;
+
 function entryFor(item, now) {
   const doubt = item.delivery === "in_doubt";
   const li = el("li", doubt ? "entry entry--doubt" : "entry");
   li.dataset.id = item.id;
   if (item.delivery) li.dataset.delivery = item.delivery;
-  const text = el("p", "entry__text", item.content);
+  const text = el("p", "entry__text");
+  const inText = markWords(text, item.content, searchWords);
+  li.append(text);
+  if (item.content.length > CLAMP_CHARS || item.content.split("\n").length > CLAMP_LINES) {
+    text.dataset.clamped = "true";
+    const more = el("button", "ticket__more", "Show all");
+    more.type = "button";
+    more.dataset.action = "expand";
+    li.append(more);
+  }
   const to = item.target ? ` (for ${item.target})` : "";
   const agent = item.consumed_by_agent_id ?? "unknown agent";
   const meta = el("p", "entry__meta", `${agent}${to} · ${relative(item.consumed_at, now)}`);
   meta.title = `taken ${exact(item.consumed_at)}`;
-  const again = el("button", doubt ? "btn btn--small btn--primary" : "btn btn--small", "Send again");
+  // In doubt, sending again is the obvious next step: a real button then.
+  const again = el("button", doubt ? "btn btn--small btn--primary entry__again" : "entry__again", "Send again");
   again.type = "button";
   again.dataset.action = "requeue";
   again.setAttribute("aria-label", `Send again: ${item.content.slice(0, 60)}`);
-  li.append(text, meta, again);
+  li.append(meta, again);
   const fate = FATE[item.delivery];
   if (fate) li.append(el("p", "entry__fate", fate(agent)));
   if (item.attachments?.length) li.append(attachmentStrip(item));
-  if (item.report) li.append(reportBlock(item.report));
+  if (item.report) {
+    const block = reportBlock(item.report);
+    // The search found it by its report's words: say so, and show them.
+    if (searchWords.length && !inText) {
+      li.append(el("p", "entry__found", "Found in its report:"));
+      markReport(block.querySelector(".report__body"), searchWords);
+    }
+    li.append(block);
+  }
   return li;
 }
 
@@ -62,6 +85,8 @@ function standaloneEntry(report, now) {
 /** A search of the whole history (server-side), or null for the normal view. */
 let found = null;
 let searchText = "";
+/** The words of the search shown (none in the normal view), as the server takes them. */
+let searchWords = [];
 const FOUND_AT_MOST = 100;
 
 function renderLedger() {
@@ -190,6 +215,7 @@ async function search() {
   const until = $("ledger-until").value;
   if (!text && !since && !until) {
     found = null;
+    searchWords = [];
     renderLedger();
     return;
   }
@@ -204,6 +230,7 @@ async function search() {
     );
     if (seq !== filterSeq) return;
     found = items;
+    searchWords = wordsOf(text);
   } catch (err) {
     if (seq !== filterSeq) return;
     toast(`Search failed: ${err.message}`);
@@ -257,8 +284,14 @@ export function initLedger() {
     if (agentFilter) filterTo(agentFilter);
   });
   $("ledger").addEventListener("click", (e) => {
-    const btn = e.target.closest('[data-action="requeue"]');
-    if (btn) sendAgain(btn);
+    const btn = e.target.closest("[data-action]");
+    if (btn?.dataset.action === "requeue") sendAgain(btn);
+    if (btn?.dataset.action === "expand") {
+      const text = btn.closest("li").querySelector(".entry__text");
+      const clamped = text.dataset.clamped === "true";
+      text.dataset.clamped = String(!clamped);
+      btn.textContent = clamped ? "Show less" : "Show all";
+    }
   });
   $("ledger-more").addEventListener("click", showMore);
   loadWhileScrolling();
