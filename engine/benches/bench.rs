@@ -3,7 +3,9 @@
 //! speed and memory figures the README quotes. A benchmark, not a test: it
 //! asserts nothing, because shared machines are noisy.
 
-#[path = "../tests/common/mod.rs"]
+#[path = "../tests/it/common/mod.rs"]
+// The bench uses a few of the integration tests' helpers.
+#[allow(dead_code)]
 mod common;
 
 use std::path::Path;

@@ -9,7 +9,9 @@
 //! 25 % past the first minute's, or on more than 16 extra descriptors.
 //! `LOCAL_MCP_SOAK_SECONDS` sets the length (600 by default). Not in CI.
 
-#[path = "../tests/common/mod.rs"]
+#[path = "../tests/it/common/mod.rs"]
+// The soak uses a few of the integration tests' helpers.
+#[allow(dead_code)]
 mod common;
 
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -5,7 +5,7 @@
 //! the path and what to do, a normal tool result instead of an error),
 //! that nothing acknowledged is lost, and that the engine recovers by itself.
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 

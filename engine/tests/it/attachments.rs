@@ -4,7 +4,7 @@
 //! hostile uploads refused with nothing stored, pending-only changes, and
 //! the start-up sweep of files a crash left without a row.
 
-mod common;
+use crate::common;
 
 use std::io::Cursor;
 

@@ -4,7 +4,7 @@
 //! again to the same agent by the person, or by itself with
 //! `redeliver_in_doubt`.
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 

@@ -1,7 +1,7 @@
 //! `get_user_request` over real MCP: the official Rust SDK client (rmcp) and raw
 //! streamable-HTTP requests where a test needs to hang up mid-call.
 
-mod common;
+use crate::common;
 
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -3,7 +3,7 @@
 //! lists, standalone reports apart); CSV is one correctly quoted row per
 //! instruction; Markdown reads as a document; `since` and `queue` narrow it.
 
-mod common;
+use crate::common;
 
 use serde_json::{json, Value};
 

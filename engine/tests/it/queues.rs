@@ -5,7 +5,7 @@
 //! (32 agents, 4 queues, 10,000 instructions, a third targeted) every
 //! instruction reaches an eligible agent exactly once.
 
-mod common;
+use crate::common;
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};

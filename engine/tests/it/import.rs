@@ -5,7 +5,7 @@
 //! a file with anything wrong in it is refused whole — nothing written, no
 //! file left in the attachment folder.
 
-mod common;
+use crate::common;
 
 use std::io::Cursor;
 use std::path::Path;

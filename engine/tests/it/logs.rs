@@ -2,7 +2,7 @@
 //! newest 7 kept) in its log folder, says where in its status, and writes
 //! none with `LOCAL_MCP_LOG_DIR=off`.
 
-mod common;
+use crate::common;
 
 use serde_json::Value;
 

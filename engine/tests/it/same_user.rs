@@ -6,7 +6,7 @@
 //! The other account is real: `nobody`, reached with `setpriv` (util-linux),
 //! which needs root — as CI runs. Elsewhere these tests say so and stop.
 
-mod common;
+use crate::common;
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;

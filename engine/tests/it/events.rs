@@ -1,7 +1,7 @@
 //! `GET /api/events`: payloads carry the full item, ids are monotonic, and a
 //! reconnect with `Last-Event-ID` replays exactly what was missed.
 
-mod common;
+use crate::common;
 
 use common::SseReader;
 use serde_json::json;

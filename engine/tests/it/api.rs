@@ -1,6 +1,6 @@
 //! The HTTP API over real HTTP against the real server (port 0, temp database).
 
-mod common;
+use crate::common;
 
 use serde_json::{json, Value};
 

@@ -22,7 +22,7 @@
 //! runs it; more for a longer local run). Totals are printed at the end.
 #![cfg(unix)]
 
-mod common;
+use crate::common;
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};

@@ -2,7 +2,7 @@
 //! attachments — and a fresh one starts: the app never crash-loops on a bad
 //! file, and the status says what happened and where the old file is.
 
-mod common;
+use crate::common;
 
 use serde_json::Value;
 

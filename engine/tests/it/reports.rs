@@ -3,7 +3,7 @@
 //! agent's previous call delivered (or standing alone), stored once when a
 //! call is retried, rendered safely, listed, sent live, and answered.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

@@ -1,7 +1,7 @@
 //! The security rules (`docs/ARCHITECTURE.md`, "Security"): foreign Host/Origin,
 //! non-JSON writes, CORS, bearer token, bind rules.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

@@ -1,6 +1,5 @@
 //! Shared harness for the integration tests: the real engine on port 0 with a
 //! temporary database, plus small HTTP, SSE and MCP client helpers.
-#![allow(dead_code)]
 
 use std::time::Duration;
 

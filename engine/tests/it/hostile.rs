@@ -7,7 +7,7 @@
 //!
 //! `PROPTEST_CASES` sets the number of requests (256 by default, as CI runs it).
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 

@@ -3,7 +3,7 @@
 //! keeps serving; the lock goes with its process, on a clean exit and on
 //! `kill -9`, so a stale lock file never blocks a start.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

@@ -5,7 +5,7 @@
 //! its queue is held, the person stopped it, local-mcp is not running, or
 //! the input is not a Stop hook's.
 
-mod common;
+use crate::common;
 
 use std::process::Stdio;
 

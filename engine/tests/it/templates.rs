@@ -5,7 +5,7 @@
 //! reaching the agent after the text while the stored instruction stays as
 //! written, kept across a restart.
 
-mod common;
+use crate::common;
 
 use std::io::Cursor;
 

@@ -2,7 +2,7 @@
 //! through the official Rust SDK client against the real server.
 #![allow(deprecated)] // logging/setLevel: deprecated for a future protocol revision, current today
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

@@ -4,7 +4,7 @@
 //! agent and time; what a person types is never FTS5 syntax; an edit before
 //! delivery is what the index holds.
 
-mod common;
+use crate::common;
 
 use serde_json::{json, Value};
 

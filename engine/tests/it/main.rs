@@ -1,0 +1,35 @@
+//! The engine's integration tests, one binary (as cargo's own `tests/testsuite/`):
+//! the real engine on port 0 with a temporary database, the real
+//! `local-mcp-server` binary where a test needs a process (kills, other
+//! accounts, the CLI), and real MCP clients. One module per area; `common`
+//! holds the shared harness. Run one area with `cargo test -p local-mcp-engine
+//! --test it <area>::`.
+
+mod common;
+
+mod api;
+mod attachments;
+mod backup;
+mod catalog;
+mod connect;
+mod crash;
+mod daemon;
+mod delivery;
+mod events;
+mod export;
+mod hook;
+mod hostile;
+mod import;
+mod layers;
+mod logs;
+mod mcp;
+mod model;
+mod one_engine;
+mod queues;
+mod recovery;
+mod reports;
+mod same_user;
+mod search;
+mod security;
+mod storage;
+mod templates;
