@@ -27,9 +27,14 @@ after(async () => {
   await browser?.close();
 });
 
-/** WCAG contrast of an element's text against the page's background. */
-const contrastOf = (locator) =>
-  locator.evaluate((e) => {
+/**
+ * WCAG contrast of an element's text against the page's background. Found
+ * and measured in one step: the ledger re-renders (a status event) and a
+ * detached element has no style.
+ */
+const contrastOf = (page, selector) =>
+  page.evaluate((selector) => {
+    const e = document.querySelector(selector);
     const rgb = (c) => c.match(/[\d.]+/g).slice(0, 3).map(Number);
     const lum = ([r, g, b]) => {
       const f = (v) => ((v /= 255) <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4);
@@ -37,17 +42,31 @@ const contrastOf = (locator) =>
     };
     const [a, b] = [lum(rgb(getComputedStyle(e).color)), lum(rgb(getComputedStyle(document.body).backgroundColor))];
     return (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05);
-  });
+  }, selector);
+
+/** How many lines of text the ledger entry starting with `start` shows. */
+const linesOf = (page, start) =>
+  page.evaluate((start) => {
+    const e = [...document.querySelectorAll("#ledger .entry__text")].find((p) => p.textContent.startsWith(start));
+    return Math.round(e.getBoundingClientRect().height / parseFloat(getComputedStyle(e).lineHeight));
+  }, start);
+
+/** The page, live and caught up (the catch-up load re-renders the ledger once more). */
+async function openSettled(options) {
+  const opened = await openPage(browser, server, options);
+  await until(() => opened.page.evaluate(() => document.getElementById("conn")?.dataset.conn === "live"), { what: "the page live" });
+  await until(async () => (await opened.page.locator("#ledger .entry").count()) === 3, { what: "three delivered" });
+  await opened.page.waitForTimeout(300);
+  return opened;
+}
 
 const entry = (page, start) => page.locator("#ledger .entry").filter({ has: page.locator(".entry__text", { hasText: start }) });
 
 describe("the ledger", () => {
   for (const scheme of ["light", "dark"]) {
     test(`reads well in the ${scheme} theme: the words first, one quiet Send again per entry`, async () => {
-      const { page, errors, context } = await openPage(browser, server, { colorScheme: scheme });
-      await until(async () => (await page.locator("#ledger .entry").count()) === 3, { what: "three delivered" });
-      const first = page.locator("#ledger .entry").first();
-      const [words, meta] = [await contrastOf(first.locator(".entry__text")), await contrastOf(first.locator(".entry__meta"))];
+      const { page, errors, context } = await openSettled({ colorScheme: scheme });
+      const [words, meta] = [await contrastOf(page, "#ledger .entry .entry__text"), await contrastOf(page, "#ledger .entry .entry__meta")];
       assert.ok(words >= 4.5, `the instruction's words have a contrast of ${words.toFixed(2)}`);
       assert.ok(words > meta, `the words (${words.toFixed(2)}) are fainter than the line about them (${meta.toFixed(2)})`);
       for (const li of await page.locator("#ledger .entry").all()) {
@@ -62,24 +81,23 @@ describe("the ledger", () => {
   }
 
   test("a multi-line instruction shows its first lines; a longer one opens with Show all", async () => {
-    const { page, errors, context } = await openPage(browser, server);
-    await until(async () => (await page.locator("#ledger .entry").count()) === 3, { what: "three delivered" });
-    const lines = (locator) => locator.evaluate((e) => Math.round(e.getBoundingClientRect().height / parseFloat(getComputedStyle(e).lineHeight)));
-    const steps = entry(page, "Step one").locator(".entry__text");
-    assert.equal(await lines(steps), 3, "all three lines of a three-line instruction show");
+    const { page, errors, context } = await openSettled();
+    assert.equal(await linesOf(page, "Step one"), 3, "all three lines of a three-line instruction show");
     assert.equal(await entry(page, "Step one").locator('[data-action="expand"]').count(), 0);
-    const six = entry(page, "Line 1");
-    assert.equal(await lines(six.locator(".entry__text")), 3, "a six-line instruction shows its first three lines");
-    await six.locator('[data-action="expand"]').click();
-    assert.equal(await lines(six.locator(".entry__text")), 6, "Show all shows the rest");
-    assert.equal(await six.locator('[data-action="expand"]').textContent(), "Show less");
+    assert.equal(await linesOf(page, "Line 1"), 3, "a six-line instruction shows its first three lines");
+    await entry(page, "Line 1").locator('[data-action="expand"]').click();
+    assert.equal(await linesOf(page, "Line 1"), 6, "Show all shows the rest");
+    assert.equal(await entry(page, "Line 1").locator('[data-action="expand"]').textContent(), "Show less");
+    // And stays open when the ledger is drawn again (status events, the 20 s tick).
+    await server.consume("scribe");
+    await page.waitForTimeout(500);
+    assert.equal(await linesOf(page, "Line 1"), 6, "a redraw closed what Show all opened");
     assert.deepEqual(errors, []);
     await context.close();
   });
 
   test("a search marks the starts of words it matched, and says when the match was in the report", async () => {
-    const { page, errors, context } = await openPage(browser, server);
-    await until(async () => (await page.locator("#ledger .entry").count()) === 3, { what: "three delivered" });
+    const { page, errors, context } = await openSettled();
     // Word prefixes, case aside, as the server matches them.
     await page.locator("#ledger-search").fill("MIGR sess");
     await until(async () => (await page.locator("#ledger-aside").textContent()) === "1 found", { what: "one found" });

@@ -28,6 +28,8 @@ const FATE = {
 /** Instructions longer than this (or than 3 lines) are clamped, with "Show all". */
 const CLAMP_LINES = 3;
 const CLAMP_CHARS = 240;
+/** Entries opened with "Show all": the ledger re-renders often (status events, the 20 s tick). */
+const expanded = new Set();
 
 function entryFor(item, now) {
   const doubt = item.delivery === "in_doubt";
@@ -38,8 +40,9 @@ function entryFor(item, now) {
   const inText = markWords(text, item.content, searchWords);
   li.append(text);
   if (item.content.length > CLAMP_CHARS || item.content.split("\n").length > CLAMP_LINES) {
-    text.dataset.clamped = "true";
-    const more = el("button", "ticket__more", "Show all");
+    const open = expanded.has(item.id);
+    text.dataset.clamped = String(!open);
+    const more = el("button", "ticket__more", open ? "Show less" : "Show all");
     more.type = "button";
     more.dataset.action = "expand";
     li.append(more);
@@ -287,10 +290,13 @@ export function initLedger() {
     const btn = e.target.closest("[data-action]");
     if (btn?.dataset.action === "requeue") sendAgain(btn);
     if (btn?.dataset.action === "expand") {
-      const text = btn.closest("li").querySelector(".entry__text");
+      const li = btn.closest("li");
+      const text = li.querySelector(".entry__text");
       const clamped = text.dataset.clamped === "true";
       text.dataset.clamped = String(!clamped);
       btn.textContent = clamped ? "Show less" : "Show all";
+      if (clamped) expanded.add(li.dataset.id);
+      else expanded.delete(li.dataset.id);
     }
   });
   $("ledger-more").addEventListener("click", showMore);
