@@ -75,6 +75,24 @@ export function stageFiles(files) {
   composer?.add(files);
 }
 
+/** The longest run of a file name shown unbroken; longer runs are cut in the middle. */
+const LONGEST_RUN = 16;
+
+/**
+ * A file's name for its tile: a line may break after a dot, dash or
+ * underscore (a <wbr> there), never inside a word; a run too long for the
+ * tile is shortened with "…" (the whole name is the tile's label and title).
+ */
+function tileName(name) {
+  const span = el("span", "thumb__name");
+  for (const part of name.split(/(?<=[._\-\s])/)) {
+    const run = part.length > LONGEST_RUN ? `${part.slice(0, 7)}…${part.slice(-(LONGEST_RUN - 8))}` : part;
+    if (span.childNodes.length) span.append(el("wbr"));
+    span.append(document.createTextNode(run));
+  }
+  return span;
+}
+
 /** One thumbnail: an image, or a file chip for text. */
 function thumb(name, src, open) {
   const li = el("li", "thumb");
@@ -91,7 +109,7 @@ function thumb(name, src, open) {
     btn.append(img);
   } else {
     btn.classList.add("thumb__open--file");
-    btn.append(el("span", "thumb__name", name));
+    btn.append(tileName(name));
   }
   if (open) btn.addEventListener("click", open);
   else btn.disabled = true;

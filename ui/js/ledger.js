@@ -135,15 +135,19 @@ async function showMore() {
  * Scrolling near the end of the ledger loads the next entries, as if "Show
  * more" was pressed (the button stays, for keyboards and for screen readers).
  * An answer that leaves the button in view asks again: a tall window fills.
+ * In one column the side panel (agents, connect, settings) comes after the
+ * ledger, and loading as one scrolls would push it away for ever: there,
+ * only "Show more" loads more.
  */
 function loadWhileScrolling() {
   if (!("IntersectionObserver" in window)) return;
   const more = $("ledger-more");
+  const sideBelow = () => document.querySelector(".side").getBoundingClientRect().top > more.getBoundingClientRect().top;
   let inView = false;
   const observer = new IntersectionObserver(
     async (entries) => {
       inView = entries.some((e) => e.isIntersecting);
-      while (inView && !more.hidden && !loadingMore) {
+      while (inView && !more.hidden && !loadingMore && !sideBelow()) {
         const before = $("ledger").children.length;
         await showMore();
         if ($("ledger").children.length === before) break; // nothing more came: wait for the next scroll

@@ -1,0 +1,116 @@
+// A usable small window (issue 25 §12), at 400 px in both themes: the
+// header and the queue bar are one row each; the history and its search
+// come before Agents, Connect and Settings (and loading more as one scrolls
+// does not push those away); the search box looks like the other boxes; a
+// file's tile never breaks its name mid-word; an error under the composer
+// leaves Queue in its row.
+
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import { after, before, describe, test } from "node:test";
+
+import { artifacts, launchBrowser, openPage, startServer, until } from "./harness.mjs";
+
+let browser;
+let server;
+before(async () => {
+  browser = await launchBrowser();
+  server = await startServer({ waitSeconds: 0 });
+  for (const name of ["proj", "docs-site"]) await server.api("POST", "/api/queues", { name });
+  for (let i = 0; i < 30; i++) {
+    await server.add(`delivered ${i}`);
+    await server.consume("narrow-agent");
+  }
+  await server.addWithFiles("Read these", [
+    { name: "quarterly-report-final.md", bytes: "# q\n", type: "text/markdown" },
+    { name: "notes.png.txt", bytes: "n\n", type: "text/plain" },
+    { name: "main.rs", bytes: "fn main() {}\n", type: "text/x-rust" },
+  ]);
+  await server.add("Fix the flaky reconnect test");
+});
+after(async () => {
+  await server?.stop();
+  await browser?.close();
+});
+
+const rect = (locator) => locator.evaluate((e) => e.getBoundingClientRect().toJSON());
+const oneRow = async (locator) =>
+  locator.evaluate((row) => {
+    const tops = [...row.children].filter((c) => c.offsetParent && c.getBoundingClientRect().width > 0).map((c) => Math.round(c.getBoundingClientRect().top + c.getBoundingClientRect().height / 2));
+    return Math.max(...tops) - Math.min(...tops) <= 4;
+  });
+
+describe("at 400 px", () => {
+  for (const scheme of ["light", "dark"]) {
+    test(`${scheme}: one-row header and queue bar, the history before the side panels, boxes alike, Queue in its row`, async () => {
+      const { page, errors, context } = await openPage(browser, server, { width: 400, height: 800, colorScheme: scheme });
+      await until(async () => (await page.locator("#rail .ticket").count()) === 2, { what: "two tickets" });
+      await until(async () => (await page.locator("#ledger .entry").count()) === 20, { what: "the ledger's first entries" });
+      await page.evaluate(() => document.fonts.ready);
+      assert.ok(await oneRow(page.locator(".strip")), "the header is one row");
+      assert.ok((await rect(page.locator(".strip"))).height < 56, "the header is one row high");
+      assert.ok(await oneRow(page.locator(".queues")), "the queue bar is one row");
+      assert.ok((await rect(page.locator(".queues"))).height < 56, "the queue bar is one row high");
+      const overflow = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
+      assert.ok(overflow <= 0, `horizontal overflow of ${overflow}px`);
+
+      // The history and its search come before the side panels.
+      const search = await rect(page.locator("#ledger-search"));
+      for (const sel of ["#agents-title", "#clients-details", "#settings-details"]) {
+        assert.ok(search.bottom < (await rect(page.locator(sel))).top, `the ledger's search comes before ${sel}`);
+      }
+      // The search box, the dates and the pickers look like the composer's box.
+      const look = (sel) => page.locator(sel).evaluate((e) => { const s = getComputedStyle(e); return `${s.backgroundColor} ${s.borderTopColor}`; });
+      const composer = await look("#composer-text");
+      for (const sel of ["#ledger-search", "#ledger-since", "#ledger-agent", "#composer-target"]) assert.equal(await look(sel), composer, `${sel} in the ${scheme} theme`);
+
+      // Scrolled to the end, the side panels are there: the ledger waits for Show more.
+      await page.evaluate(() => window.scrollTo(0, document.documentElement.scrollHeight));
+      await page.waitForTimeout(500);
+      assert.equal(await page.locator("#ledger .entry").count(), 20, "scrolling loaded more and pushed the side panels away");
+      assert.ok(await page.locator("#settings-details summary").isVisible());
+      await page.screenshot({ path: join(artifacts, "screenshots", `narrow-400-${scheme}.png`), fullPage: true });
+
+      // An error under the composer leaves Queue beside Attach.
+      await page.locator("#composer-text").fill("   ");
+      await page.locator("#composer-submit").click();
+      await until(() => page.locator("#composer-error").isVisible(), { what: "the inline error" });
+      const [queue, attach] = [await rect(page.locator("#composer-submit")), await rect(page.locator("#composer-attach"))];
+      assert.ok(Math.abs(queue.top + queue.height / 2 - (attach.top + attach.height / 2)) < 4, `Queue (at ${queue.top}) left the row of Attach (at ${attach.top})`);
+      await page.evaluate(() => window.scrollTo(0, 0));
+      await page.screenshot({ path: join(artifacts, "screenshots", `narrow-400-${scheme}-top.png`) });
+      assert.deepEqual(errors, []);
+      await context.close();
+    });
+  }
+
+  test("a file's tile breaks its name only between words", async () => {
+    const { page, errors, context } = await openPage(browser, server, { width: 400, height: 800 });
+    const names = ["quarterly-report-final.md", "notes.png.txt", "main.rs"];
+    await until(async () => (await page.locator("#rail .thumb__name").count()) === 3, { what: "the ticket's three files" });
+    // Staged in the composer too.
+    await page.locator("#composer-pick").setInputFiles([{ name: "a-rather-long-screenshot-name.txt", mimeType: "text/plain", buffer: Buffer.from("x") }]);
+    await until(async () => (await page.locator("#composer-files .thumb__name").count()) === 1, { what: "the staged file" });
+    const broken = await page.locator(".thumb__name").evaluateAll((spans) => {
+      const bad = [];
+      for (const span of spans) {
+        // Every word (a run between dots, dashes and underscores) on one line.
+        for (const node of [...span.childNodes].filter((n) => n.nodeType === 3)) {
+          for (const m of node.data.matchAll(/[^._\-\s]+/g)) {
+            const range = document.createRange();
+            range.setStart(node, m.index);
+            range.setEnd(node, m.index + m[0].length);
+            const tops = new Set([...range.getClientRects()].map((r) => Math.round(r.top)));
+            if (tops.size > 1) bad.push(`${span.textContent}: "${m[0]}"`);
+          }
+        }
+      }
+      return bad;
+    });
+    assert.deepEqual(broken, [], "a name broken mid-word");
+    assert.deepEqual(await page.locator("#rail .thumb__name").allTextContents(), names);
+    await page.locator("#rail .thumbs").first().screenshot({ path: join(artifacts, "screenshots", "file-tiles-400-light.png") });
+    assert.deepEqual(errors, []);
+    await context.close();
+  });
+});
