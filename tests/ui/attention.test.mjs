@@ -65,10 +65,11 @@ describe("an agent that needs you", () => {
       assert.ok(question.bottom <= firstTicket.top, `${where}: the question (ends at ${question.bottom}) comes before the rail (starts at ${firstTicket.top})`);
       // Stop ends the loop: it is in the agent panel, not among the answers, and does not look like one.
       assert.equal(await page.locator('#asks [data-action="stop"]').count(), 0, "no Stop among the answers");
-      const stop = page.locator('#agents li[data-agent="asker"] [data-action="stop"]');
-      assert.equal(await stop.count(), 1);
-      const look = (l) => l.evaluate((e) => { const s = getComputedStyle(e); return `${s.borderTopWidth} ${s.borderTopStyle} ${s.backgroundColor}`; });
-      assert.notEqual(await look(stop), await look(ask.locator(".report__options button").first()), "Stop is drawn like an answer");
+      const stop = '#agents li[data-agent="asker"] [data-action="stop"]';
+      assert.equal(await page.locator(stop).count(), 1);
+      // Found and measured in one step: the agent panel is redrawn on every status event.
+      const look = (sel) => page.evaluate((sel) => { const s = getComputedStyle(document.querySelector(sel)); return `${s.borderTopWidth} ${s.borderTopStyle} ${s.backgroundColor}`; }, sel);
+      assert.notEqual(await look(stop), await look('#asks li[data-agent="asker"] .report__options button'), "Stop is drawn like an answer");
       await page.evaluate(() => document.fonts.ready);
       await shot(page, `needs-you-${width}-${scheme}`);
       assert.deepEqual(errors, []);
