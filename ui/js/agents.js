@@ -66,11 +66,14 @@ function agentRow(a, { showQueue, client, now }) {
   const lamp = el("span", "lamp");
   lamp.dataset.state = st;
   lamp.setAttribute("aria-hidden", "true");
+  // Who it is (wrapping as it must), and Stop at the end of the line, never under it.
   const head = el("div", "agent__head");
+  const who = el("div", "agent__who");
   const word = el("span", "agent__state", wordOf(a));
   word.dataset.state = st;
-  head.append(el("span", "agent__id", a.agent_id), word);
-  if (showQueue) head.append(el("span", "chip", a.queue));
+  who.append(el("span", "agent__id", a.agent_id), word);
+  if (showQueue) who.append(el("span", "chip", a.queue));
+  head.append(who);
   if (st !== "offline" && !a.stop_requested) head.append(stopButton(a));
   const line = el("p", "agent__detail", detail(a, now));
   if (a.last_seen_at) line.title = `last heard from ${exact(a.last_seen_at)}`;
