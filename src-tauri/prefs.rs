@@ -58,10 +58,17 @@ impl Store {
         let prefs = *guard;
         drop(guard);
         if let Some(path) = &self.path {
+            // Atomic and owner-only, like every file local-mcp writes.
             let saved = path
                 .parent()
-                .map_or(Ok(()), std::fs::create_dir_all)
-                .and_then(|_| std::fs::write(path, serde_json::to_vec_pretty(&prefs).unwrap_or_default()));
+                .map_or(Ok(()), engine::private_fs::create_dir_all)
+                .and_then(|()| {
+                    engine::private_fs::replace(
+                        path,
+                        &serde_json::to_vec_pretty(&prefs).unwrap_or_default(),
+                        engine::private_fs::Mode::Private,
+                    )
+                });
             if let Err(e) = saved {
                 tracing::warn!(error = %e, path = %path.display(), "could not save desktop preferences");
             }

@@ -392,6 +392,7 @@ mod tests {
                 url: "http://127.0.0.1:8000".into(),
                 version: "0".into(),
                 pid: 0,
+                instance: "i".into(),
                 requested_port: None,
                 requested_port_holder: None,
                 recovered: None,

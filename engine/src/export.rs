@@ -309,20 +309,34 @@ fn csv(export: &Export) -> String {
             .map(|a| a.name.as_str())
             .collect::<Vec<_>>()
             .join("; ");
-        let _ = out.write_record([
-            i.id.as_str(),
-            &i.queue,
-            status,
-            &i.created_at,
-            i.consumed_at.as_deref().unwrap_or(""),
-            i.consumed_by_agent_id.as_deref().unwrap_or(""),
-            i.target.as_deref().unwrap_or(""),
-            &i.content,
-            i.report.as_ref().map(|r| r.content.as_str()).unwrap_or(""),
-            &attachments,
-        ]);
+        let _ = out.write_record(
+            [
+                i.id.as_str(),
+                &i.queue,
+                status,
+                &i.created_at,
+                i.consumed_at.as_deref().unwrap_or(""),
+                i.consumed_by_agent_id.as_deref().unwrap_or(""),
+                i.target.as_deref().unwrap_or(""),
+                &i.content,
+                i.report.as_ref().map(|r| r.content.as_str()).unwrap_or(""),
+                &attachments,
+            ]
+            .map(inert_cell),
+        );
     }
     String::from_utf8(out.into_inner().unwrap_or_default()).unwrap_or_default()
+}
+
+/// A cell a spreadsheet will not run: text an agent or a person wrote that
+/// starts with `=`, `+`, `-`, `@`, a tab or a carriage return is a formula
+/// there (`=HYPERLINK(…)`, `=cmd|…`), so it gets a leading `'`, which
+/// spreadsheets show as text (OWASP, "CSV Injection").
+fn inert_cell(cell: &str) -> String {
+    match cell.chars().next() {
+        Some('=' | '+' | '-' | '@' | '\t' | '\r') => format!("'{cell}"),
+        _ => cell.to_owned(),
+    }
 }
 
 fn markdown(export: &Export) -> String {

@@ -7,7 +7,8 @@
 //! Each module owns one concern, and imports only from the layers below it
 //! (`tests/layers.rs` checks this; `docs/ARCHITECTURE.md` has the map):
 //!
-//! 1. `error`, [`time`], `paths` (the file places), `peer` (who owns a local socket).
+//! 1. `error`, [`time`], [`private_fs`] (the one way files are created), `paths`
+//!    (the file places), `peer` (who owns a local socket).
 //! 2. [`model`] — the nouns, plain data; the settings are declared there once.
 //! 3. [`config`] (flags, environment, file) and `store` (SQLite: every SQL statement).
 //! 4. `events` (the domain events and their bus), `auth` (the token and the
@@ -36,6 +37,7 @@ mod media;
 pub mod model;
 mod paths;
 mod peer;
+pub mod private_fs;
 mod queue;
 mod server;
 pub mod snippets;
@@ -200,13 +202,13 @@ pub async fn start(config: Config, shutdown: CancellationToken) -> Result<Engine
     );
     let router = http::router(http::AppState {
         queue: queue.clone(),
-        guard,
+        guard: guard.clone(),
         credentials: credentials.clone(),
         tokens,
         mcp_stateless: config.mcp_stateless,
         shutdown: shutdown.clone(),
     });
-    let task = tokio::spawn(server::serve(listener, router, shutdown.clone()));
+    let task = tokio::spawn(server::serve(listener, router, guard, shutdown.clone()));
     tracing::info!(%url, "local-mcp engine serving");
     Ok(Engine {
         url,

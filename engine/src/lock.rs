@@ -11,13 +11,13 @@
 //! On Windows the lock is mandatory, so another process cannot read the
 //! file's text while it is held; the refusal then names the lock file only.
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::{Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::{paths, time, Error, Result};
+use crate::{paths, private_fs, time, Error, Result};
 
 /// The exit code of `local-mcp-server` when another local-mcp already
 /// serves its database (documented in the README).
@@ -51,7 +51,7 @@ pub fn lock_path(db: &Path) -> PathBuf {
 /// is free describes an engine that is gone).
 pub fn holder(db: &Path) -> Option<Holder> {
     let path = lock_path(db);
-    let file = OpenOptions::new().read(true).write(true).open(&path).ok()?;
+    let file = private_fs::open_no_follow(&path).ok()?;
     match file.try_lock() {
         // Free: whoever wrote it is gone.
         Ok(()) => None,
@@ -71,19 +71,13 @@ impl DbLock {
             paths::private_dir(dir)
                 .map_err(|e| Error::Startup(format!("cannot create the database folder {}: {e}", dir.display())))?;
         }
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(&path)
-            .map_err(|e| {
-                Error::Startup(format!(
-                    "cannot open the lock file {}: {e}; check the permissions of the database's folder, or set DB_PATH",
-                    path.display()
-                ))
-            })?;
-        if let Err(e) = paths::make_private(&path) {
+        let file = private_fs::open_or_create(&path).map_err(|e| {
+            Error::Startup(format!(
+                "cannot open the lock file {}: {e}; check the permissions of the database's folder, or set DB_PATH",
+                path.display()
+            ))
+        })?;
+        if let Err(e) = private_fs::make_private(&file) {
             tracing::debug!(path = %path.display(), error = %e, "could not make the lock file owner-only");
         }
         match file.try_lock() {

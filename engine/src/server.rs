@@ -1,16 +1,23 @@
-//! Binding and serving: port fallback with an actionable message, graceful
-//! shutdown that cannot hang on open streams.
+//! Binding and serving: port fallback with an actionable message, the
+//! account check as each connection is accepted, a bound on idle
+//! connections, graceful shutdown that cannot hang on open streams.
 
 use std::net::{IpAddr, SocketAddr};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
-use axum::extract::connect_info::Connected;
-use axum::serve::{IncomingStream, Listener};
+use axum::extract::connect_info::ConnectInfo;
 use axum::Router;
-use tokio::net::{TcpListener, TcpStream};
+use hyper::body::Incoming;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::server::graceful::GracefulShutdown;
+use hyper_util::service::TowerToHyperService;
+use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
+use tower::ServiceExt as _;
 
-use crate::http::Peer;
+use crate::http::{Admission, Guard, Peer};
 use crate::{Error, Result};
 
 /// How many ports after the configured one to try when it is taken.
@@ -68,55 +75,126 @@ pub fn url_host(host: IpAddr) -> String {
     }
 }
 
-/// The listener: accepted connections get `TCP_NODELAY`, and each carries
-/// its [`Peer`] (address, our end) into the requests made on it.
-struct Accepting(TcpListener);
+/// How long a connection may take to send a request's headers, and so how
+/// long a kept-alive connection may sit idle between requests. Long enough
+/// for any client's pause between calls on a pooled connection (a call's
+/// wait is a response in progress, which this does not bound).
+pub const HEADER_TIMEOUT: Duration = Duration::from_secs(60);
+/// The same for another account's connection (let in only by the token):
+/// it has a few seconds to say who it is.
+const OTHER_ACCOUNT_HEADER_TIMEOUT: Duration = Duration::from_secs(5);
+/// At most this many of other accounts' connections at once: they cannot
+/// use up the descriptors this account's page and agents need.
+const OTHER_ACCOUNT_CONNECTIONS: usize = 32;
 
-impl Listener for Accepting {
-    type Io = TcpStream;
-    type Addr = SocketAddr;
-
-    async fn accept(&mut self) -> (TcpStream, SocketAddr) {
-        let (tcp, addr) = Listener::accept(&mut self.0).await;
-        // MCP answers are SSE: several small writes per call. Without TCP_NODELAY,
-        // Nagle's algorithm meets the client's delayed ACK and every call stalls ~40 ms.
+/// Serve until `shutdown` is cancelled, then give open requests a short grace.
+///
+/// Each accepted connection gets `TCP_NODELAY` (MCP answers are SSE: several
+/// small writes per call, and Nagle's algorithm meeting the client's delayed
+/// ACK would stall every call ~40 ms) and its [`Peer`], whose account is
+/// looked up at once: a connection the guard refuses ([`Guard::admit`]) is
+/// closed before it can hold anything, and every connection has a bound on
+/// the time it may send nothing ([`HEADER_TIMEOUT`]).
+pub async fn serve(listener: TcpListener, router: Router, guard: Arc<Guard>, shutdown: CancellationToken) {
+    let graceful = GracefulShutdown::new();
+    let others = Arc::new(AtomicUsize::new(0));
+    loop {
+        let (tcp, addr) = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok(pair) => pair,
+                Err(e) => {
+                    // Out of descriptors (EMFILE) and the like pass: wait a little, go on.
+                    tracing::warn!(error = %e, "could not accept a connection");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+            _ = shutdown.cancelled() => break,
+        };
         if let Err(e) = tcp.set_nodelay(true) {
             tracing::debug!(error = %e, "could not set TCP_NODELAY");
         }
-        (tcp, addr)
-    }
-
-    fn local_addr(&self) -> std::io::Result<SocketAddr> {
-        self.0.local_addr()
-    }
-}
-
-impl Connected<IncomingStream<'_, Accepting>> for Peer {
-    fn connect_info(stream: IncomingStream<'_, Accepting>) -> Peer {
-        Peer::new(*stream.remote_addr(), stream.io().local_addr().ok())
-    }
-}
-
-/// Serve until `shutdown` is cancelled, then give open requests a short grace.
-pub async fn serve(listener: TcpListener, router: Router, shutdown: CancellationToken) {
-    let listener = Accepting(listener);
-    // Each connection carries its peer's address, so the guard can tell which
-    // account it comes from (once per connection, on its first request).
-    let service = router.into_make_service_with_connect_info::<Peer>();
-    let graceful = axum::serve(listener, service).with_graceful_shutdown(shutdown.clone().cancelled_owned());
-    let serving = tokio::spawn(async move { graceful.await });
-    tokio::pin!(serving);
-    tokio::select! {
-        r = &mut serving => {
-            if let Ok(Err(e)) = r {
-                tracing::error!(error = %e, "the HTTP server stopped with an error");
+        let peer = Peer::new(addr, tcp.local_addr().ok());
+        let (router, guard, others, watcher) = (router.clone(), guard.clone(), others.clone(), graceful.watcher());
+        tokio::spawn(async move {
+            let mut counted = None;
+            let header_timeout = match guard.admit(&peer).await {
+                Admission::Ours => HEADER_TIMEOUT,
+                Admission::Refused(why) => {
+                    tracing::warn!(peer = %peer.addr, "refused a local connection: {why}");
+                    refuse(tcp).await;
+                    return;
+                }
+                Admission::OtherAccount(why) => {
+                    let slot = OtherConnection::take(others);
+                    let Some(slot) = slot else {
+                        tracing::warn!(peer = %peer.addr, "closed a local connection ({why}): too many from other accounts");
+                        return;
+                    };
+                    counted = Some(slot);
+                    OTHER_ACCOUNT_HEADER_TIMEOUT
+                }
+            };
+            let service = TowerToHyperService::new(router.map_request(move |req: axum::http::Request<Incoming>| {
+                let mut req = req.map(axum::body::Body::new);
+                req.extensions_mut().insert(ConnectInfo(peer.clone()));
+                req
+            }));
+            let mut http = hyper::server::conn::http1::Builder::new();
+            http.timer(TokioTimer::new()).header_read_timeout(header_timeout);
+            let connection = http.serve_connection(TokioIo::new(tcp), service);
+            if let Err(e) = watcher.watch(connection).await {
+                tracing::debug!(error = %e, "a connection ended with an error");
             }
-            return;
-        }
-        _ = shutdown.cancelled() => {}
+            drop(counted);
+        });
     }
-    if tokio::time::timeout(SHUTDOWN_GRACE, &mut serving).await.is_err() {
+    drop(listener);
+    if tokio::time::timeout(SHUTDOWN_GRACE, graceful.shutdown()).await.is_err() {
         tracing::warn!("open connections did not close within {SHUTDOWN_GRACE:?}; dropping them");
-        serving.abort();
+    }
+}
+
+/// Answer a refused connection without reading its request: a short 403
+/// that says why, then close. The read side is drained (briefly, boundedly)
+/// so the close does not reset the connection before the client has read it.
+async fn refuse(mut tcp: tokio::net::TcpStream) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    const BODY: &str = r#"{"error":{"code":"forbidden","message":"this local-mcp belongs to another account on this machine; send its API token to use it"}}"#;
+    let answer = format!(
+        "HTTP/1.1 403 Forbidden\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{BODY}",
+        BODY.len()
+    );
+    let said = async {
+        tcp.write_all(answer.as_bytes()).await?;
+        tcp.shutdown().await?;
+        let mut sink = [0u8; 4096];
+        let mut left: usize = 64 * 1024;
+        while left > 0 {
+            let n = tcp.read(&mut sink).await?;
+            if n == 0 {
+                break;
+            }
+            left = left.saturating_sub(n);
+        }
+        Ok::<(), std::io::Error>(())
+    };
+    let _ = tokio::time::timeout(Duration::from_secs(1), said).await;
+}
+
+/// One of other accounts' connections, counted while it lives.
+struct OtherConnection(Arc<AtomicUsize>);
+
+impl OtherConnection {
+    fn take(count: Arc<AtomicUsize>) -> Option<OtherConnection> {
+        let before = count.fetch_add(1, Ordering::AcqRel);
+        let slot = OtherConnection(count);
+        (before < OTHER_ACCOUNT_CONNECTIONS).then_some(slot)
+    }
+}
+
+impl Drop for OtherConnection {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
     }
 }

@@ -10,7 +10,10 @@ const FORMAT: &[FormatItem<'static>] =
 
 /// Format an instant in the product's timestamp format.
 pub fn format(t: OffsetDateTime) -> String {
-    t.to_offset(time::UtcOffset::UTC)
+    // `checked_`: a time near the end of year 9999 in a negative offset has
+    // no UTC form (`to_offset` would panic); it is formatted as given.
+    t.checked_to_offset(time::UtcOffset::UTC)
+        .unwrap_or(t)
         .format(FORMAT)
         .unwrap_or_else(|_| "1970-01-01T00:00:00.000Z".to_owned())
 }
@@ -44,5 +47,15 @@ mod tests {
         let b = format(OffsetDateTime::from_unix_timestamp(1_700_000_001).unwrap());
         assert!(a < b, "fixed width strings must sort in time order");
         assert!(parse("yesterday").is_none());
+    }
+
+    #[test]
+    fn the_edges_of_time_never_panic() {
+        let edge = OffsetDateTime::parse(
+            "9999-12-31T23:00:00-05:00",
+            &time::format_description::well_known::Rfc3339,
+        )
+        .unwrap();
+        assert!(!format(edge).is_empty());
     }
 }

@@ -1008,6 +1008,30 @@ describe("resilience", () => {
     await server.stop();
   });
 
+  test("a different program at the page's address: the page stops sending anything and says so", async () => {
+    const server = await startServer();
+    const { page, context, requests } = await openPage(browser, server);
+    await until(async () => (await page.locator("#conn").textContent()) === "live", { what: "live" });
+    const { port } = server;
+    await server.stop();
+    // Another database on the same port: a server this page never loaded from.
+    const stranger = await startServer({ port });
+    await until(async () => /different program now answers/.test((await page.locator("#banner").textContent()) ?? ""), {
+      what: "the page names the stranger at its address",
+      timeout: 20000,
+    });
+    const sentBefore = requests.length;
+    await page.locator("#composer-text").fill("my private plan");
+    await page.keyboard.press("Control+Enter");
+    // Bounded: a second is far more than a local POST takes.
+    await page.waitForTimeout(1000);
+    assert.deepEqual(await stranger.pending(), [], "nothing the person typed reached the other program");
+    assert.equal(requests.slice(sentBefore).filter((u) => u.includes("/api/")).length, 0, "no request left the page");
+    assert.equal(await page.locator("#composer-text").inputValue(), "my private plan", "what was typed is kept");
+    await context.close();
+    await stranger.stop();
+  });
+
   test("without the event stream the page polls and stays current", async () => {
     const server = await startServer();
     const context = await browser.newContext({ reducedMotion: "reduce" });

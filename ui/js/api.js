@@ -9,7 +9,16 @@ export class ApiError extends Error {
   }
 }
 
+/** Why the page stopped talking to whatever answers at its address, once it has. */
+let stopped = null;
+
+/** Send nothing more: another program answers at this address (see state.js setStatus). */
+export function stopTalking(reason) {
+  stopped = reason;
+}
+
 async function request(method, path, body) {
+  if (stopped) throw new ApiError(0, "stranger", stopped);
   const init = { method, credentials: "same-origin", headers: { accept: "application/json" } };
   if (body instanceof FormData) {
     init.body = body; // the browser writes the multipart type and its boundary

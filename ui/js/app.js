@@ -2,7 +2,7 @@
 // boot, after a reset, while polling) and shows the state of the connection
 // (the strip in the header and the banner). Features live in their modules.
 
-import { api } from "./api.js";
+import { api, stopTalking } from "./api.js";
 import { initAgents } from "./agents.js";
 import { initAsks } from "./asks.js";
 import { initAttach } from "./attach.js";
@@ -11,7 +11,7 @@ import { initTemplates } from "./templates.js";
 import { initClients } from "./clients.js";
 import { initConnectHelp, initPortNote, loadClients } from "./connect.js";
 import { $ } from "./dom.js";
-import { connect } from "./events.js";
+import { connect, disconnect } from "./events.js";
 import { initGate, showGate } from "./gate.js";
 import { initLedger } from "./ledger.js";
 import { initQueues } from "./queues.js";
@@ -31,10 +31,30 @@ let loadError = null;
  * connection. Derived from state, so a late success cannot hide a live problem.
  */
 function renderBanner() {
+  if (state.stranger) {
+    const b = $("banner");
+    b.textContent = STRANGER;
+    b.hidden = false;
+    return;
+  }
   const msg = loadError ? `${loadError} Retrying…` : state.conn === "reconnecting" ? "Lost the live connection to local-mcp. Reconnecting…" : null;
   const b = $("banner");
   b.textContent = msg ?? "";
   b.hidden = !msg;
+}
+
+const STRANGER =
+  "A different program now answers at this address: local-mcp moved (another port?) or stopped, and something else took its place. " +
+  "This page has stopped sending it anything. Open local-mcp from its tray, or run `local-mcp-server status`, to find where it runs now.";
+
+/** Another program answers at the page's address: send it nothing more, and say so. */
+function initStranger() {
+  on("stranger", () => {
+    stopTalking(STRANGER);
+    disconnect();
+    setConn("offline");
+    renderBanner();
+  });
 }
 
 /** Fetch everything the page shows (first load, after a reset, while polling). */
@@ -109,6 +129,7 @@ async function boot() {
 }
 
 initConn();
+initStranger();
 initConnectHelp();
 initClients();
 initPortNote();

@@ -85,6 +85,14 @@ export function connect(reload) {
   source.addEventListener("history.imported", () => reload());
 }
 
+/** Stop listening and polling for good (another program answers at this address). */
+export function disconnect() {
+  source?.close();
+  source = null;
+  clearTimeout(fallbackTimer);
+  stopPolling();
+}
+
 function startPolling(reload) {
   if (pollTimer) return;
   setConn("polling");

@@ -32,6 +32,10 @@ export const state = {
   /** "connecting" | "live" | "reconnecting" | "polling" | "offline" */
   conn: "connecting",
   loaded: false,
+  /** The instance id of the server this page loaded from (see setStatus). */
+  instance: null,
+  /** Set once another program answers at this address: the page stops talking. */
+  stranger: false,
 };
 
 export function on(type, fn) {
@@ -66,6 +70,7 @@ export function beginSnapshot() {
 
 export function load({ pending, consumed, status }, missed = []) {
   inFlight.delete(missed);
+  if (status && !fromOurServer(status)) return;
   state.pending = pending;
   state.consumed = consumed;
   for (const item of pending) learn(KIND.updated, item);
@@ -119,7 +124,24 @@ export function setQueue(name) {
   emit("queue", { kind: "load" });
 }
 
+/**
+ * Whether a status comes from the server this page loaded from, known by its
+ * instance id (a random id of its database, the same across its restarts).
+ * Another id means another program answers at this address now: nothing it
+ * says is shown, and the page is told to stop talking ("stranger").
+ */
+function fromOurServer(status) {
+  const instance = status?.server?.instance;
+  if (!instance || state.stranger) return !state.stranger;
+  state.instance ??= instance;
+  if (instance === state.instance) return true;
+  state.stranger = true;
+  emit("stranger", instance);
+  return false;
+}
+
 export function setStatus(status) {
+  if (!fromOurServer(status)) return;
   state.status = status;
   // The shown queue's count; a queue nobody has used yet has none.
   state.consumedTotal = currentQueue()?.consumed_count ?? 0;

@@ -185,32 +185,43 @@ fn text_of(words: &[String]) -> Result<String, Failure> {
     Ok(content)
 }
 
-/// A template's files, fetched into a private temporary folder that goes when this does.
-pub struct Fetched {
-    dir: std::path::PathBuf,
-    pub files: Vec<std::path::PathBuf>,
+/// A file to attach: its name and bytes (read from disk, or a template's
+/// fetched from the server: kept in memory, never written anywhere).
+pub struct FilePart {
+    pub name: String,
+    pub bytes: Vec<u8>,
 }
 
-impl Drop for Fetched {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.dir);
+impl FilePart {
+    /// A file on disk, named as it is there.
+    pub fn read(path: &std::path::Path) -> Result<FilePart, Failure> {
+        let bytes = std::fs::read(path).map_err(|e| Failure(format!("cannot read {}: {e}", path.display()), 1))?;
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        Ok(FilePart { name, bytes })
+    }
+
+    fn part(self) -> reqwest::multipart::Part {
+        reqwest::multipart::Part::bytes(self.bytes).file_name(self.name)
     }
 }
 
 /// `add --template NAME [TEXT…]`: the template's text, then TEXT after a
 /// blank line; and its files, fetched to attach again.
-pub async fn from_template(target: &Target, name: &str, words: &[String]) -> Result<(Vec<String>, Fetched), Failure> {
+pub async fn from_template(
+    target: &Target,
+    name: &str,
+    words: &[String],
+) -> Result<(Vec<String>, Vec<FilePart>), Failure> {
     let path = format!("/api/templates/{}", urlencoding(name));
     let found = call(target, reqwest::Method::GET, &path, None).await?;
     let mut text = found["item"]["content"].as_str().unwrap_or_default().to_owned();
     if !words.is_empty() {
         text = format!("{}\n\n{}", text.trim_end(), text_of(words)?);
     }
-    let dir = std::env::temp_dir().join(format!("local-mcp-template-{}", uuid::Uuid::new_v4().simple()));
-    let mut fetched = Fetched {
-        dir: dir.clone(),
-        files: Vec::new(),
-    };
+    let mut fetched = Vec::new();
     for file in found["item"]["files"].as_array().into_iter().flatten() {
         let ordinal = file["ordinal"].as_u64().unwrap_or_default();
         let url = target.api(&format!("{path}/files/{ordinal}"));
@@ -231,26 +242,13 @@ pub async fn from_template(target: &Target, name: &str, words: &[String]) -> Res
             .bytes()
             .await
             .map_err(|e| Failure(format!("cannot fetch the template's file {ordinal}: {e}"), 1))?;
-        // Each in a folder of its own: two files may share a name.
-        let folder = dir.join(ordinal.to_string());
-        let keep = |e: std::io::Error| Failure(format!("cannot keep the template's file: {e}"), 1);
-        crate::paths::private_dir(&folder).map_err(keep)?;
         let name = crate::model::attachment_name(file["name"].as_str().unwrap_or("file"));
-        let at = folder.join(name);
-        crate::paths::write_private(&at, &bytes).map_err(keep)?;
-        fetched.files.push(at);
+        fetched.push(FilePart {
+            name,
+            bytes: bytes.to_vec(),
+        });
     }
     Ok((vec![text], fetched))
-}
-
-/// A file as a form part named as on disk.
-fn file_part(path: &std::path::Path) -> Result<reqwest::multipart::Part, Failure> {
-    let bytes = std::fs::read(path).map_err(|e| Failure(format!("cannot read {}: {e}", path.display()), 1))?;
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    Ok(reqwest::multipart::Part::bytes(bytes).file_name(name))
 }
 
 /// `templates [--save NAME TEXT [--attach FILE…] | --delete NAME] [--json]`.
@@ -269,7 +267,7 @@ pub async fn templates(
         if !attach.is_empty() {
             let mut form = reqwest::multipart::Form::new();
             for file in attach {
-                form = form.part("files", file_part(file)?);
+                form = form.part("files", FilePart::read(file)?.part());
             }
             let request = http_client()?
                 .post(target.api(&format!("{path}/files")))
@@ -317,7 +315,7 @@ pub async fn add(
     queue: Option<String>,
     to: Option<String>,
     words: &[String],
-    attach: &[std::path::PathBuf],
+    attach: Vec<FilePart>,
 ) -> Result<(), Failure> {
     let created = if attach.is_empty() {
         let content = text_of(words)?;
@@ -342,8 +340,8 @@ pub async fn add(
         if let Some(t) = to {
             form = form.text("target", t);
         }
-        for path in attach {
-            form = form.part("files", file_part(path)?);
+        for file in attach {
+            form = form.part("files", file.part());
         }
         let request = http_client()?.post(target.api("/api/instructions")).multipart(form);
         send(target, request).await?

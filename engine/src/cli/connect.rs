@@ -16,6 +16,7 @@ pub struct ConnectArgs {
     pub queue: Option<String>,
     pub hooks: bool,
     pub dry_run: bool,
+    pub allow_shared_folder: bool,
     pub backups: bool,
     pub update: bool,
     pub json: bool,
@@ -98,18 +99,26 @@ pub fn connect(source: &Source, args: ConnectArgs) -> Result<(), Failure> {
         queue: args.queue.as_deref(),
         hooks: args.hooks,
         dry_run: args.dry_run,
+        allow_shared_folder: args.allow_shared_folder,
     };
     let changes = connect::connect(&env, &site, client, &req)?;
     report(&changes, args.json);
     Ok(())
 }
 
-pub fn disconnect(client: Client, project_dir: Option<PathBuf>, dry_run: bool, json: bool) -> Result<(), Failure> {
+pub fn disconnect(
+    client: Client,
+    project_dir: Option<PathBuf>,
+    dry_run: bool,
+    allow_shared_folder: bool,
+    json: bool,
+) -> Result<(), Failure> {
     let env = env()?;
     let project = project(project_dir)?;
     let req = Request {
         project: project.as_deref(),
         dry_run,
+        allow_shared_folder,
         ..Request::default()
     };
     let changes = connect::disconnect(&env, client, &req)?;

@@ -65,10 +65,19 @@ pub fn start(serve: &ServeArgs) -> Result<(), Failure> {
         return Err(Failure(running_message(&h), EXIT_IN_USE));
     }
     let exe = std::env::current_exe().map_err(|e| Failure(format!("cannot find this program: {e}"), 1))?;
-    // Its stderr until it is up (its log files take over from there): said if it fails to start.
-    let early = std::env::temp_dir().join(format!("local-mcp-start-{}.err", std::process::id()));
-    let err_file =
-        std::fs::File::create(&early).map_err(|e| Failure(format!("cannot write {}: {e}", early.display()), 1))?;
+    // Its stderr until it is up (its log files take over from there): said if
+    // it fails to start. An unnamed file in the database's folder (never the
+    // shared temp folder): nobody else can open or plant it.
+    let folder = db
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(std::path::Path::new("."));
+    crate::paths::private_dir(folder).map_err(|e| Failure(format!("cannot create {}: {e}", folder.display()), 1))?;
+    let mut early = crate::private_fs::anonymous_in(folder)
+        .map_err(|e| Failure(format!("cannot make a file for the server's first output: {e}"), 1))?;
+    let err_file = early
+        .try_clone()
+        .map_err(|e| Failure(format!("cannot make a file for the server's first output: {e}"), 1))?;
     let mut command = Command::new(exe);
     command
         .args(serve_args(&["start", "restart"]))
@@ -82,7 +91,7 @@ pub fn start(serve: &ServeArgs) -> Result<(), Failure> {
     let started = Instant::now();
     let outcome = loop {
         if let Ok(Some(status)) = child.try_wait() {
-            let said = std::fs::read_to_string(&early).unwrap_or_default();
+            let said = read_back(&mut early);
             let code = match status.code() {
                 Some(c) if c == i32::from(EXIT_IN_USE) => EXIT_IN_USE,
                 _ => 1,
@@ -110,7 +119,6 @@ pub fn start(serve: &ServeArgs) -> Result<(), Failure> {
         }
         std::thread::sleep(Duration::from_millis(100));
     };
-    let _ = std::fs::remove_file(&early);
     outcome
 }
 
@@ -315,6 +323,16 @@ fn service_file() -> Result<PathBuf, Failure> {
     }
 }
 
+/// What a child wrote into `file` (from its start).
+fn read_back(file: &mut std::fs::File) -> String {
+    use std::io::{Read, Seek};
+    let mut said = String::new();
+    if file.seek(std::io::SeekFrom::Start(0)).is_ok() {
+        let _ = file.read_to_string(&mut said);
+    }
+    said
+}
+
 /// `service install | uninstall`.
 pub fn service(action: ServiceAction, no_start: bool) -> Result<(), Failure> {
     let file = service_file()?;
@@ -336,10 +354,11 @@ pub fn service(action: ServiceAction, no_start: bool) -> Result<(), Failure> {
                 systemd_unit(&exe, &args)
             };
             if let Some(dir) = file.parent() {
-                std::fs::create_dir_all(dir)
+                crate::private_fs::create_dir_all(dir)
                     .map_err(|e| Failure(format!("cannot create {}: {e}", dir.display()), 1))?;
             }
-            std::fs::write(&file, text).map_err(|e| Failure(format!("cannot write {}: {e}", file.display()), 1))?;
+            crate::private_fs::replace(&file, text.as_bytes(), crate::private_fs::Mode::KeepExisting)
+                .map_err(|e| Failure(format!("cannot write {}: {e}", file.display()), 1))?;
             println!("wrote {}", file.display());
             if no_start {
                 return Ok(());

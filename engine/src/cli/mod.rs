@@ -137,6 +137,10 @@ pub enum Command {
         /// Show what would be written; change nothing
         #[arg(long)]
         dry_run: bool,
+        /// Write even when another account can write into the file's folder (a shared project
+        /// folder; refused otherwise, as that account could redirect the write)
+        #[arg(long)]
+        allow_shared_folder: bool,
         /// Show every client's state (the default without a client)
         #[arg(long, conflicts_with = "client")]
         status: bool,
@@ -160,6 +164,10 @@ pub enum Command {
         /// Show what would change; change nothing
         #[arg(long)]
         dry_run: bool,
+        /// Write even when another account can write into the file's folder (a shared project
+        /// folder; refused otherwise, as that account could redirect the write)
+        #[arg(long)]
+        allow_shared_folder: bool,
         /// Print JSON
         #[arg(long)]
         json: bool,
@@ -357,11 +365,38 @@ fn end_quietly_when_the_reader_goes() {
     }
 }
 
+/// A server holds a descriptor per connection, waiting call and file: lift
+/// the soft limit (often 1024) to the hard one the system allows, as servers
+/// do, so many agents and pages (or a flood of connections) do not run it out.
+fn raise_descriptor_limit() {
+    #[cfg(unix)]
+    // SAFETY: getrlimit/setrlimit read and write a plain struct we own.
+    unsafe {
+        let mut limit = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) == 0 && limit.rlim_cur < limit.rlim_max {
+            // macOS refuses more than OPEN_MAX for the soft limit.
+            let wanted = if cfg!(target_os = "macos") {
+                limit.rlim_max.min(10_240)
+            } else {
+                limit.rlim_max
+            };
+            limit.rlim_cur = wanted;
+            libc::setrlimit(libc::RLIMIT_NOFILE, &limit);
+        }
+    }
+}
+
 /// The start both binaries share: with a client command, run it and exit
 /// (no engine, no display needed); otherwise resolve the configuration
 /// (exit 2 with the reason when it is wrong) and start logging.
 /// `program` names the binary in messages; `cli` is its whole command line.
 pub fn prelude(program: &str, serve: &ServeArgs, command: Option<Command>, cli: &mut clap::Command) -> Prelude {
+    // Whatever creates a file in this process without `private_fs` (the log
+    // appender, SQLite's `-wal`, a library) still makes it owner-only.
+    crate::private_fs::restrict_umask();
     if let Some(command) = command {
         // Warnings only unless asked: stdout is the commands' output (or, for
         // `stdio`, the protocol), so logs go to stderr and stay quiet.
@@ -373,6 +408,7 @@ pub fn prelude(program: &str, serve: &ServeArgs, command: Option<Command>, cli: 
     }
     match serve.resolve() {
         Ok((mut config, log_level)) => {
+            raise_descriptor_limit();
             if !init_logging(
                 program,
                 &log_level,
@@ -401,6 +437,13 @@ fn init_logging(program: &str, level: &str, ansi: bool, log_dir: Option<&Path>) 
         tracing_subscriber::EnvFilter::new(config::log_filter("info"))
     });
     let files = log_dir.and_then(|dir| {
+        // The logs name queues, agents and what they were told: the folder
+        // is owner-only, made before the appender looks into it (on a first
+        // run it would report the missing folder as an error).
+        if let Err(e) = crate::private_fs::private_dir(dir).and_then(|()| crate::private_fs::make_files_private(dir)) {
+            eprintln!("{program}: cannot write log files in {}: {e}", dir.display());
+            return None;
+        }
         tracing_appender::rolling::RollingFileAppender::builder()
             .rotation(tracing_appender::rolling::Rotation::DAILY)
             .filename_prefix(program)
@@ -485,17 +528,15 @@ pub fn run(command: Command, cli: &mut clap::Command, serve: &ServeArgs) -> Exit
             } => {
                 let target = source(connect)?.resolve()?;
                 let (text, fetched) = match template {
-                    Some(name) => {
-                        let (text, fetched) = commands::from_template(&target, &name, &text).await?;
-                        (text, Some(fetched))
-                    }
-                    None => (text, None),
+                    Some(name) => commands::from_template(&target, &name, &text).await?,
+                    None => (text, Vec::new()),
                 };
-                let mut attach = attach;
-                attach.extend(fetched.iter().flat_map(|f| f.files.iter().cloned()));
-                let added = commands::add(&target, queue, to, &text, &attach).await;
-                drop(fetched);
-                added
+                let mut files = attach
+                    .iter()
+                    .map(|path| commands::FilePart::read(path))
+                    .collect::<Result<Vec<_>, _>>()?;
+                files.extend(fetched);
+                commands::add(&target, queue, to, &text, files).await
             }
             Command::Templates {
                 connect,
@@ -558,6 +599,7 @@ pub fn run(command: Command, cli: &mut clap::Command, serve: &ServeArgs) -> Exit
                 queue,
                 hooks,
                 dry_run,
+                allow_shared_folder,
                 status: _,
                 backups,
                 update,
@@ -570,6 +612,7 @@ pub fn run(command: Command, cli: &mut clap::Command, serve: &ServeArgs) -> Exit
                     queue,
                     hooks,
                     dry_run,
+                    allow_shared_folder,
                     backups,
                     update,
                     json,
@@ -579,8 +622,9 @@ pub fn run(command: Command, cli: &mut clap::Command, serve: &ServeArgs) -> Exit
                 client,
                 project,
                 dry_run,
+                allow_shared_folder,
                 json,
-            } => connect::disconnect(client, project, dry_run, json),
+            } => connect::disconnect(client, project, dry_run, allow_shared_folder, json),
             Command::Stdio { connect, queue } => bridge::run(source(connect)?, queue).await.map_err(Failure::from),
             Command::Hook {
                 connect,

@@ -125,7 +125,13 @@ fn base_url(url: &str) -> Result<String> {
 /// server is on this machine), no overall timeout (MCP waits are long), a
 /// short connect timeout (a dead server should be noticed at once).
 pub fn http_client() -> Result<reqwest::Client> {
+    // Not a browser, and not sent on any web page's behalf: `none` is what a
+    // browser says for a request the person made themselves. The server gives
+    // backups and exports only to such requests (or same-origin ones).
+    let mut headers = reqwest::header::HeaderMap::new();
+    headers.insert("sec-fetch-site", reqwest::header::HeaderValue::from_static("none"));
     reqwest::Client::builder()
+        .default_headers(headers)
         .no_proxy()
         .connect_timeout(Duration::from_secs(3))
         .tcp_nodelay(true)

@@ -166,11 +166,16 @@ async fn download(target: &Target, url: String, file: &Path, what: &str) -> Resu
             1,
         ));
     }
-    let mut part = file.as_os_str().to_owned();
-    part.push(".part");
-    let part = PathBuf::from(part);
+    // A new owner-only file under a random name beside it, renamed over it
+    // when complete: a backup holds the whole history, and never a half one.
     let fail = |e: std::io::Error| Failure(format!("cannot write {}: {e}", file.display()), 1);
-    let mut out = tokio::fs::File::create(&part).await.map_err(fail)?;
+    let dir = file
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(std::path::Path::new("."));
+    let name = file.file_name().unwrap_or_default().to_string_lossy().into_owned();
+    let part = crate::private_fs::temp_file_in(dir, &format!(".{name}.")).map_err(fail)?;
+    let mut out = tokio::fs::File::from_std(part.as_file().try_clone().map_err(fail)?);
     let mut body = response.bytes_stream();
     let mut size = 0u64;
     while let Some(chunk) = body.next().await {
@@ -180,6 +185,6 @@ async fn download(target: &Target, url: String, file: &Path, what: &str) -> Resu
     }
     out.sync_all().await.map_err(fail)?;
     drop(out);
-    tokio::fs::rename(&part, file).await.map_err(fail)?;
+    part.persist(file).map_err(|e| fail(e.error))?;
     Ok(size)
 }

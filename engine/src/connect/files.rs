@@ -1,10 +1,12 @@
 //! Reading and replacing a client's file without ever leaving it half
 //! written: symlinks followed to the real file, a timestamped backup beside
-//! it before our first change, a temp file in the same folder, fsync,
-//! rename, and the original permissions kept.
+//! it before our first change, a temp file (random name, `O_EXCL`) in the
+//! same folder, fsync, rename, and the original permissions kept
+//! (`private_fs` does the creating).
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
+
+use crate::private_fs;
 
 /// The file a path names, following symlinks (a dotfiles repository often
 /// links the config in; replacing the link would detach it).
@@ -31,7 +33,9 @@ pub fn read_only(path: &Path) -> bool {
     std::fs::metadata(path).is_ok_and(|m| m.permissions().readonly())
 }
 
-/// Copy `path` to `<path>.local-mcp-backup-<UTC time>` and return the copy's path.
+/// Copy `path` to `<path>.local-mcp-backup-<UTC time>` (then `-2`, `-3`…:
+/// always a new file, never through a link someone left at one of those
+/// names) and return the copy's path. The copy is owner-only.
 pub fn backup(path: &Path) -> std::io::Result<PathBuf> {
     let stamp = time::OffsetDateTime::now_utc()
         .format(time::macros::format_description!(
@@ -40,50 +44,32 @@ pub fn backup(path: &Path) -> std::io::Result<PathBuf> {
         .unwrap_or_else(|_| "backup".into());
     let mut name = path.file_name().unwrap_or_default().to_os_string();
     name.push(format!(".local-mcp-backup-{stamp}"));
-    let mut copy = path.with_file_name(&name);
-    let mut n = 1;
-    while copy.exists() {
-        n += 1;
+    for n in 1..100 {
         let mut numbered = name.clone();
-        numbered.push(format!("-{n}"));
-        copy = path.with_file_name(numbered);
+        if n > 1 {
+            numbered.push(format!("-{n}"));
+        }
+        let copy = path.with_file_name(numbered);
+        match private_fs::copy_new(path, &copy) {
+            Ok(_) => return Ok(copy),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e),
+        }
     }
-    std::fs::copy(path, &copy)?;
-    Ok(copy)
+    Err(std::io::Error::other(format!(
+        "every backup name for {} is taken",
+        path.display()
+    )))
 }
 
-/// Replace `path` with `text` atomically. An existing file keeps its
-/// permissions; a new one is owner-only when `private` (it holds a token).
-pub fn write_atomic(path: &Path, text: &str, private: bool) -> std::io::Result<()> {
+/// Replace `path` with `text` atomically (see `private_fs::replace`). An
+/// existing file keeps its permissions; a new one is owner-only (it may
+/// hold a token).
+pub fn write_atomic(path: &Path, text: &str) -> std::io::Result<()> {
     let dir = path
         .parent()
         .filter(|d| !d.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir)?;
-    let existing = std::fs::metadata(path).ok().map(|m| m.permissions());
-    let mut tmp_name = std::ffi::OsString::from(".");
-    tmp_name.push(path.file_name().unwrap_or_default());
-    tmp_name.push(format!(".local-mcp-{}.tmp", std::process::id()));
-    let tmp = dir.join(tmp_name);
-    let result = (|| {
-        let mut file = std::fs::File::create(&tmp)?;
-        file.write_all(text.as_bytes())?;
-        match &existing {
-            Some(p) => std::fs::set_permissions(&tmp, p.clone())?,
-            None if private => crate::paths::make_private(&tmp)?,
-            None => {}
-        }
-        file.sync_all()?;
-        std::fs::rename(&tmp, path)?;
-        // The rename itself reaches the disk with the folder's entry.
-        #[cfg(unix)]
-        if let Ok(d) = std::fs::File::open(dir) {
-            let _ = d.sync_all();
-        }
-        Ok(())
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    result
+    private_fs::create_dir_all(dir)?;
+    private_fs::replace(path, text.as_bytes(), private_fs::Mode::KeepExisting)
 }

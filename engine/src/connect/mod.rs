@@ -125,6 +125,8 @@ pub struct Request<'a> {
     pub hooks: bool,
     /// Say what would change, change nothing.
     pub dry_run: bool,
+    /// Write even into a folder another account can write to (see [`refuse_shared`]).
+    pub allow_shared_folder: bool,
 }
 
 /// What happened to one file.
@@ -321,10 +323,17 @@ pub fn connect(env: &Env, site: &Site, client: Client, req: &Request<'_>) -> Res
     } else {
         None
     };
+    let place = place(env, client, req.project)?;
+    if let Place::File(file) = &place {
+        refuse_shared(file, req.allow_shared_folder)?;
+    }
+    if let Some((settings, _)) = &hook {
+        refuse_shared(settings, req.allow_shared_folder)?;
+    }
     let mut records = Records::load(&env.records).map_err(Error::Conflict)?;
     let wanted = site.entry(client, &queue);
-    let mut changes = vec![match place(env, client, req.project)? {
-        Place::File(file) => set_entry(&mut records, client, &file, &wanted, site.token.is_some(), req.dry_run)?,
+    let mut changes = vec![match place {
+        Place::File(file) => set_entry(&mut records, client, &file, &wanted, req.dry_run)?,
         Place::ClaudeUser => claude::set(env, &mut records, &wanted, req.dry_run)?,
     }];
     if let Some((settings, element)) = hook {
@@ -340,7 +349,11 @@ pub fn connect(env: &Env, site: &Site, client: Client, req: &Request<'_>) -> Res
 /// out of `client`'s configuration, if it is still what we wrote.
 pub fn disconnect(env: &Env, client: Client, req: &Request<'_>) -> Result<Vec<Change>> {
     let mut records = Records::load(&env.records).map_err(Error::Conflict)?;
-    let mut changes = vec![match place(env, client, req.project)? {
+    let place = place(env, client, req.project)?;
+    if let Place::File(file) = &place {
+        refuse_shared(file, req.allow_shared_folder)?;
+    }
+    let mut changes = vec![match place {
         Place::File(file) => remove_entry(&mut records, client, &file, req.dry_run)?,
         Place::ClaudeUser => claude::remove(env, &mut records, req.dry_run)?,
     }];
@@ -352,6 +365,7 @@ pub fn disconnect(env: &Env, client: Client, req: &Request<'_>) -> Result<Vec<Ch
     if let Some(settings) = settings {
         let settings = files::real_path(&settings);
         if let Some(written) = records.find(client.id(), &settings, "hook").cloned() {
+            refuse_shared(&settings, req.allow_shared_folder)?;
             changes.push(remove_hook(
                 &mut records,
                 client,
@@ -515,16 +529,9 @@ fn without(mut value: Value, path: &[&str]) -> Value {
     value
 }
 
-fn set_entry(
-    records: &mut Records,
-    client: Client,
-    file: &Path,
-    wanted: &Value,
-    private: bool,
-    dry_run: bool,
-) -> Result<Change> {
+fn set_entry(records: &mut Records, client: Client, file: &Path, wanted: &Value, dry_run: bool) -> Result<Change> {
     let key = client.servers_key();
-    edit_file(records, client, file, "server", dry_run, private, |doc| {
+    edit_file(records, client, file, "server", dry_run, |doc| {
         if doc.get(key, ENTRY_NAME).as_ref() == Some(wanted) {
             return Ok(None);
         }
@@ -542,7 +549,7 @@ fn remove_entry(records: &mut Records, client: Client, file: &Path, dry_run: boo
     let key = client.servers_key();
     let recorded = records.find(client.id(), &real, "server").map(|w| w.entry.clone());
     let file_name = real.display().to_string();
-    edit_file(records, client, file, "server", dry_run, false, |doc| {
+    edit_file(records, client, file, "server", dry_run, |doc| {
         let Some(current) = doc.get(key, ENTRY_NAME) else {
             return Ok(None);
         };
@@ -601,10 +608,43 @@ fn edit_hooks(
     dry_run: bool,
     edit: impl FnOnce(&mut JsonDoc) -> std::result::Result<Option<Value>, String>,
 ) -> Result<Change> {
-    edit_file(records, client, settings, "hook", dry_run, false, |doc| match doc {
+    edit_file(records, client, settings, "hook", dry_run, |doc| match doc {
         Doc::Json(d) => edit(d),
         Doc::Toml(_) => Err("not a JSON settings file".into()),
     })
+}
+
+/// Refuse to write `file` when another account can write into its folder
+/// (a shared project folder): between our steps it could put a link where
+/// our temporary file or backup goes, or swap the file itself, and so have
+/// us write a file of its choosing. Both the folder named and the one a
+/// link leads to are checked; a folder that does not exist yet is judged by
+/// the nearest one that does.
+fn refuse_shared(file: &Path, allowed: bool) -> Result<()> {
+    if allowed {
+        return Ok(());
+    }
+    for path in [file.to_path_buf(), files::real_path(file)] {
+        let Some(mut dir) = path.parent().map(Path::to_path_buf) else {
+            continue;
+        };
+        while !dir.exists() {
+            match dir.parent() {
+                Some(up) if !up.as_os_str().is_empty() => dir = up.to_path_buf(),
+                _ => break,
+            }
+        }
+        if let Some(why) = crate::private_fs::shared_writer(&dir) {
+            return Err(Error::Conflict(format!(
+                "{} is in {}, which other accounts can write to ({why}); local-mcp does not write there, \
+                 because another account could redirect the write. Move the project, or pass \
+                 --allow-shared-folder if you trust every account that can write there",
+                file.display(),
+                dir.display()
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// The one path every file change takes. `edit` changes the parsed document
@@ -617,7 +657,6 @@ fn edit_file(
     file: &Path,
     what: &'static str,
     dry_run: bool,
-    private: bool,
     edit: impl FnOnce(&mut Doc) -> std::result::Result<Option<Value>, String>,
 ) -> Result<Change> {
     let real = files::real_path(file);
@@ -687,7 +726,7 @@ fn edit_file(
         });
         backup = Some(copy);
     }
-    files::write_atomic(&real, &text, private)
+    files::write_atomic(&real, &text)
         .map_err(|e| Error::Conflict(format!("cannot write {shown} ({e}); it was left unchanged")))?;
     // Read back what is on disk now: the write is only done when it says so.
     let on_disk = files::read(&real).ok().flatten();

@@ -9,7 +9,10 @@ use axum::response::{IntoResponse, Response};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
+use futures::StreamExt as _;
+
 use super::AppState;
+use crate::private_fs::WorkDir;
 use crate::{Error, Result};
 
 pub fn routes() -> OpenApiRouter<AppState> {
@@ -21,15 +24,12 @@ pub fn routes() -> OpenApiRouter<AppState> {
 #[utoipa::path(get, path = "/api/backup", tag = "server",
     responses((status = 200, description = "The archive (application/x-tar)", content_type = "application/x-tar", body = Vec<u8>)))]
 async fn backup(State(s): State<AppState>) -> Result<Response> {
-    let out = std::env::temp_dir().join(format!("local-mcp-backup-{}.tar", uuid::Uuid::new_v4().simple()));
+    // Built in a private work folder of the database's (never a shared /tmp),
+    // which goes when the answer has been sent or dropped.
+    let work = s.queue.work_dir().await?;
+    let out = work.join("backup.tar");
     s.queue.backup_to(out.clone()).await?;
-    let file = tokio::fs::File::open(&out)
-        .await
-        .map_err(|e| Error::internal("cannot read the backup back", e))?;
-    // The open handle keeps the data; the name can go now (Unix). Elsewhere
-    // the temp folder's cleaning takes it.
-    #[cfg(unix)]
-    let _ = tokio::fs::remove_file(&out).await;
+    let body = stream_file(work, &out).await?;
     let stamp = crate::time::now().replace([':', '.'], "-");
     Ok((
         [
@@ -39,7 +39,21 @@ async fn backup(State(s): State<AppState>) -> Result<Response> {
                 format!("attachment; filename=\"local-mcp-backup-{stamp}.tar\""),
             ),
         ],
-        Body::from_stream(tokio_util::io::ReaderStream::new(file)),
+        body,
     )
         .into_response())
+}
+
+/// The file at `path` as a response body; `work`, the folder it is in, is
+/// removed once the body is finished or dropped (Windows cannot remove an
+/// open file, so it is not removed before).
+pub(super) async fn stream_file(work: WorkDir, path: &std::path::Path) -> Result<Body> {
+    let file = tokio::fs::File::open(path)
+        .await
+        .map_err(|e| Error::internal("cannot read the archive back", e))?;
+    let chunks = tokio_util::io::ReaderStream::new(file).map(move |chunk| {
+        let _kept = &work;
+        chunk
+    });
+    Ok(Body::from_stream(chunks))
 }

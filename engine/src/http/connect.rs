@@ -150,6 +150,8 @@ async fn connect_one(State(s): State<AppState>, ApiJson(body): ApiJson<ConnectBo
             queue: queue_name.as_deref(),
             hooks: body.hooks,
             dry_run: false,
+            // A shared folder is refused from the page; the CLI can say it is trusted.
+            allow_shared_folder: false,
         };
         Ok(Json(Changes {
             changes: connect::connect(&env()?, &site, client, &req)?,

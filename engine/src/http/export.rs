@@ -1,7 +1,6 @@
 //! `GET /api/export?format=json|csv|md&queue=&since=`: the history as a file
 //! (what `local-mcp-server export` saves). See [`crate::export`].
 
-use axum::body::Body;
 use axum::extract::State;
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
@@ -13,7 +12,7 @@ use utoipa_axum::routes;
 use super::error::ErrorBody;
 use super::{ApiQuery, AppState};
 use crate::export::{render, Format};
-use crate::{Error, Result};
+use crate::Result;
 
 pub fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new().routes(routes!(export))
@@ -62,18 +61,12 @@ async fn export(State(s): State<AppState>, ApiQuery(q): ApiQuery<ExportQuery>) -
         ),
     ];
     if format == Format::Bundle {
-        let out = std::env::temp_dir().join(format!("local-mcp-export-{}.tar", uuid::Uuid::new_v4().simple()));
-        let written = s.queue.export_bundle(queue, since, out.clone()).await;
-        let file = match written {
-            Ok(()) => tokio::fs::File::open(&out)
-                .await
-                .map_err(|e| Error::internal("cannot read the bundle back", e)),
-            Err(e) => Err(e),
-        };
-        // The open handle keeps the data; the name can go now (Unix).
-        #[cfg(unix)]
-        let _ = tokio::fs::remove_file(&out).await;
-        return Ok((headers, Body::from_stream(tokio_util::io::ReaderStream::new(file?))).into_response());
+        // Built in a private work folder (never a shared /tmp), removed once sent.
+        let work = s.queue.work_dir().await?;
+        let out = work.join("export.tar");
+        s.queue.export_bundle(queue, since, out.clone()).await?;
+        let body = super::backup::stream_file(work, &out).await?;
+        return Ok((headers, body).into_response());
     }
     let data = s.queue.export(queue, since).await?;
     Ok((headers, render(&data, format)).into_response())

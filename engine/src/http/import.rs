@@ -58,15 +58,14 @@ async fn import(
     ApiQuery(q): ApiQuery<ImportQuery>,
     body: Body,
 ) -> Result<axum::Json<ImportSummary>> {
-    // The body goes to a private temporary file first: a bundle is read by
-    // seeking, and a big one must not sit in memory.
-    let dir = std::env::temp_dir().join(format!("local-mcp-import-{}", uuid::Uuid::new_v4().simple()));
-    crate::paths::private_dir(&dir).map_err(|e| Error::internal("cannot make a folder for the import", e))?;
-    let path = dir.join("import");
+    // The body goes to a file in a private work folder first (never a shared
+    // /tmp): a bundle is read by seeking, and a big one must not sit in
+    // memory. The folder goes when this handler ends, however it ends.
+    let work = s.queue.work_dir().await?;
+    let path = work.join("import");
     let result = async {
-        let mut file = tokio::fs::File::create(&path)
-            .await
-            .map_err(|e| Error::internal("cannot store the import", e))?;
+        let file = crate::private_fs::create_new(&path).map_err(|e| Error::internal("cannot store the import", e))?;
+        let mut file = tokio::fs::File::from_std(file);
         let mut stream = body.into_data_stream();
         let mut size = 0usize;
         while let Some(chunk) = stream.next().await {
@@ -91,6 +90,6 @@ async fn import(
         s.queue.import(path.clone(), q.dry_run.unwrap_or(false)).await
     }
     .await;
-    let _ = tokio::fs::remove_dir_all(&dir).await;
+    drop(work);
     result.map(axum::Json)
 }

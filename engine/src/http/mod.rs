@@ -42,7 +42,7 @@ use crate::mcp;
 use crate::queue::Queue;
 
 pub use extract::{ApiJson, ApiPath, ApiQuery};
-pub use security::{Guard, Peer};
+pub use security::{Admission, Guard, Peer};
 
 /// The largest request body accepted anywhere: far above any instruction
 /// (64 KiB), far below what could hurt.

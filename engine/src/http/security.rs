@@ -80,6 +80,18 @@ impl Peer {
 /// Whether to refuse other accounts now (the runtime setting), read per request.
 pub type SameUserOnly = Arc<dyn Fn() -> bool + Send + Sync>;
 
+/// What a connection is, decided when it is accepted ([`Guard::admit`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Admission {
+    /// This account's own (or a remote peer, or a platform that cannot tell).
+    Ours,
+    /// Another account of this machine that the token may let in: served,
+    /// but only the bearer token counts, and it gets little time to say so.
+    OtherAccount(String),
+    /// Another account, with nothing that could let it in: closed at once.
+    Refused(String),
+}
+
 /// Who may talk to us: the request policy, asking [`Credentials`] about tokens.
 pub struct Guard {
     /// Host names accepted in `Host` and `Origin` (loopback names, plus the bind address).
@@ -122,22 +134,48 @@ impl Guard {
         self
     }
 
-    /// `None` when the peer may go on; otherwise why it may not.
-    async fn foreign_account(&self, peer: Option<&Peer>, headers: &HeaderMap) -> Option<String> {
+    /// Why the peer is not this account's own (another account of this
+    /// machine, or one that cannot be told); `None` when it is ours, remote
+    /// (the token's business: beyond loopback one is mandatory), or the
+    /// platform cannot tell owners at all (a token is advised at start).
+    async fn other_account(&self, peer: Option<&Peer>) -> Option<String> {
         let (Some(me), Some(peer)) = (self.me, peer) else {
             return None; // no peer facts (a test router) or a platform that cannot tell
         };
-        // Remote peers are the token's business: beyond loopback one is mandatory.
-        if !peer.is_loopback() || !(self.same_user_only)() {
+        if !peer.is_loopback() {
             return None;
         }
-        let why = match peer.owner().await {
-            Ok(owner) if owner == me => return None,
-            Ok(owner) => format!("it belongs to another account ({})", peer::describe(owner)),
+        match peer.owner().await {
+            Ok(owner) if owner == me => None,
+            Ok(owner) => Some(format!("it belongs to another account ({})", peer::describe(owner))),
             // Never fail open: an owner we cannot tell is not ours.
-            Err(e) => format!("its owner cannot be told ({e})"),
-        };
-        if self.credentials.token_required() && self.token_ok(headers) {
+            Err(e) => Some(format!("its owner cannot be told ({e})")),
+        }
+    }
+
+    /// Whether a new connection may be served at all, decided when it is
+    /// accepted (before it can hold anything): another account's connection
+    /// is closed at once when nothing could let it in (no token is set and
+    /// other accounts are refused), and otherwise served under
+    /// [`Admission::OtherAccount`]'s rules.
+    pub async fn admit(&self, peer: &Peer) -> Admission {
+        match self.other_account(Some(peer)).await {
+            None => Admission::Ours,
+            Some(why) if (self.same_user_only)() && !self.credentials.token_required() => Admission::Refused(why),
+            Some(why) => Admission::OtherAccount(why),
+        }
+    }
+
+    /// `None` when the peer may go on; otherwise why it may not: another
+    /// account's request needs the bearer token (never the page's cookie,
+    /// which a browser sends to every local port and another account's
+    /// server could replay) while other accounts are refused.
+    async fn foreign_account(&self, peer: Option<&Peer>, headers: &HeaderMap) -> Option<String> {
+        if !(self.same_user_only)() {
+            return None;
+        }
+        let why = self.other_account(peer).await?;
+        if self.credentials.token_required() && self.bearer_ok(headers) {
             return None; // a deliberate second account, with the token
         }
         Some(why)
@@ -171,16 +209,21 @@ impl Guard {
             .any(|(k, v)| k == SESSION_COOKIE && self.credentials.session_matches(v))
     }
 
-    /// No token is required, or the request carries it (bearer header or session cookie).
-    fn token_ok(&self, headers: &HeaderMap) -> bool {
-        if !self.credentials.token_required() || self.has_session(headers) {
-            return true;
-        }
-        headers
-            .get(header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer ").or_else(|| v.strip_prefix("bearer ")))
-            .is_some_and(|given| self.credentials.token_matches(given.trim()))
+    /// No token is required, or the request carries it: the bearer header,
+    /// or the page's session cookie where `cookie_counts` (this account's own
+    /// connections only).
+    fn token_ok(&self, headers: &HeaderMap, cookie_counts: bool) -> bool {
+        !self.credentials.token_required() || (cookie_counts && self.has_session(headers)) || self.bearer_ok(headers)
+    }
+
+    /// The request carries the token in an `Authorization: Bearer` header.
+    fn bearer_ok(&self, headers: &HeaderMap) -> bool {
+        self.credentials.token_required()
+            && headers
+                .get(header::AUTHORIZATION)
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| v.strip_prefix("Bearer ").or_else(|| v.strip_prefix("bearer ")))
+                .is_some_and(|given| self.credentials.token_matches(given.trim()))
     }
 }
 
@@ -219,6 +262,11 @@ fn is_upload(path: &str) -> bool {
             path.strip_prefix("/api/templates/")
                 .and_then(|rest| rest.strip_suffix("/files")),
         )
+}
+
+/// The reads that hand out the whole history.
+fn is_archive(path: &str) -> bool {
+    matches!(path, "/api/backup" | "/api/export")
 }
 
 fn needs_token(path: &str) -> bool {
@@ -317,11 +365,32 @@ pub async fn guard(State(sec): State<Arc<Guard>>, req: Request, next: Next) -> R
             "send the request body as Content-Type: application/json",
         );
     }
-    if needs_token(req.uri().path()) && !sec.token_ok(headers) {
+    let cookie_counts = sec.other_account(peer).await.is_none();
+    if needs_token(req.uri().path()) && !sec.token_ok(headers, cookie_counts) {
         return error_response(
             StatusCode::UNAUTHORIZED,
             "unauthorized",
             "a valid Authorization: Bearer token is required",
+        );
+    }
+    // What holds the whole history (a backup, an export) must not be fetched
+    // by another site's <img> or link: a browser says where a request comes
+    // from even when it sends no Origin; a program that is not a browser
+    // says `none` (page scripts cannot set this header) or sends the token.
+    let same_origin = headers
+        .get("sec-fetch-site")
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| matches!(v, "same-origin" | "none"));
+    if is_archive(req.uri().path()) && !same_origin && !sec.bearer_ok(headers) {
+        tracing::warn!(
+            path = req.uri().path(),
+            "refused an archive read that is not same-origin"
+        );
+        return error_response(
+            StatusCode::FORBIDDEN,
+            "forbidden",
+            "backups and exports are given only to this server's own page (Sec-Fetch-Site: same-origin), \
+             to a program that says Sec-Fetch-Site: none, or with the API token",
         );
     }
 
@@ -375,10 +444,10 @@ mod tests {
             h.insert(header::AUTHORIZATION, HeaderValue::from_str(v).unwrap());
             h
         };
-        assert!(s.token_ok(&with("Bearer s3cret")));
-        assert!(!s.token_ok(&with("Bearer s3cre")));
-        assert!(!s.token_ok(&with("Bearer s3cret2")));
-        assert!(!s.token_ok(&with("Basic s3cret")));
-        assert!(!s.token_ok(&HeaderMap::new()));
+        assert!(s.token_ok(&with("Bearer s3cret"), true));
+        assert!(!s.token_ok(&with("Bearer s3cre"), true));
+        assert!(!s.token_ok(&with("Bearer s3cret2"), true));
+        assert!(!s.token_ok(&with("Basic s3cret"), true));
+        assert!(!s.token_ok(&HeaderMap::new(), true));
     }
 }

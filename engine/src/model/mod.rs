@@ -356,10 +356,20 @@ pub fn search_query(typed: &str) -> crate::Result<Option<String>> {
 pub fn time_bound(raw: &str) -> crate::Result<String> {
     let raw = raw.trim();
     if let Ok(t) = time::OffsetDateTime::parse(raw, &time::format_description::well_known::Rfc3339) {
-        return Ok(crate::time::format(t.to_offset(time::UtcOffset::UTC)));
+        // 9999-12-31T23:00:00-05:00 is a valid time whose UTC lies past year 9999.
+        let utc = t
+            .checked_to_offset(time::UtcOffset::UTC)
+            .filter(|t| (1..=9999).contains(&t.year()))
+            .ok_or_else(|| crate::Error::Invalid(format!("{raw:?} is out of range (years 0001 to 9999, UTC)")))?;
+        return Ok(crate::time::format(utc));
     }
     let date = time::Date::parse(raw, time::macros::format_description!("[year]-[month]-[day]"))
         .map_err(|_| crate::Error::Invalid(format!("{raw:?} is neither a date (2026-11-24) nor an RFC 3339 time")))?;
+    if !(1..=9999).contains(&date.year()) {
+        return Err(crate::Error::Invalid(format!(
+            "{raw:?} is out of range (years 0001 to 9999)"
+        )));
+    }
     Ok(crate::time::format(date.midnight().assume_utc()))
 }
 
@@ -415,6 +425,13 @@ mod tests {
 
     fn patch(json: &str) -> Result<SettingsPatch, serde_json::Error> {
         serde_json::from_str(json)
+    }
+
+    #[test]
+    fn time_bounds_past_the_end_of_time_are_refused_not_panicked_on() {
+        assert!(time_bound("9999-12-31T23:00:00-05:00").is_err());
+        assert!(time_bound("0000-01-01T00:30:00+01:00").is_err());
+        assert_eq!(time_bound("9999-12-31T23:00:00Z").unwrap(), "9999-12-31T23:00:00.000Z");
     }
 
     #[test]

@@ -24,6 +24,11 @@ pub struct ServerSummary {
     /// The serving process (what `stop` signals; `status` reads its memory).
     #[serde(default)]
     pub pid: u32,
+    /// A random id of this database, the same across restarts: the page
+    /// learns it when it loads and stops if a later status names another
+    /// (a different program now answers at its address).
+    #[serde(default)]
+    pub instance: String,
     /// Set when the configured port was taken: agents configured for it must be updated.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub requested_port: Option<u16>,

@@ -50,13 +50,12 @@ impl Queue {
         let target = agent_id(new.target.as_deref())?;
         let mut item = Instruction::new_pending(content, queue, target, 0, time::now());
         let ready = prepare(item.id.clone(), uploads, 0, 0).await?;
-        self.ensure_queue(&item.queue).await?;
         let items = self
             .blocking(move |i| {
                 let files = i.store.files();
                 write_files(files, &item.id, &ready).map_err(|e| i.store.fault(e))?;
                 let iid = item.id.clone();
-                let written = i.write_instruction_event(EventKind::InstructionCreated, |db| {
+                let written = i.write_instructions(EventKind::InstructionCreated, |db| {
                     item.position = db.next_position()?;
                     db.insert_instruction(&item)?;
                     for r in &ready {
@@ -64,21 +63,12 @@ impl Queue {
                     }
                     Ok(vec![item])
                 });
-                match written {
-                    Ok(items) => {
-                        if let Some(item) = items.first() {
-                            i.kick_blocking(&item.queue);
-                        }
-                        Ok(items)
-                    }
-                    Err(e) => {
-                        files.remove_all(&iid);
-                        Err(e)
-                    }
+                if written.is_err() {
+                    files.remove_all(&iid);
                 }
+                written
             })
             .await?;
-        self.mark_status_dirty();
         let item = first(items)?;
         tracing::info!(id = %item.id, queue = %item.queue, attachments = item.attachments.len(), "instruction created");
         Ok(item)
@@ -104,7 +94,7 @@ impl Queue {
             .blocking(move |i| {
                 let files = i.store.files();
                 write_files(files, &id, &ready).map_err(|e| i.store.fault(e))?;
-                let written = i.write_instruction_event(EventKind::InstructionUpdated, |db| {
+                let written = i.write_instructions(EventKind::InstructionUpdated, |db| {
                     // Touched (a new `updated_at`), and only while pending.
                     let Some(item) = db.update_pending(&id, &PendingChange::default(), &time::now())? else {
                         return Err(pending_only(db, &id, "given attachments")?);
@@ -139,7 +129,7 @@ impl Queue {
         let (items, removed) = self
             .blocking(move |i| {
                 let mut removed = None;
-                let items = i.write_instruction_event(EventKind::InstructionUpdated, |db| {
+                let items = i.write_instructions(EventKind::InstructionUpdated, |db| {
                     let row = db
                         .get_attachment(&attachment_id)?
                         .filter(|r| r.attachment.instruction_id == id)

@@ -66,6 +66,9 @@ impl Queue {
             loose.push(check_report(raw, None).map_err(|e| at(&place, e))?);
         }
 
+        // From here to the commit, one import at a time (see `Inner::importing`).
+        let _one_at_a_time = self.inner.importing.lock().await;
+
         // 2. Ids: kept where free, skipped where the same item is here, renewed otherwise.
         let (items, loose, skipped, renewed) = self
             .blocking(move |i| {
@@ -209,10 +212,14 @@ impl Queue {
         }
 
         // 4. The write: files first (a crash leaves files without rows, swept at
-        //    the next start), then every row in one transaction.
-        for q in &summary.queues_created {
-            self.ensure_queue(q).await?;
-        }
+        //    the next start), then every row in one transaction, with the
+        //    queues they are in made to exist in that same transaction (a
+        //    rename or archive cannot slip in between).
+        let queues_needed: BTreeSet<String> = incoming
+            .iter()
+            .map(|x| x.item.queue.clone())
+            .chain(loose.iter().map(|r| r.queue.clone()))
+            .collect();
         let done = summary.clone();
         let queues = self
             .blocking(move |i| {
@@ -233,6 +240,23 @@ impl Queue {
                             let first = db.next_position()?;
                             let mut events = Vec::new();
                             let now = time::now();
+                            for q in &queues_needed {
+                                if let Some(record) = db.ensure_queue(q, &now)? {
+                                    let change = crate::events::QueueChange {
+                                        queue: record,
+                                        renamed_from: None,
+                                    };
+                                    events.push(log_event(
+                                        db,
+                                        Event::new(
+                                            EventKind::QueueUpdated,
+                                            now.clone(),
+                                            EventData::Queue(change),
+                                            None,
+                                        ),
+                                    )?);
+                                }
+                            }
                             for (position, x) in (first..).zip(&incoming) {
                                 let mut item = x.item.clone();
                                 item.position = position;
@@ -273,6 +297,9 @@ impl Queue {
                         },
                         |events| {
                             for e in events {
+                                if let EventData::Queue(change) = &e.data {
+                                    i.remember(change);
+                                }
                                 i.bus.publish(e.clone());
                             }
                         },

@@ -73,6 +73,12 @@ struct Inner {
     status_dirty: Notify,
     /// Deliveries to settle (`sent`, `in_doubt`), written in batches by a task.
     settle: tokio::sync::mpsc::UnboundedSender<(String, Delivery)>,
+    /// One import at a time: two imports of one file would both find its ids
+    /// free, write the same attachment folders, and the loser's clean-up
+    /// would remove the files the winner's rows name.
+    importing: tokio::sync::Mutex<()>,
+    /// This database's instance id (see `ServerSummary::instance`).
+    instance: String,
     shutdown: CancellationToken,
 }
 
@@ -82,11 +88,11 @@ impl Queue {
     /// Spawns the status publisher, which stops with `shutdown`.
     pub fn new(store: Store, seed: &Settings, facts: ServerFacts, shutdown: CancellationToken) -> Result<Queue> {
         seed.validate()?;
-        let (settings, queues, stops) = store.write(
+        let (settings, queues, stops, instance) = store.write(
             Durability::Full,
             |db| {
                 db.seed_settings(seed)?;
-                Ok((db.settings()?, db.queues()?, db.pending_stops()?))
+                Ok((db.settings()?, db.queues()?, db.pending_stops()?, db.instance()?))
             },
             |_| (),
         )?;
@@ -103,6 +109,8 @@ impl Queue {
                 stops: std::sync::Mutex::new(stops.into_iter().collect()),
                 status_dirty: Notify::new(),
                 settle,
+                importing: tokio::sync::Mutex::new(()),
+                instance,
                 shutdown,
             }),
         };
@@ -132,6 +140,11 @@ impl Queue {
             self.mark_status_dirty();
         }
         result
+    }
+
+    /// A private folder for one operation's temporary files (see `Store::work_dir`).
+    pub async fn work_dir(&self) -> Result<crate::private_fs::WorkDir> {
+        self.blocking(|i| i.store.work_dir()).await
     }
 
     /// Write a backup archive (a consistent snapshot and the attachment files) to `out`.
@@ -188,7 +201,7 @@ impl Queue {
                 }
                 Ok(paths)
             })?;
-            let file = std::fs::File::create(&out)
+            let file = crate::private_fs::create_new(&out)
                 .map_err(|e| Error::internal(format!("cannot write {}", out.display()), e))?;
             crate::export::write_bundle(&data, std::io::BufWriter::new(file), |a| {
                 originals.get(&a.id).cloned().unwrap_or_default()
@@ -261,22 +274,15 @@ impl Queue {
             None => crate::model::DEFAULT_QUEUE.to_owned(),
         };
         let target = agent_id(new.target.as_deref())?;
-        self.ensure_queue(&queue).await?;
         let item = self
             .blocking(move |i| {
-                let items = i.write_instruction_event(EventKind::InstructionCreated, |db| {
+                i.write_instructions(EventKind::InstructionCreated, |db| {
                     let item = Instruction::new_pending(content, queue, target, db.next_position()?, time::now());
                     db.insert_instruction(&item)?;
                     Ok(vec![item])
-                })?;
-                // On this thread, straight after the commit: the wake-up path.
-                if let Some(item) = items.first() {
-                    i.kick_blocking(&item.queue);
-                }
-                Ok(items)
+                })
             })
             .await?;
-        self.mark_status_dirty();
         let item = first(item)?;
         tracing::info!(id = %item.id, queue = %item.queue, target = ?item.target, bytes = item.content.len(), "instruction created");
         Ok(item)
@@ -288,13 +294,9 @@ impl Queue {
         let content = patch.content.map(validate_content).transpose()?;
         let queue = patch.queue.as_deref().map(crate::model::queue_name).transpose()?;
         let target = patch.target.map(|t| agent_id(t.as_deref())).transpose()?;
-        let readdressed = queue.is_some() || target.is_some();
-        if let Some(q) = &queue {
-            self.ensure_queue(q).await?;
-        }
         let items = self
             .blocking(move |i| {
-                i.write_instruction_event(EventKind::InstructionUpdated, |db| {
+                i.write_instructions(EventKind::InstructionUpdated, |db| {
                     let position = match &queue {
                         Some(q) => Some((q.as_str(), db.next_position()?)),
                         None => None,
@@ -312,10 +314,6 @@ impl Queue {
             })
             .await?;
         let item = first(items)?;
-        if readdressed {
-            self.kick(&item.queue);
-            self.mark_status_dirty();
-        }
         tracing::info!(id = %item.id, queue = %item.queue, target = ?item.target, bytes = item.content.len(), "instruction updated");
         Ok(item)
     }
@@ -324,7 +322,7 @@ impl Queue {
     pub async fn delete(&self, id: String) -> Result<Instruction> {
         let items = self
             .blocking(move |i| {
-                i.write_instruction_event(EventKind::InstructionDeleted, |db| match db.delete_pending(&id)? {
+                i.write_instructions(EventKind::InstructionDeleted, |db| match db.delete_pending(&id)? {
                     Some(item) => Ok(vec![item]),
                     None => Err(pending_only(db, &id, "deleted")?),
                 })
@@ -354,7 +352,7 @@ impl Queue {
         }
         let queue = self
             .blocking(move |i| {
-                i.write_instruction_event(EventKind::InstructionUpdated, |db| {
+                i.write_instructions(EventKind::InstructionUpdated, |db| {
                     let Some(queue) = db
                         .get_instruction(&id)?
                         .filter(|i| i.status == InstructionStatus::Pending)
@@ -414,7 +412,7 @@ impl Queue {
         let source_id = id.clone();
         let items = self
             .blocking(move |i| {
-                i.write_instruction_event(EventKind::InstructionCreated, |db| {
+                i.write_instructions(EventKind::InstructionCreated, |db| {
                     let source = db.get_instruction(&id)?.ok_or_else(|| not_found(&id))?;
                     if source.status != InstructionStatus::Consumed {
                         return Err(Error::Conflict(format!(
@@ -464,10 +462,6 @@ impl Queue {
         if self.mark_resent(source_id).await? {
             self.mark_status_dirty();
         }
-        // Its queue may have been archived since: a pending instruction brings it back.
-        self.ensure_queue(&item.queue).await?;
-        self.kick(&item.queue);
-        self.mark_status_dirty();
         tracing::info!(id = %item.id, "instruction queued again");
         Ok(item)
     }
@@ -552,10 +546,17 @@ impl Inner {
         cache.insert(change.queue.name.clone(), change.queue.clone());
     }
 
-    /// One durable write that changes instructions, logs one event per changed
-    /// row (with its queue's pending count after the change) and publishes
-    /// them in commit order.
-    fn write_instruction_event(
+    /// The one sequence every change to instructions takes (`add`, `reply`,
+    /// files, edits, moves, deletes, send again): one durable transaction
+    /// that writes the rows, makes sure every queue a pending one is now in
+    /// exists and is not archived (in the same transaction, so a rename or an
+    /// archive cannot slip between a check and the write and leave work in a
+    /// queue nobody sees), and logs one event per changed row (with its
+    /// queue's pending count) and per queue brought back; the events are
+    /// published in commit order; then the waiting calls of those queues are
+    /// offered what they may now take, on this thread, straight after the
+    /// commit, and the status is marked out of date.
+    fn write_instructions(
         &self,
         kind: EventKind,
         body: impl FnOnce(&Db<'_>) -> Result<Vec<Instruction>>,
@@ -566,39 +567,67 @@ impl Inner {
                 let mut items = body(db)?;
                 db.fill_attachments(&mut items)?;
                 let now = time::now();
+                let mut events = Vec::new();
+                let mut live: Vec<&str> = Vec::new();
+                for item in items.iter().filter(|i| i.status == InstructionStatus::Pending) {
+                    if live.contains(&item.queue.as_str()) {
+                        continue;
+                    }
+                    live.push(&item.queue);
+                    if let Some(record) = db.ensure_queue(&item.queue, &now)? {
+                        let change = crate::events::QueueChange {
+                            queue: record,
+                            renamed_from: None,
+                        };
+                        events.push(log_event(
+                            db,
+                            Event::new(EventKind::QueueUpdated, now.clone(), EventData::Queue(change), None),
+                        )?);
+                    }
+                }
                 // Each event says how many are pending in its instruction's queue.
                 let mut counted: Vec<(String, u64)> = Vec::new();
-                items
-                    .into_iter()
-                    .map(|item| {
-                        let pending = match counted.iter().find(|(q, _)| *q == item.queue) {
-                            Some((_, n)) => *n,
-                            None => {
-                                let n = db.queue_pending_count(&item.queue)?;
-                                counted.push((item.queue.clone(), n));
-                                n
-                            }
-                        };
-                        log_event(
-                            db,
-                            Event::new(kind, now.clone(), EventData::Instruction(item), Some(pending)),
-                        )
-                    })
-                    .collect::<Result<Vec<_>>>()
+                for item in items {
+                    let pending = match counted.iter().find(|(q, _)| *q == item.queue) {
+                        Some((_, n)) => *n,
+                        None => {
+                            let n = db.queue_pending_count(&item.queue)?;
+                            counted.push((item.queue.clone(), n));
+                            n
+                        }
+                    };
+                    events.push(log_event(
+                        db,
+                        Event::new(kind, now.clone(), EventData::Instruction(item), Some(pending)),
+                    )?);
+                }
+                Ok(events)
             },
             |events| {
                 for e in events {
+                    if let EventData::Queue(change) = &e.data {
+                        self.remember(change);
+                    }
                     self.bus.publish(e.clone());
                 }
             },
         )?;
-        Ok(events
+        let items: Vec<Instruction> = events
             .into_iter()
             .filter_map(|e| match e.data {
                 EventData::Instruction(i) => Some(i),
                 _ => None,
             })
-            .collect())
+            .collect();
+        let mut kicked: Vec<&str> = Vec::new();
+        for item in items.iter().filter(|i| i.status == InstructionStatus::Pending) {
+            if !kicked.contains(&item.queue.as_str()) {
+                kicked.push(&item.queue);
+                self.kick_blocking(&item.queue);
+            }
+        }
+        self.status_dirty.notify_one();
+        Ok(items)
     }
 }
 

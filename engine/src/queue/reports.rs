@@ -105,7 +105,7 @@ impl Queue {
         let content = super::validate_content(content)?;
         let items = self
             .blocking(move |i| {
-                let items = i.write_instruction_event(EventKind::InstructionCreated, |db| {
+                i.write_instructions(EventKind::InstructionCreated, |db| {
                     let report = db
                         .get_report(&report_id)?
                         .ok_or_else(|| Error::NotFound(format!("no report with id {report_id}")))?;
@@ -114,14 +114,9 @@ impl Queue {
                         Instruction::new_pending(content, report.queue, Some(report.agent_id), position, time::now());
                     db.insert_instruction(&item)?;
                     Ok(vec![item])
-                })?;
-                if let Some(item) = items.first() {
-                    i.kick_blocking(&item.queue);
-                }
-                Ok(items)
+                })
             })
             .await?;
-        self.mark_status_dirty();
         let item = first(items)?;
         tracing::info!(id = %item.id, queue = %item.queue, target = ?item.target, "reply queued");
         Ok(item)

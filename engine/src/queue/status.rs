@@ -122,6 +122,7 @@ impl Queue {
                 url: facts.url.clone(),
                 version: facts.version.clone(),
                 pid: std::process::id(),
+                instance: self.inner.instance.clone(),
                 requested_port: facts.requested_port,
                 requested_port_holder: facts.requested_port_holder.clone(),
                 recovered: facts.recovered.clone(),

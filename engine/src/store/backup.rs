@@ -13,13 +13,13 @@
 //! database with `PRAGMA integrity_check` before anything is replaced, and
 //! keeps what it replaces in a folder beside the database.
 
-use std::fs::File;
 use std::path::{Path, PathBuf};
 
 use rusqlite::Connection;
 
 use super::files::Files;
 use super::Store;
+use crate::private_fs::{self, WorkDir};
 use crate::{Error, Result};
 
 /// The database's name inside a backup archive.
@@ -45,9 +45,9 @@ impl Store {
             .path
             .as_deref()
             .ok_or_else(|| Error::Invalid("an in-memory database cannot be backed up".into()))?;
-        // Beside the database: the attachments' links must be on their file system.
+        // In the database's work folder: the attachments' links must be on their file system.
         let snapshot = Snapshot {
-            work: tempdir_beside(db)?,
+            work: self.work_dir()?,
             db: db.to_owned(),
             source: Connection::open(db)?,
         };
@@ -68,8 +68,9 @@ impl Store {
 /// database's WAL be checkpointed past it again and removes the linked files.
 pub struct Snapshot {
     source: Connection,
-    /// A folder beside the database holding the linked attachments.
-    work: PathBuf,
+    /// A private folder on the database's file system holding the linked
+    /// attachments; removed (with the links) when the snapshot is dropped.
+    work: WorkDir,
     db: PathBuf,
 }
 
@@ -79,10 +80,9 @@ impl Snapshot {
     pub fn archive_to(self, out: &Path) -> Result<()> {
         // The copy goes beside the archive, not beside the database: a backup
         // must not need as much free room again on the database's disk.
-        let beside_out = tempdir_beside(out)?;
-        let outcome = self.archive_via(&beside_out.join(DB_ENTRY), out);
-        let _ = std::fs::remove_dir_all(&beside_out);
-        outcome
+        let beside_out = WorkDir::new_in(parent_of(out))
+            .map_err(io(format!("cannot make a work folder beside {}", out.display())))?;
+        self.archive_via(&beside_out.join(DB_ENTRY), out)
     }
 
     fn archive_via(&self, copy_path: &Path, out: &Path) -> Result<()> {
@@ -101,7 +101,7 @@ impl Snapshot {
                 )));
             }
         }
-        let file = File::create(out).map_err(io(format!("cannot write {}", out.display())))?;
+        let file = private_fs::create_new(out).map_err(io(format!("cannot write {}", out.display())))?;
         let mut archive = tar::Builder::new(file);
         archive
             .append_path_with_name(copy_path, DB_ENTRY)
@@ -119,12 +119,6 @@ impl Snapshot {
     }
 }
 
-impl Drop for Snapshot {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.work);
-    }
-}
-
 /// Mirror the tree at `from` into `to` with hard links (copies where the file
 /// system has none). Attachment files are never changed once written, so a
 /// link is a snapshot of one. Nothing to do when `from` does not exist.
@@ -134,14 +128,14 @@ fn link_tree(from: &Path, to: &Path) -> std::io::Result<()> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
         Err(e) => return Err(e),
     };
-    std::fs::create_dir(to)?;
+    private_fs::create_dir(to)?;
     for entry in entries {
         let entry = entry?;
         let (src, dst) = (entry.path(), to.join(entry.file_name()));
         if entry.file_type()?.is_dir() {
             link_tree(&src, &dst)?;
-        } else if std::fs::hard_link(&src, &dst).is_err() {
-            std::fs::copy(&src, &dst)?;
+        } else {
+            private_fs::link_or_copy(&src, &dst)?;
         }
     }
     Ok(())
@@ -157,22 +151,24 @@ pub struct Restored {
 
 /// Put the backup `archive` in place of the database at `db` (no engine may
 /// hold it: the caller holds its lock). Refused whole, changing nothing,
-/// when the archive is not a backup or its database is damaged.
+/// when the archive is not a backup, holds anything but files and folders
+/// (a link would make the attachment route serve whatever it points at), or
+/// its database is damaged. What is replaced is kept under a name no other
+/// restore can take; everything put in place is owner-only.
 pub fn restore(archive: &Path, db: &Path) -> Result<Restored> {
-    let staging = tempdir_beside(db)?;
-    let outcome = restore_via(archive, db, &staging);
-    let _ = std::fs::remove_dir_all(&staging);
-    outcome
+    // Staged in the database's own work folder: the moves into place are renames.
+    let parent = super::work_parent(db);
+    if let Some(dir) = db.parent().filter(|d| !d.as_os_str().is_empty()) {
+        crate::paths::private_dir(dir).map_err(io(format!("cannot create {}", dir.display())))?;
+    }
+    let staging = private_fs::private_dir(&parent)
+        .and_then(|()| WorkDir::new_in(&parent))
+        .map_err(io(format!("cannot make a work folder in {}", parent.display())))?;
+    restore_via(archive, db, staging.path())
 }
 
 fn restore_via(archive: &Path, db: &Path, staging: &Path) -> Result<Restored> {
-    let file = File::open(archive).map_err(|e| Error::NotFound(format!("cannot open {}: {e}", archive.display())))?;
-    tar::Archive::new(file).unpack(staging).map_err(|e| {
-        Error::Invalid(format!(
-            "{} is not a local-mcp backup (not a tar archive: {e})",
-            archive.display()
-        ))
-    })?;
+    unpack(archive, staging)?;
     let snapshot = staging.join(DB_ENTRY);
     if !snapshot.is_file() {
         return Err(Error::Invalid(format!(
@@ -200,20 +196,18 @@ fn restore_via(archive: &Path, db: &Path, staging: &Path) -> Result<Restored> {
     let replaced = if present.is_empty() {
         None
     } else {
-        let stamp = time::OffsetDateTime::now_utc()
-            .format(time::macros::format_description!(
-                "[year][month][day]T[hour][minute][second]Z"
-            ))
-            .unwrap_or_else(|_| "before-restore".into());
-        let aside = with_suffix(db, &format!(".replaced-{stamp}"));
-        std::fs::create_dir_all(&aside).map_err(io(format!("cannot create {}", aside.display())))?;
+        let aside = new_aside(db)?;
         for p in &present {
             let to = aside.join(p.file_name().unwrap_or_default());
             std::fs::rename(p, &to).map_err(io(format!("cannot move {} aside", p.display())))?;
+            if to.is_file() {
+                owner_only(&to);
+            }
         }
         Some(aside)
     };
     std::fs::rename(&snapshot, db).map_err(io(format!("cannot put the backup at {}", db.display())))?;
+    owner_only(db);
     let files = staging.join(FILES_ENTRY);
     if files.is_dir() {
         std::fs::rename(&files, files_now.root()).map_err(io(format!(
@@ -222,6 +216,113 @@ fn restore_via(archive: &Path, db: &Path, staging: &Path) -> Result<Restored> {
         )))?;
     }
     Ok(Restored { replaced, instructions })
+}
+
+/// `<database>.replaced-<UTC time>` (then `-2`, `-3`…): a new folder, never
+/// one an earlier restore made in the same second.
+fn new_aside(db: &Path) -> Result<PathBuf> {
+    let stamp = time::OffsetDateTime::now_utc()
+        .format(time::macros::format_description!(
+            "[year][month][day]T[hour][minute][second]Z"
+        ))
+        .unwrap_or_else(|_| "before-restore".into());
+    for n in 1..1000 {
+        let numbered = if n == 1 { String::new() } else { format!("-{n}") };
+        let aside = with_suffix(db, &format!(".replaced-{stamp}{numbered}"));
+        match private_fs::create_dir(&aside) {
+            Ok(()) => return Ok(aside),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(Error::internal(format!("cannot create {}", aside.display()), e)),
+        }
+    }
+    Err(Error::Unavailable(format!(
+        "too many restores of {} this second; try again",
+        db.display()
+    )))
+}
+
+/// Make a file we put in place owner-only (best effort: some file systems have no modes).
+fn owner_only(path: &Path) {
+    if let Err(e) = private_fs::open_no_follow(path).and_then(|f| private_fs::make_private(&f)) {
+        tracing::warn!(path = %path.display(), error = %e, "could not make a restored file owner-only");
+    }
+}
+
+/// Unpack a backup archive into `staging`: only `local_mcp.sqlite3` and the
+/// folders and regular files under `attachments/`, each created new and
+/// owner-only. A link, a device, an absolute name or a `..` refuses the
+/// archive whole (nothing outside `staging` has been touched).
+fn unpack(archive: &Path, staging: &Path) -> Result<()> {
+    let file = private_fs::open_no_follow(archive)
+        .map_err(|e| Error::NotFound(format!("cannot open {}: {e}", archive.display())))?;
+    let refuse = |why: String| {
+        Error::Invalid(format!(
+            "{} is not a local-mcp backup ({why}); nothing was changed",
+            archive.display()
+        ))
+    };
+    let mut tar = tar::Archive::new(file);
+    let entries = tar.entries().map_err(|e| refuse(format!("not a tar archive: {e}")))?;
+    for entry in entries {
+        let mut entry = entry.map_err(|e| refuse(format!("not a tar archive: {e}")))?;
+        let name = entry
+            .path()
+            .map_err(|e| refuse(format!("an entry's name is unreadable: {e}")))?
+            .into_owned();
+        let parts: Option<Vec<&std::ffi::OsStr>> = name
+            .components()
+            .map(|c| match c {
+                std::path::Component::Normal(part) => Some(part),
+                std::path::Component::CurDir => None,
+                _ => None,
+            })
+            .collect();
+        let parts = match parts {
+            Some(parts) if !parts.is_empty() => parts,
+            _ => return Err(refuse(format!("it names {} outside its own folder", name.display()))),
+        };
+        let top = parts[0].to_string_lossy();
+        let kind = entry.header().entry_type();
+        let known = (top == DB_ENTRY && parts.len() == 1 && kind.is_file()) || top == FILES_ENTRY;
+        if !known {
+            return Err(refuse(format!("it holds {}, which no backup has", name.display())));
+        }
+        let to = parts.iter().fold(staging.to_path_buf(), |p, part| p.join(part));
+        if kind.is_dir() {
+            private_fs::create_dir_all(&to).map_err(io(format!("cannot create {}", to.display())))?;
+        } else if kind.is_file() {
+            if let Some(dir) = to.parent() {
+                private_fs::create_dir_all(dir).map_err(io(format!("cannot create {}", dir.display())))?;
+            }
+            let mut out = private_fs::create_new(&to).map_err(|e| {
+                if e.kind() == std::io::ErrorKind::AlreadyExists {
+                    refuse(format!("it holds {} twice", name.display()))
+                } else {
+                    Error::internal(format!("cannot write {}", to.display()), e)
+                }
+            })?;
+            std::io::copy(&mut entry, &mut out)
+                .and_then(|_| out.sync_all())
+                .map_err(|e| refuse(format!("{} is cut off: {e}", name.display())))?;
+        } else {
+            return Err(refuse(format!(
+                "{} is a {}, and a backup holds only files and folders",
+                name.display(),
+                kind_name(kind)
+            )));
+        }
+    }
+    Ok(())
+}
+
+fn kind_name(kind: tar::EntryType) -> &'static str {
+    match kind {
+        tar::EntryType::Symlink => "symbolic link",
+        tar::EntryType::Link => "hard link",
+        tar::EntryType::Char | tar::EntryType::Block => "device",
+        tar::EntryType::Fifo => "named pipe",
+        _ => "special entry",
+    }
 }
 
 /// `PRAGMA integrity_check` on a database file, and its instruction count.
@@ -259,19 +360,10 @@ fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
     path.with_file_name(name)
 }
 
-/// A fresh folder beside `path` (same file system: the moves are renames).
-fn tempdir_beside(path: &Path) -> Result<PathBuf> {
-    let dir = path
-        .parent()
+fn parent_of(path: &Path) -> &Path {
+    path.parent()
         .filter(|d| !d.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let work = dir.join(format!(
-        ".local-mcp-{}-{}",
-        std::process::id(),
-        uuid::Uuid::new_v4().simple()
-    ));
-    crate::paths::private_dir(&work).map_err(io(format!("cannot create {}", work.display())))?;
-    Ok(work)
+        .unwrap_or(Path::new("."))
 }
 
 #[cfg(test)]

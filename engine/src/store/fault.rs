@@ -108,7 +108,7 @@ pub(super) fn restore(
         let e = Error::from(e);
         classify(Some(path), &e).unwrap_or(e)
     })?;
-    if let Err(e) = paths::make_private(path) {
+    if let Err(e) = crate::private_fs::open_no_follow(path).and_then(|f| crate::private_fs::make_private(&f)) {
         tracing::warn!(path = %path.display(), error = %e, "could not make the restored database owner-only");
     }
     let mut fresh = Connection::open(path).map_err(|e| {

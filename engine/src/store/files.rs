@@ -10,7 +10,7 @@ use std::collections::HashSet;
 use std::io;
 use std::path::{Path, PathBuf};
 
-use crate::paths;
+use crate::{paths, private_fs};
 
 /// The folder of a template's files, beside the instructions' folders: a
 /// name no instruction id can have (ids never hold a '.').
@@ -22,6 +22,8 @@ pub fn template_folder(template: &str) -> String {
 #[derive(Debug, Clone)]
 pub struct Files {
     root: PathBuf,
+    /// An in-memory database's folder, removed with the last clone.
+    _temporary: Option<std::sync::Arc<private_fs::WorkDir>>,
 }
 
 /// A file to write: its name inside the instruction's folder, and its bytes.
@@ -37,14 +39,17 @@ impl Files {
         name.push("-attachments");
         Files {
             root: db.with_file_name(name),
+            _temporary: None,
         }
     }
 
     /// A private folder for an in-memory database (tests).
     pub fn temporary() -> Files {
-        Files {
-            root: std::env::temp_dir().join(format!("local-mcp-memory-{}-attachments", uuid::Uuid::new_v4())),
-        }
+        // Nowhere to put files is no reason to fail a test's store; its
+        // writes would then fail with the reason.
+        let work = private_fs::WorkDir::temporary().ok().map(std::sync::Arc::new);
+        let root = work.as_ref().map_or_else(PathBuf::new, |w| w.join("attachments"));
+        Files { root, _temporary: work }
     }
 
     pub fn root(&self) -> &Path {
@@ -79,10 +84,7 @@ impl Files {
         paths::private_dir(&dir)?;
         for (old, new) in names {
             let (src, dst) = (self.path(from, old), dir.join(new));
-            if std::fs::hard_link(&src, &dst).is_err() {
-                std::fs::copy(&src, &dst)?;
-                std::fs::File::open(&dst)?.sync_all()?;
-            }
+            private_fs::link_or_copy(&src, &dst)?;
         }
         sync_dir(&dir)?;
         sync_dir(&self.root)

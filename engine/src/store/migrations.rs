@@ -226,6 +226,31 @@ const MIGRATIONS: &[&str] = &[
     CREATE INDEX instructions_consumed_by_agent ON instructions(queue, consumed_by_agent_id, consumed_at)
         WHERE status = 'consumed';
     "#,
+    // 9: who a server is, who an agent's client is, and what a reply answers.
+    // `meta.instance` is a random id made once per database: the page learns
+    // it when it loads and checks it on every reconnect, so a page left open
+    // stops talking when another program answers at its address
+    // (`docs/RELIABILITY.md`, "Other accounts"). Each agent's MCP client
+    // (name, version) and client session (a hash of the ids the client
+    // sends: its MCP session, Codex's `sessionId`, VS Code's conversation,
+    // the stdio bridge's process) are kept with its activity, so a call that
+    // forgot its `agent_id` is still its agent, and one session's several
+    // ids are shown together (`docs/ARCHITECTURE.md`, "Agent identity").
+    // `instructions.answers` is the report whose question an instruction
+    // answers: replies to one question keep the order they were given in, and
+    // the agent is told what they answer.
+    r#"
+    CREATE TABLE meta (
+        key TEXT PRIMARY KEY NOT NULL,
+        value TEXT NOT NULL
+    );
+    INSERT INTO meta (key, value) VALUES ('instance', lower(hex(randomblob(16))));
+    ALTER TABLE agent_activity ADD COLUMN client TEXT;
+    ALTER TABLE agent_activity ADD COLUMN client_version TEXT;
+    ALTER TABLE agent_activity ADD COLUMN session TEXT;
+    CREATE INDEX agent_activity_by_session ON agent_activity(queue, session, last_seen_at) WHERE session IS NOT NULL;
+    ALTER TABLE instructions ADD COLUMN answers TEXT;
+    "#,
 ];
 
 /// The schema version this build writes.

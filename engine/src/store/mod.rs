@@ -24,7 +24,7 @@ use std::time::Duration;
 
 use rusqlite::{Connection, TransactionBehavior};
 
-use crate::{paths, Error, Result};
+use crate::{paths, private_fs, Error, Result};
 
 pub use backup::restore;
 pub use files::{template_folder, Files, NewFile};
@@ -60,26 +60,44 @@ impl Store {
         }
         // Owner-only before SQLite writes anything: it gives the WAL and
         // shared-memory files the database file's permissions.
-        std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(path)
-            .map_err(|e| {
-                let verb = if path.exists() { "write" } else { "create" };
-                Error::Startup(format!(
-                    "cannot {verb} the database {}: {e}; check the permissions of the file and its folder, or set DB_PATH",
-                    path.display()
-                ))
-            })?;
-        if let Err(e) = paths::make_private(path) {
+        let file = private_fs::open_or_create(path).map_err(|e| {
+            let verb = if path.exists() { "write" } else { "create" };
+            Error::Startup(format!(
+                "cannot {verb} the database {}: {e}; check the permissions of the file and its folder, or set DB_PATH",
+                path.display()
+            ))
+        })?;
+        if let Err(e) = private_fs::make_private(&file) {
             // Some file systems (a FAT stick, a network share) have no modes to set.
             tracing::warn!(path = %path.display(), error = %e, "could not make the database owner-only");
         }
+        drop(file);
         let conn = Connection::open(path)
             .map_err(|e| Error::Startup(format!("cannot open the database {}: {e}", path.display())))?;
         let mut store = Self::configure(conn, true, Files::beside(path))?;
         store.path = Some(path.to_owned());
+        // What a crash left in the work folder is of no use to anyone.
+        private_fs::sweep_work(&work_parent(path));
         Ok(store)
+    }
+
+    /// A private folder for one operation's temporary files (a backup, an
+    /// export bundle, an import), removed when dropped: inside
+    /// `<database>-work/`, owner-only, on the database's file system (a
+    /// backup hard-links the attachments into it) and never in a folder
+    /// other accounts share; swept at start.
+    pub fn work_dir(&self) -> Result<private_fs::WorkDir> {
+        let made = match &self.path {
+            Some(db) => {
+                let parent = work_parent(db);
+                private_fs::private_dir(&parent).and_then(|()| private_fs::WorkDir::new_in(&parent))
+            }
+            None => private_fs::WorkDir::temporary(),
+        };
+        made.map_err(|e| {
+            let e = Error::internal("cannot make a work folder", e);
+            fault::classify(self.path.as_deref(), &e).unwrap_or(e)
+        })
     }
 
     /// Open the database; if its file is damaged (not a database, or
@@ -306,6 +324,13 @@ fn move_aside(path: &Path) -> std::io::Result<std::path::PathBuf> {
         }
     }
     Ok(aside)
+}
+
+/// `<database>-work/`: where [`Store::work_dir`] makes its folders.
+pub(super) fn work_parent(db: &Path) -> std::path::PathBuf {
+    let mut name = db.file_name().unwrap_or_default().to_os_string();
+    name.push("-work");
+    db.with_file_name(name)
 }
 
 #[cfg(test)]

@@ -715,6 +715,13 @@ impl<'c> Db<'c> {
         Ok(Settings::from_pairs(pairs))
     }
 
+    /// This database's random instance id (`meta.instance`, made by migration 9).
+    pub fn instance(&self) -> Result<String> {
+        Ok(self
+            .conn
+            .query_row("SELECT value FROM meta WHERE key = 'instance'", [], |r| r.get(0))?)
+    }
+
     // ---- agents -------------------------------------------------------------
 
     /// Record that an agent called in `queue` (and, with `fetch`, what its call returned).

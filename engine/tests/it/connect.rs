@@ -201,8 +201,8 @@ fn missing_and_empty_files_get_just_the_entry() {
             #[cfg(unix)]
             if start.is_none() {
                 use std::os::unix::fs::PermissionsExt;
-                // No token in it: the client's usual permissions.
-                assert_ne!(std::fs::metadata(&file).unwrap().permissions().mode() & 0o777, 0o600);
+                // Every file local-mcp creates is owner-only from its first byte, token or not.
+                assert_eq!(std::fs::metadata(&file).unwrap().permissions().mode() & 0o777, 0o600);
             }
         }
     }

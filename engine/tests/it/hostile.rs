@@ -352,3 +352,180 @@ async fn named_hostile_cases() {
     }
     s.stop().await;
 }
+
+/// Values at and past every edge: far-future and impossible times, huge and
+/// negative numbers, empty, NUL, right-to-left marks, long text, paths. Each
+/// one goes into every field of every documented route, one at a time.
+fn extreme_values() -> Vec<Value> {
+    vec![
+        json!("9999-12-31T23:00:00-05:00"),
+        json!("0000-01-01T00:30:00+01:00"),
+        json!("-9999-01-01T00:00:00Z"),
+        json!("2026-02-30"),
+        json!("+275760-09-13T00:00:00Z"),
+        json!(""),
+        json!(" "),
+        json!("\u{0}"),
+        json!("\u{202e}evil"),
+        json!("../../../../etc/passwd"),
+        json!("%00%ff"),
+        json!("NaN"),
+        json!("-1"),
+        json!("18446744073709551616"),
+        json!("1e400"),
+        json!("x".repeat(70_000)),
+        json!(i64::MAX),
+        json!(i64::MIN),
+        json!(u64::MAX),
+        json!(1e308),
+        json!(-1e308),
+        json!(-1),
+        json!(0.5),
+        json!(true),
+        Value::Null,
+        json!([]),
+        json!({}),
+        json!([[[[[[[[]]]]]]]]),
+    ]
+}
+
+/// One field of one documented operation: where it goes and its name.
+struct Field {
+    method: String,
+    path: String,
+    place: &'static str,
+    name: String,
+}
+
+/// Every query, path and top-level body field of every operation in the
+/// server's own OpenAPI document (the ones that change who may connect aside).
+fn fields(doc: &Value) -> Vec<Field> {
+    let resolve = |schema: &Value| -> Value {
+        match schema["$ref"].as_str() {
+            Some(r) => doc["components"]["schemas"][r.rsplit('/').next().unwrap()].clone(),
+            None => schema.clone(),
+        }
+    };
+    let mut out = Vec::new();
+    for (path, ops) in doc["paths"].as_object().unwrap() {
+        // Who may connect is not changed mid-run; the event stream never ends by design.
+        if path.starts_with("/api/token") || path.starts_with("/api/session") || path == "/api/events" {
+            continue;
+        }
+        for (method, op) in ops.as_object().unwrap() {
+            for p in op["parameters"].as_array().into_iter().flatten() {
+                let place = if p["in"] == "query" { "query" } else { "path" };
+                out.push(Field {
+                    method: method.to_uppercase(),
+                    path: path.clone(),
+                    place,
+                    name: p["name"].as_str().unwrap().to_owned(),
+                });
+            }
+            let body = resolve(&op["requestBody"]["content"]["application/json"]["schema"]);
+            for name in body["properties"].as_object().into_iter().flatten().map(|(k, _)| k) {
+                out.push(Field {
+                    method: method.to_uppercase(),
+                    path: path.clone(),
+                    place: "body",
+                    name: name.clone(),
+                });
+            }
+        }
+    }
+    out
+}
+
+fn as_text(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+#[test]
+fn extreme_values_in_every_field_never_get_a_5xx() {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let server = Arc::new(runtime.block_on(common::start(|c| c.settings.default_wait_seconds = 0)));
+    // Something for path parameters to find.
+    let (item, doc) = runtime.block_on(async {
+        let item = server.add("a real one").await;
+        (
+            item["id"].as_str().unwrap().to_owned(),
+            server.get_json("/api/openapi.json").await,
+        )
+    });
+    let fields = fields(&doc);
+    assert!(
+        fields.len() > 40,
+        "the document lists the routes' fields: {}",
+        fields.len()
+    );
+    // Every value in every field: a few thousand requests, a few seconds.
+    let values: Vec<Value> = extreme_values().into_iter().collect();
+    let mut tried = 0;
+    for field in &fields {
+        for value in &values {
+            tried += 1;
+            // A URL is at most 65,535 characters to the client (a body has no such bound).
+            let text: String = as_text(&value).chars().take(16_000).collect();
+            let encoded = percent_encoding::utf8_percent_encode(&text, percent_encoding::NON_ALPHANUMERIC).to_string();
+            // Other path parameters name something real; the one under test gets the value.
+            let mut path = String::new();
+            for segment in field.path.split('/').filter(|s| !s.is_empty()) {
+                path.push('/');
+                match segment.strip_prefix('{').and_then(|s| s.strip_suffix('}')) {
+                    Some(name) if field.place == "path" && name == field.name => path.push_str(&encoded),
+                    Some("id") => path.push_str(&item),
+                    Some(_) => path.push_str("default"),
+                    None => path.push_str(segment),
+                }
+            }
+            if field.place == "query" {
+                path.push_str(&format!("?{}={encoded}", field.name));
+            }
+            let body = (field.place == "body").then(|| json!({ field.name.clone(): value.clone() }));
+            let outcome = runtime.block_on(async {
+                let mut request = server.http.request(field.method.parse().unwrap(), server.api(&path));
+                if let Some(body) = &body {
+                    request = request.json(body);
+                }
+                let response = tokio::time::timeout(std::time::Duration::from_secs(10), request.send())
+                    .await
+                    .map_err(|_| "no answer within 10 s".to_owned())?
+                    .map_err(|e| format!("the connection broke (a panic?): {e}"))?;
+                let status = response.status().as_u16();
+                let text = tokio::time::timeout(std::time::Duration::from_secs(10), response.text())
+                    .await
+                    .map_err(|_| "the body did not end within 10 s".to_owned())?
+                    .map_err(|e| format!("the body broke off: {e}"))?;
+                Ok::<_, String>((status, text))
+            });
+            let shown: String = path.chars().take(120).collect();
+            let (status, text) = outcome.unwrap_or_else(|e| panic!("{} {shown}: {e}", field.method));
+            assert!(
+                status < 500,
+                "{} {shown} with {} {} = {:.80} → {status}: {:.300}",
+                field.method,
+                field.place,
+                field.name,
+                text_preview(value),
+                text
+            );
+        }
+    }
+    assert!(tried > 1000, "{tried} requests");
+    runtime.block_on(async {
+        assert_eq!(server.get_json("/healthz").await["status"], "ok");
+        assert_eq!(server.engine.queue.integrity_check().await.unwrap(), "ok");
+    });
+    let server = Arc::try_unwrap(server).ok().expect("one owner");
+    runtime.block_on(server.stop());
+}
+
+fn text_preview(v: &Value) -> String {
+    as_text(v).chars().take(80).collect()
+}

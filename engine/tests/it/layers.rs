@@ -5,13 +5,17 @@
 //! Read from the sources: every `crate::name` path and `crate::{…}` group in
 //! `engine/src`, by the top-level module of the file it is in. A new module
 //! must be given a layer here, which is the moment to decide where it sits.
+//!
+//! Also read from the sources: files and folders are created only by
+//! `private_fs` (owner-only, never through a link, never at a name another
+//! account could have chosen; `docs/RELIABILITY.md`, "Other accounts").
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 /// The layers, lowest first. The crate root (`lib.rs`) sits above them all.
 const LAYERS: &[&[&str]] = &[
-    &["error", "time", "paths", "peer", "markdown", "media"],
+    &["error", "time", "private_fs", "paths", "peer", "markdown", "media"],
     &["model"],
     &["config", "store"],
     &["events", "auth", "connection", "lock", "snippets", "connect", "export"],
@@ -136,4 +140,69 @@ fn every_module_imports_only_downward_and_there_is_no_cycle() {
     assert!(wrong.is_empty(), "layering broken:\n{}", wrong.join("\n"));
     // The scan itself works: the queue is known to use the store.
     assert!(graph["queue"].contains("store"), "{graph:?}");
+}
+
+/// The ways Rust can create a file or folder, or name the shared temp folder.
+const CREATES: &[&str] = &[
+    "File::create",
+    "fs::write(",
+    "OpenOptions",
+    "fs::copy(",
+    "create_dir(",
+    "create_dir_all(",
+    "DirBuilder",
+    "tempfile::",
+    "temp_dir()",
+    "hard_link(",
+];
+
+/// A source file's lines outside its test module (tests build fixtures freely).
+fn lines_outside_tests(file: &Path) -> Vec<(usize, String)> {
+    let text = std::fs::read_to_string(file).unwrap();
+    let mut out = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        if line.trim_start().starts_with("#[cfg(test)]") {
+            break;
+        }
+        let code = line.split("//").next().unwrap_or("");
+        out.push((n + 1, code.to_owned()));
+    }
+    out
+}
+
+#[test]
+fn only_private_fs_creates_files() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = Vec::new();
+    rust_files(&root.join("src"), &mut files);
+    rust_files(&root.join("../src-tauri"), &mut files);
+    assert!(files.len() > 50, "the scan found the sources: {}", files.len());
+    let mut found = Vec::new();
+    for file in &files {
+        // private_fs itself, and test modules kept in files of their own.
+        if file.ends_with("private_fs.rs") || file.ends_with("tests.rs") {
+            continue;
+        }
+        for (n, code) in lines_outside_tests(file) {
+            for pattern in CREATES {
+                let outside = code
+                    .match_indices(pattern)
+                    .any(|(at, _)| !code[..at].ends_with("private_fs::"));
+                if outside {
+                    found.push(format!("{}:{n}: {pattern}", file.display()));
+                }
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "create files and folders through engine::private_fs (owner-only, O_EXCL, no links):\n{}",
+        found.join("\n")
+    );
+    // The scan itself works: private_fs is where they are.
+    let here: Vec<_> = lines_outside_tests(&root.join("src/private_fs.rs"))
+        .into_iter()
+        .filter(|(_, code)| CREATES.iter().any(|p| code.contains(p)))
+        .collect();
+    assert!(here.len() >= 3, "{here:?}");
 }

@@ -6,6 +6,8 @@
 //! --test it <area>::`.
 
 mod common;
+#[cfg(unix)]
+mod other_account;
 
 mod api;
 mod attachments;
@@ -33,3 +35,5 @@ mod search;
 mod security;
 mod storage;
 mod templates;
+#[cfg(unix)]
+mod threats;

@@ -14,64 +14,8 @@ use std::process::{Command, Output, Stdio};
 
 use serde_json::{json, Value};
 
-const NOBODY: &str = "65534";
-
-fn root() -> bool {
-    std::fs::metadata("/proc/self").is_ok_and(|m| std::os::unix::fs::MetadataExt::uid(&m) == 0)
-}
-
-/// Skip (loudly) where no second account can be used; CI runs as root, so
-/// there the tests always run.
-macro_rules! need_root {
-    () => {
-        if !root() {
-            assert!(std::env::var_os("CI").is_none(), "CI must run these as root");
-            eprintln!("skipped: switching to another account needs root");
-            return;
-        }
-    };
-}
-
-/// `program args…` run as `nobody`.
-fn as_nobody(program: &str, args: &[&str]) -> Command {
-    let mut c = Command::new("setpriv");
-    c.args(["--reuid", NOBODY, "--regid", NOBODY, "--clear-groups", program])
-        .args(args);
-    c
-}
-
-/// The HTTP status `nobody` gets for a request (curl; 000 when there is no answer).
-fn nobody_status(method: &str, url: &str, body: Option<&str>, bearer: Option<&str>) -> String {
-    let mut args = vec![
-        "-s",
-        "-o",
-        "/dev/null",
-        "-w",
-        "%{http_code}",
-        "--max-time",
-        "3",
-        "-X",
-        method,
-    ];
-    let auth;
-    if let Some(token) = bearer {
-        auth = format!("Authorization: Bearer {token}");
-        args.extend(["-H", &auth]);
-    }
-    if let Some(body) = body {
-        args.extend([
-            "-H",
-            "Content-Type: application/json",
-            "-H",
-            "Accept: application/json, text/event-stream",
-            "--data",
-            body,
-        ]);
-    }
-    args.push(url);
-    let out = as_nobody("curl", &args).output().expect("setpriv and curl run");
-    String::from_utf8_lossy(&out.stdout).trim().to_owned()
-}
+use crate::need_root;
+use crate::other_account::{as_nobody, nobody_status};
 
 const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"nobody","version":"0"}}}"#;
 

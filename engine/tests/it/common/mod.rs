@@ -34,7 +34,14 @@ pub async fn start_in(dir: std::sync::Arc<tempfile::TempDir>, configure: impl Fn
     let shutdown = CancellationToken::new();
     let engine = engine::start(config, shutdown.clone()).await.expect("engine starts");
     let url = engine.url.clone();
-    let http = reqwest::Client::builder().pool_max_idle_per_host(0).build().unwrap();
+    // A program the person runs, like the CLI: it says no web page sent it.
+    let mut headers = reqwest::header::HeaderMap::new();
+    headers.insert("sec-fetch-site", reqwest::header::HeaderValue::from_static("none"));
+    let http = reqwest::Client::builder()
+        .pool_max_idle_per_host(0)
+        .default_headers(headers)
+        .build()
+        .unwrap();
     Server {
         engine,
         url,
@@ -387,6 +394,18 @@ pub async fn spawn_binary_via(wrapper: &[&str], db: &std::path::Path, env: &[(&s
         }
     });
     Binary { child, url, log }
+}
+
+/// Whether `done` becomes true within `limit` (checked every 50 ms).
+pub async fn eventually(limit: Duration, mut done: impl FnMut() -> bool) -> bool {
+    let until = std::time::Instant::now() + limit;
+    while std::time::Instant::now() < until {
+        if done() {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    done()
 }
 
 /// Run `local-mcp-server ARGS --url <s>` (no token from the environment):
