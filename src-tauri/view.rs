@@ -73,7 +73,7 @@ pub fn newly_waiting(listening: &mut HashSet<String>, status: &StatusSnapshot) -
     let now: HashSet<String> = status
         .agents
         .iter()
-        .filter(|a| a.state == AgentState::Listening)
+        .filter(|a| matches!(a.state, AgentState::Listening | AgentState::NeedsYou))
         .map(key)
         .collect();
     let started: Vec<String> = status
@@ -107,12 +107,27 @@ pub fn port_fallback_notification(port: u16, holder: Option<&str>, mcp_url: &str
     }
 }
 
+/// An agent's client and the wait it gets, for the tooltip:
+/// " (Claude Code 2.1.330 · waits up to 108 s)", or nothing when its client is unknown.
+pub fn client_note(status: &StatusSnapshot, agent_id: &str) -> String {
+    let Some(client) = status
+        .agents
+        .iter()
+        .find(|a| a.agent_id == agent_id)
+        .and_then(|a| a.client.as_ref())
+    else {
+        return String::new();
+    };
+    let version = client.version.as_deref().map(|v| format!(" {v}")).unwrap_or_default();
+    format!(" ({}{version} · waits up to {} s)", client.name, client.wait_seconds)
+}
+
 /// The first waiting agent with an unanswered question: (report id, agent id).
 fn question(status: &StatusSnapshot) -> Option<(String, String)> {
     status
         .agents
         .iter()
-        .find(|a| a.state == AgentState::Listening && a.asking.is_some())
+        .find(|a| a.state == AgentState::NeedsYou || (a.state == AgentState::Listening && a.asking.is_some()))
         .and_then(|a| Some((a.asking.clone()?, a.agent_id.clone())))
 }
 
@@ -121,13 +136,14 @@ pub fn tray_view(status: &StatusSnapshot) -> TrayView {
     let agent = &status.agent;
     let pending = pending_words(status.queue.pending_count);
     let (icon, state) = match (agent.agent_id.as_deref(), agent.state) {
+        (Some(_), AgentState::NeedsYou) => (TrayIcon::NeedsYou, "needs you"),
         (Some(_), AgentState::Listening) => (TrayIcon::Listening, "listening"),
         (Some(_), AgentState::Working) => (TrayIcon::Working, "working"),
         (Some(_), AgentState::Idle) => (TrayIcon::Offline, "idle"),
         _ => (TrayIcon::Offline, "no agent connected"),
     };
     let who = match agent.agent_id.as_deref() {
-        Some(id) if agent.state != AgentState::Offline => format!("{id} {state}"),
+        Some(id) if agent.state != AgentState::Offline => format!("{id} {state}{}", client_note(status, id)),
         _ => "no agent connected".into(),
     };
     let held: Vec<&str> = status
@@ -432,6 +448,39 @@ mod tests {
     }
 
     #[test]
+    fn the_tooltip_names_the_agents_client_and_its_wait_and_needs_you_is_loudest() {
+        use AgentState::*;
+        let mut s = with_agents(0, &[("claude-myrepo", Listening)]);
+        s.agent = AgentSummary {
+            connected: true,
+            state: Listening,
+            agent_id: Some("claude-myrepo".into()),
+            last_seen_at: None,
+            last_fetch_at: None,
+            waiting: true,
+        };
+        s.agents[0].client = Some(engine::model::AgentClient {
+            name: "Claude Code".into(),
+            version: Some("2.1.330".into()),
+            wait_seconds: 108,
+        });
+        let v = tray_view(&s);
+        assert!(
+            v.tooltip.contains("claude-myrepo listening (Claude Code 2.1.330 · waits up to 108 s)"),
+            "{}",
+            v.tooltip
+        );
+        // The engine's own "needs you": the loudest icon, and the question to answer.
+        s.agent.state = NeedsYou;
+        s.agents[0].state = NeedsYou;
+        s.agents[0].asking = Some("r9".into());
+        let v = tray_view(&s);
+        assert_eq!(v.icon, TrayIcon::NeedsYou);
+        assert_eq!(v.answer, Some(("r9".into(), "claude-myrepo".into())));
+        assert_eq!(newly_waiting(&mut HashSet::new(), &s), ["claude-myrepo"]);
+    }
+
+    #[test]
     fn a_waiting_agent_with_a_question_needs_you() {
         use AgentState::*;
         let mut s = with_agents(0, &[("asker", Listening), ("other", Listening)]);
@@ -525,10 +574,12 @@ mod tests {
                 asking: None,
                 state: *state,
                 connected: *state != AgentState::Offline,
-                waiting: *state == AgentState::Listening,
+                waiting: matches!(*state, AgentState::Listening | AgentState::NeedsYou),
                 last_seen_at: None,
                 last_fetch_at: None,
                 last_result_type: None,
+                client: None,
+                session: None,
             })
             .collect();
         s

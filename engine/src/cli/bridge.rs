@@ -41,6 +41,15 @@ const VERSION_HEADER: &str = "mcp-protocol-version";
 /// The id of a replayed `initialize` (its answer is not the client's).
 const REPLAY_ID: &str = "local-mcp-bridge:reinitialize";
 
+/// The client session this bridge serves: the id its client gave the
+/// stdio servers it starts, or else this bridge's own (one client process).
+fn client_session() -> String {
+    crate::model::CLIENT_SESSION_VARIABLES
+        .iter()
+        .find_map(|name| std::env::var(name).ok().filter(|v| !v.trim().is_empty()))
+        .unwrap_or_else(|| format!("bridge-{}", uuid::Uuid::new_v4()))
+}
+
 /// Run the bridge until stdin closes, as an agent of `queue` (default `default`).
 pub async fn run(source: Source, queue: Option<String>) -> Result<()> {
     let queue = crate::model::queue_or_default(queue.as_deref())?;
@@ -62,6 +71,7 @@ pub async fn run(source: Source, queue: Option<String>) -> Result<()> {
         out,
         state: Mutex::default(),
         inflight: Mutex::default(),
+        client_session: client_session(),
     });
     match bridge.source.resolve() {
         Ok(t) => tracing::info!("bridging stdio to {}", t.queue_url(&bridge.queue)),
@@ -97,6 +107,8 @@ struct Bridge {
     state: Mutex<State>,
     /// Requests in flight, by their JSON-RPC id (as JSON text), and whether each is a tool call.
     inflight: Mutex<HashMap<String, (AbortHandle, bool)>>,
+    /// The client session this bridge serves (see `model::CLIENT_SESSION_HEADER`).
+    client_session: String,
 }
 
 #[derive(Default)]
@@ -285,6 +297,8 @@ impl Bridge {
         if let Some(version) = &version {
             request = request.header(VERSION_HEADER, version);
         }
+        // Which client session this is: the client's own, where it gave us one.
+        request = request.header(crate::model::CLIENT_SESSION_HEADER, &self.client_session);
         let response = request.send().await.map_err(|e| Failed::Away(root_cause(&e)))?;
         let status = response.status();
         if status == reqwest::StatusCode::NOT_FOUND && session.is_some() {

@@ -1,9 +1,6 @@
-//! How long each MCP client lets one tool call run before it cancels it,
-//! and the wait that stays inside that. A wait cut off by the client reaches
-//! the agent as an error (and some models then end their session); a wait
-//! the server ends a little early is the normal empty or default result,
-//! and the agent simply calls again. So a call's wait is the setting, or
-//! nine tenths of its client's limit when that is shorter.
+//! Which MCP client a call comes from, so that its wait ends inside that
+//! client's limit (the table is `model::clients`) and its agent is known even
+//! when the model forgets its `agent_id`.
 //!
 //! The client is known from `initialize` (`clientInfo.name`): in session
 //! mode rmcp keeps it with the session. Clients of the 2026-07-28 protocol
@@ -22,129 +19,65 @@ use std::sync::Mutex;
 use rmcp::model::Implementation;
 use rmcp::service::RequestContext;
 use rmcp::RoleServer;
+use sha2::Digest as _;
 
-/// One client's limit on a tool call.
-pub struct Limit {
-    /// A lowercase piece of its `clientInfo.name` (or `User-Agent`).
-    pub matches: &'static str,
-    pub client: &'static str,
-    pub seconds: u32,
-    /// Where the figure comes from.
-    pub source: &'static str,
-}
-
-/// Most specific first: `cursor-vscode` is Cursor, not VS Code.
-pub const LIMITS: &[Limit] = &[
-    Limit {
-        matches: "claude-code",
-        client: "Claude Code",
-        seconds: 300,
-        source: "remote calls abort after 300 s without a response or progress since v2.1.187 (anthropics/claude-code#70441)",
-    },
-    Limit {
-        matches: "claude-ai",
-        client: "Claude Desktop",
-        seconds: 240,
-        source: "\"No result received from the Claude Desktop app after waiting 4 minutes\" (anthropics/claude-code#44032, #91898)",
-    },
-    Limit {
-        matches: "cursor",
-        client: "Cursor",
-        seconds: 300,
-        source: "no documented setting; long calls reported cut at about 5 minutes",
-    },
-    Limit {
-        matches: "visual studio code",
-        client: "VS Code",
-        seconds: 300,
-        source: "Copilot Chat cancels a tool call after 5 minutes, progress or not (microsoft/vscode#261734)",
-    },
-    Limit {
-        matches: "visual-studio-code",
-        client: "VS Code",
-        seconds: 300,
-        source: "as above",
-    },
-    Limit {
-        matches: "codex",
-        client: "Codex",
-        seconds: 60,
-        source: "tool_timeout_sec defaults to 60 s (openai/codex codex-rs/core/src/mcp_connection_manager.rs, PR #3959)",
-    },
-    Limit {
-        matches: "gemini",
-        client: "Gemini CLI",
-        seconds: 600,
-        source: "per-server timeout defaults to 600 000 ms (google-gemini/gemini-cli docs/tools/mcp-server.md)",
-    },
-    Limit {
-        matches: "zed",
-        client: "Zed",
-        seconds: 60,
-        source: "context servers' request timeout defaults to 60 s (zed-industries/zed PR #45378)",
-    },
-    Limit {
-        matches: "cline",
-        client: "Cline",
-        seconds: 60,
-        source: "DEFAULT_MCP_TIMEOUT_SECONDS = 60 (cline src/shared/mcp.ts)",
-    },
-    Limit {
-        matches: "roo",
-        client: "Roo Code",
-        seconds: 60,
-        source: "Network Timeout defaults to 1 minute (RooCodeInc/Roo-Code-Docs using-mcp-in-roo.mdx)",
-    },
-    Limit {
-        matches: "copilot",
-        client: "GitHub Copilot CLI",
-        seconds: 60,
-        source: "calls cut at 60 s whatever the configured timeout (github/copilot-cli#1535)",
-    },
-    Limit {
-        matches: "opencode",
-        client: "opencode",
-        seconds: 300,
-        source: "a 5-minute cap on MCP calls reported in 1.18 (anomalyco/opencode#39584)",
-    },
-    Limit {
-        matches: "goose",
-        client: "Goose",
-        seconds: 300,
-        source: "extension timeout defaults to 300 s (block/goose docs)",
-    },
-];
-
-/// The client's limit, from its `clientInfo.name` or `User-Agent`.
-pub fn limit_of(name: &str) -> Option<&'static Limit> {
-    let name = name.to_ascii_lowercase();
-    LIMITS.iter().find(|l| name.contains(l.matches))
-}
-
-/// The longest wait that stays inside a limit.
-pub fn safe_wait(limit_seconds: u32) -> u32 {
-    limit_seconds * 9 / 10
-}
+use crate::model::{limit_of, Caller, ClientName};
 
 /// How many distinct `User-Agent`s are remembered (a bound on memory; the
 /// oldest is dropped first).
 const REMEMBERED: usize = 64;
 
-/// What `initialize` taught us about stateless callers.
+/// What `initialize` taught us about stateless callers: the client that
+/// opened with each `User-Agent`.
 #[derive(Default)]
 pub struct Seen {
-    by_agent: Mutex<HashMap<String, (u32, u64)>>,
+    by_agent: Mutex<HashMap<String, (ClientName, u64)>>,
     counter: std::sync::atomic::AtomicU64,
 }
 
-fn user_agent(ctx: &RequestContext<RoleServer>) -> Option<String> {
+fn header(ctx: &RequestContext<RoleServer>, name: &str) -> Option<String> {
     ctx.extensions
         .get::<http::request::Parts>()?
         .headers
-        .get(http::header::USER_AGENT)?
+        .get(name)?
         .to_str()
         .ok()
         .map(str::to_owned)
+}
+
+fn user_agent(ctx: &RequestContext<RoleServer>) -> Option<String> {
+    header(ctx, http::header::USER_AGENT.as_str())
+}
+
+fn named(info: &Implementation) -> ClientName {
+    ClientName {
+        name: info.name.clone(),
+        version: Some(info.version.clone()).filter(|v| !v.is_empty()),
+    }
+}
+
+/// The strictest of two clients (the shorter limit; ending early is harmless).
+fn stricter(a: ClientName, b: ClientName) -> ClientName {
+    let seconds = |c: &ClientName| limit_of(&c.name).map_or(u32::MAX, |l| l.seconds);
+    if seconds(&b) <= seconds(&a) {
+        b
+    } else {
+        a
+    }
+}
+
+/// The id of the client session a call belongs to, from what clients send:
+/// Codex's `_meta.sessionId` (its thread), VS Code's conversation, the stdio
+/// bridge's header, or the MCP session; hashed (it may be a conversation's
+/// id) and shortened. Claude Code and Copilot CLI send none over HTTP.
+fn client_session(ctx: &RequestContext<RoleServer>) -> Option<String> {
+    let from_meta = |key: &str| ctx.meta.get(key).and_then(|v| v.as_str()).map(str::to_owned);
+    let raw = from_meta("sessionId")
+        .or_else(|| from_meta("vscode.conversationId"))
+        .or_else(|| header(ctx, crate::model::CLIENT_SESSION_HEADER))
+        .or_else(|| header(ctx, "mcp-session-id"))?;
+    let digest = sha2::Sha256::digest(raw.as_bytes());
+    Some(hex::encode(&digest[..6]))
 }
 
 impl Seen {
@@ -159,13 +92,17 @@ impl Seen {
             waits_within = limit.map_or("the wait setting", |l| l.client),
             "an MCP client opened"
         );
-        let (Some(agent), Some(limit)) = (user_agent(ctx), limit) else {
+        let Some(agent) = user_agent(ctx) else {
             return;
         };
         let tick = self.counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let mut map = self.by_agent.lock().unwrap_or_else(|p| p.into_inner());
-        let entry = map.entry(agent).or_insert((limit.seconds, tick));
-        *entry = (entry.0.min(limit.seconds), tick);
+        let known = map.remove(&agent).map(|(c, _)| c);
+        let client = match known {
+            Some(earlier) => stricter(earlier, named(client)),
+            None => named(client),
+        };
+        map.insert(agent, (client, tick));
         if map.len() > REMEMBERED {
             if let Some(oldest) = map.iter().min_by_key(|(_, (_, t))| *t).map(|(k, _)| k.clone()) {
                 map.remove(&oldest);
@@ -173,54 +110,59 @@ impl Seen {
         }
     }
 
-    /// The longest wait this call's client allows, if we know its client:
-    /// named in the call's own `_meta` (2026-07-28), by its session's
-    /// `initialize`, or by its `User-Agent`.
-    pub fn max_wait(&self, ctx: &RequestContext<RoleServer>) -> Option<u32> {
-        let named = ctx
-            .meta
-            .client_info()
-            .and_then(|info| limit_of(&info.name))
-            .or_else(|| ctx.peer.peer_info().and_then(|info| limit_of(&info.client_info.name)));
+    /// Who this call's client is, as far as it says: named in the call's
+    /// own `_meta` (2026-07-28), by its session's `initialize`, by the
+    /// `initialize` that came with its `User-Agent`, or by the `User-Agent`
+    /// itself (`codex-mcp-client/0.169.0`); and the client session it is in.
+    pub fn caller(&self, ctx: &RequestContext<RoleServer>) -> Caller {
         let agent = user_agent(ctx);
-        let limit = named.or_else(|| agent.as_deref().and_then(limit_of));
-        if let Some(limit) = limit {
+        let remembered = || {
+            let map = self.by_agent.lock().unwrap_or_else(|p| p.into_inner());
+            agent.as_ref().and_then(|a| map.get(a)).map(|(c, _)| c.clone())
+        };
+        // `product/version (comment)`, when the product is a client we know.
+        let from_agent = || {
+            let product = agent.as_deref()?.split_whitespace().next()?;
+            let (name, version) = product.split_once('/').unwrap_or((product, ""));
+            Some(ClientName {
+                name: name.to_owned(),
+                version: Some(version.to_owned()).filter(|v| !v.is_empty()),
+            })
+        };
+        // In order of trust; the first a limit is known for wins (a
+        // stateless session's stand-in `initialize` names no real client),
+        // else the first that names anything.
+        let candidates = [
+            ctx.meta.client_info().map(|info| named(&info)),
+            ctx.peer.peer_info().map(|info| named(&info.client_info)),
+            remembered(),
+            from_agent(),
+        ];
+        let client = candidates
+            .iter()
+            .flatten()
+            .find(|c| limit_of(&c.name).is_some())
+            .or_else(|| candidates[..3].iter().flatten().find(|c| !c.name.is_empty()))
+            .cloned();
+        let protocol = ctx
+            .meta
+            .protocol_version()
+            .map(|v| v.to_string())
+            .or_else(|| header(ctx, "mcp-protocol-version"));
+        let caller = Caller {
+            client,
+            session: client_session(ctx),
+            // Versions are dates: the 2026-07-28 revision dropped resumable streams.
+            no_resume: protocol.is_some_and(|v| v.as_str() >= "2026-07-28"),
+        };
+        if let Some(limit) = caller.client.as_ref().and_then(|c| limit_of(&c.name)) {
             tracing::debug!(
                 client = limit.client,
                 limit = limit.seconds,
                 source = limit.source,
                 "waits end inside this client's limit"
             );
-            return Some(safe_wait(limit.seconds));
         }
-        let map = self.by_agent.lock().unwrap_or_else(|p| p.into_inner());
-        map.get(&agent?).map(|(seconds, _)| safe_wait(*seconds))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn each_known_client_name_finds_its_limit() {
-        for (name, client) in [
-            ("claude-code", "Claude Code"),
-            ("claude-ai", "Claude Desktop"),
-            ("cursor-vscode", "Cursor"),
-            ("Visual Studio Code", "VS Code"),
-            ("Visual Studio Code - Insiders", "VS Code"),
-            ("codex-mcp-client", "Codex"),
-            ("gemini-cli-mcp-client", "Gemini CLI"),
-            ("Zed", "Zed"),
-            ("Cline", "Cline"),
-            ("opencode", "opencode"),
-        ] {
-            assert_eq!(limit_of(name).map(|l| l.client), Some(client), "{name}");
-        }
-        assert!(limit_of("mcp-inspector").is_none());
-        assert!(LIMITS
-            .iter()
-            .all(|l| safe_wait(l.seconds) < l.seconds && !l.source.is_empty()));
+        caller
     }
 }

@@ -172,8 +172,8 @@ impl ServerHandler for LocalMcp {
         request: CallToolRequestParams,
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
-        let max_wait = self.clients.max_wait(&ctx);
-        tools::call(&self.queue, request, ctx, max_wait).await.map(Into::into)
+        let caller = self.clients.caller(&ctx);
+        tools::call(&self.queue, request, ctx, caller).await.map(Into::into)
     }
 }
 

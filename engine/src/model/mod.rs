@@ -5,6 +5,7 @@
 //! nothing but `error`.
 
 mod attachments;
+mod clients;
 mod queues;
 mod reports;
 mod settings;
@@ -14,6 +15,10 @@ mod templates;
 pub use attachments::{
     attachment_name, Attachment, DeliveredAttachment, DeliveryCopy, Upload, MAX_ATTACHMENTS, MAX_ATTACHMENT_BYTES,
     MAX_ATTACHMENT_NAME_CHARS, MAX_INLINE_TEXT_BYTES,
+};
+pub use clients::{
+    client_slug, limit_of, safe_wait, AgentClient, Caller, ClientName, Limit, CLIENT_SESSION_HEADER,
+    CLIENT_SESSION_VARIABLES, LIMITS,
 };
 pub use queues::{
     mcp_path, queue_from_path, queue_name, queue_or_default, InstructionPatch, NewInstruction, QueueInfo, QueuePatch,
@@ -241,11 +246,14 @@ pub struct UserRequestResult {
 
 /// What an agent is doing, as inferred from its calls (the tray's states).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
-#[serde(rename_all = "lowercase")]
+#[serde(rename_all = "snake_case")]
 pub enum AgentState {
+    /// It is waiting on the person's answer: a call from it waits, and its
+    /// newest report asks something nobody has answered. The loudest state.
+    NeedsYou,
     /// A `get_user_request` call from it is waiting right now.
     Listening,
-    /// It was handed an instruction and has not called back yet.
+    /// It was handed an instruction a short while ago and has not called back yet.
     Working,
     /// Seen recently, but neither waiting nor working.
     Idle,
@@ -263,6 +271,14 @@ pub struct AgentActivity {
     pub last_result_type: Option<ResultType>,
     /// The person asked this agent to stop and its next result will say so.
     pub stop_requested: bool,
+    /// Its MCP client's `clientInfo` name and version, as last given.
+    #[serde(default)]
+    pub client: Option<String>,
+    #[serde(default)]
+    pub client_version: Option<String>,
+    /// Its client session (see `Caller::session`), as last given.
+    #[serde(default)]
+    pub session: Option<String>,
 }
 
 /// An agent as the status API reports it: activity plus inferred state.
@@ -284,6 +300,13 @@ pub struct AgentStatus {
     /// to it since. Answering goes to `POST /api/reports/{id}/reply`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub asking: Option<String>,
+    /// Its MCP client (Claude Code 2.1.330) and the longest one of its calls waits.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client: Option<AgentClient>,
+    /// Its client session, when the client names one (a short hash): agents
+    /// that share it are one client session using several ids (subagents).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<String>,
 }
 
 /// Queue counts.

@@ -13,9 +13,15 @@ use tokio_util::sync::CancellationToken;
 use crate::model::{AgentActivity, AgentState, ResultType};
 
 /// How long an agent counts as "working" after it was handed an instruction
-/// and has not called back. Real tasks take minutes; an agent silent for an
-/// hour has most likely gone away.
-pub const WORKING_FOR_SECONDS: f64 = 3600.0;
+/// and has not called back. Real tasks take minutes, but a state must be
+/// true: one not heard from for longer is shown as gone (offline, "not heard
+/// from for 9 min"), not as busy (issue 25).
+pub const WORKING_FOR_SECONDS: f64 = 300.0;
+
+/// How long after its last call an agent that forgot its `agent_id` is still
+/// recognised by its client alone (`Queue::agent_for`): a long task may
+/// keep it away that long.
+pub const RECOGNISED_FOR_SECONDS: f64 = 3600.0;
 
 /// An agent is its id within a queue.
 type Key = (String, String);
@@ -165,6 +171,9 @@ mod tests {
             last_seen_at: ago(seen),
             last_fetch_at: fetch.map(|(s, _)| ago(s)),
             last_result_type: fetch.and_then(|(_, r)| ResultType::parse(r)),
+            client: None,
+            client_version: None,
+            session: None,
         }
     }
 
@@ -174,6 +183,11 @@ mod tests {
         assert_eq!(
             agent_state(&activity(100, Some((100, "instruction"))), false, 30),
             AgentState::Working
+        );
+        // Nine minutes without a word is not working.
+        assert_eq!(
+            agent_state(&activity(540, Some((540, "instruction"))), false, 30),
+            AgentState::Offline
         );
         assert_eq!(
             agent_state(&activity(5, Some((5, "empty"))), false, 30),

@@ -20,10 +20,11 @@ const AGENTS_LISTED: u32 = 50;
 
 fn rank(s: AgentState) -> u8 {
     match s {
-        AgentState::Listening => 0,
-        AgentState::Working => 1,
-        AgentState::Idle => 2,
-        AgentState::Offline => 3,
+        AgentState::NeedsYou => 0,
+        AgentState::Listening => 1,
+        AgentState::Working => 2,
+        AgentState::Idle => 3,
+        AgentState::Offline => 4,
     }
 }
 
@@ -56,13 +57,28 @@ impl Queue {
             .into_iter()
             .map(|a| {
                 let waiting = self.inner.calls.waiting(&a.queue, &a.agent_id) > 0;
-                let state = agent_state(&a, waiting, settings.agent_stale_after_seconds);
+                let asks = asking(&a.queue, &a.agent_id);
+                let state = match agent_state(&a, waiting, settings.agent_stale_after_seconds) {
+                    AgentState::Listening if asks.is_some() => AgentState::NeedsYou,
+                    state => state,
+                };
+                let client = a.client.map(|name| {
+                    crate::model::AgentClient::of(
+                        &crate::model::ClientName {
+                            name,
+                            version: a.client_version,
+                        },
+                        settings.default_wait_seconds,
+                    )
+                });
                 AgentStatus {
                     state,
                     connected: state != AgentState::Offline,
                     waiting,
                     stop_requested: a.stop_requested,
-                    asking: asking(&a.queue, &a.agent_id),
+                    asking: asks,
+                    client,
+                    session: a.session,
                     queue: a.queue,
                     agent_id: a.agent_id,
                     last_seen_at: Some(a.last_seen_at),
@@ -74,12 +90,19 @@ impl Queue {
         // A waiting call whose first write has not landed yet is still a listening agent.
         for (queue, id) in self.inner.calls.waiting_agents() {
             if !agents.iter().any(|a| a.agent_id == id && a.queue == queue) {
+                let asks = asking(&queue, &id);
                 agents.push(AgentStatus {
-                    asking: asking(&queue, &id),
+                    state: if asks.is_some() {
+                        AgentState::NeedsYou
+                    } else {
+                        AgentState::Listening
+                    },
+                    asking: asks,
+                    client: None,
+                    session: None,
                     agent_id: id,
                     queue,
                     stop_requested: false,
-                    state: AgentState::Listening,
                     connected: true,
                     waiting: true,
                     last_seen_at: None,
@@ -89,7 +112,6 @@ impl Queue {
             }
         }
         // Stable sort: within a state, the store's "most recently seen first" order holds.
-        // A listening agent with a question comes first of all.
         agents.sort_by_key(|a| (rank(a.state), a.asking.is_none()));
         let agent = match agents.first() {
             Some(a) => AgentSummary {

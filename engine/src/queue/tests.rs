@@ -4,7 +4,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::wait::WaitOutcome;
 use super::*;
-use crate::model::{ResultType, Settings, UserRequestResult};
+use crate::model::{Caller, ResultType, Settings, UserRequestResult};
 
 fn queue(wait: u32) -> (Queue, CancellationToken) {
     let shutdown = CancellationToken::new();
@@ -32,7 +32,7 @@ async fn waiting_call(q: &Queue, gone: CancellationToken) -> tokio::task::JoinHa
     let call = {
         let q = q.clone();
         tokio::spawn(async move {
-            q.get_user_request(None, Some("a"), None, gone, None, None)
+            q.get_user_request(None, Some("a"), Caller::default(), None, gone, None)
                 .await
                 .unwrap()
         })
@@ -71,7 +71,7 @@ fn agent_ids_are_trimmed_and_bounded() {
 async fn an_empty_queue_waits_the_full_configured_time() {
     let (q, _s) = queue(86_400);
     let (r, outcome) = q
-        .get_user_request(None, Some("a"), None, CancellationToken::new(), None, None)
+        .get_user_request(None, Some("a"), Caller::default(), None, CancellationToken::new(), None)
         .await
         .unwrap();
     assert_eq!(outcome, WaitOutcome::TimedOut);

@@ -17,8 +17,8 @@ use super::dispatch::Place;
 use super::{log_event, Inner, Queue};
 use crate::events::{Event, EventData, EventKind};
 use crate::model::{
-    agent_id, queue_or_default, DeliveredAttachment, DeliveredInstruction, Instruction, ResultType, UserRequestResult,
-    DEFAULT_AGENT_ID, MAX_WAIT_SECONDS,
+    agent_id, client_slug, queue_or_default, Caller, DeliveredAttachment, DeliveredInstruction, Instruction,
+    ResultType, UserRequestResult, DEFAULT_AGENT_ID, MAX_WAIT_SECONDS,
 };
 use crate::store::Durability;
 use crate::{time, Result};
@@ -94,21 +94,30 @@ impl Queue {
     /// another program, gone) never fails the call: it delivers nothing and
     /// returns the normal `default_response` whose text says why, so the
     /// agent's loop goes on.
+    ///
+    /// `caller` is what the call's client says about itself: its wait ends
+    /// inside that client's limit, and a call without `agent_id` is the
+    /// agent its client session (or its client) already is ([`Queue::agent_for`]).
     pub async fn get_user_request(
         &self,
         queue: Option<&str>,
         agent_id: Option<&str>,
+        caller: Caller,
         report: Option<(String, Vec<String>)>,
         caller_gone: CancellationToken,
         waiting: Option<tokio::sync::oneshot::Sender<u32>>,
-        max_wait: Option<u32>,
     ) -> Result<(UserRequestResult, WaitOutcome)> {
         let queue = queue_or_default(queue)?;
-        let agent = self::agent_id(agent_id)?.unwrap_or_else(|| DEFAULT_AGENT_ID.to_owned());
-        match self
-            .take_or_wait(&queue, &agent, report, caller_gone, waiting, max_wait)
-            .await
-        {
+        let given = self::agent_id(agent_id)?;
+        let call = async {
+            let agent = match given {
+                Some(agent) => agent,
+                None => self.agent_for(&queue, &caller).await?,
+            };
+            self.take_or_wait(&queue, &agent, caller, report, caller_gone, waiting)
+                .await
+        };
+        match call.await {
             Err(fault) if fault.is_storage_fault() => {
                 fault.log();
                 self.mark_status_dirty();
@@ -127,15 +136,51 @@ impl Queue {
         }
     }
 
+    /// The agent a call without `agent_id` is, when the model forgot it
+    /// (`docs/ARCHITECTURE.md`, "Agent identity"): the agent its client
+    /// session last was in this queue; else, for a client that sends no
+    /// session id, the one agent of the same client seen in this queue
+    /// recently; else a name from its client (and session).
+    pub(crate) async fn agent_for(&self, queue: &str, caller: &Caller) -> Result<String> {
+        let (queue, caller) = (queue.to_owned(), caller.clone());
+        let stale = self.settings().agent_stale_after_seconds;
+        self.blocking(move |i| {
+            i.store.read(|db| {
+                if let Some(session) = &caller.session {
+                    if let Some(agent) = db.agent_of_session(&queue, session)? {
+                        return Ok(agent);
+                    }
+                } else if let Some(client) = &caller.client {
+                    // Recently: an agent may work an hour between calls (its stale
+                    // window if that is longer).
+                    let window = f64::from(stale).max(super::agents::RECOGNISED_FOR_SECONDS);
+                    let since = time::format(::time::OffsetDateTime::now_utc() - ::time::Duration::seconds_f64(window));
+                    let agents = db.agents_of_client(&queue, &client.name, &since)?;
+                    if let [only] = agents.as_slice() {
+                        return Ok(only.clone());
+                    }
+                }
+                Ok(match (&caller.client, &caller.session) {
+                    (Some(c), Some(s)) => format!("{}-{s}", client_slug(&c.name)),
+                    (Some(c), None) => client_slug(&c.name),
+                    (None, Some(s)) => format!("agent-{s}"),
+                    (None, None) => DEFAULT_AGENT_ID.to_owned(),
+                })
+            })
+        })
+        .await
+    }
+
     async fn take_or_wait(
         &self,
         queue: &str,
         agent: &str,
+        caller: Caller,
         report: Option<(String, Vec<String>)>,
         caller_gone: CancellationToken,
         waiting: Option<tokio::sync::oneshot::Sender<u32>>,
-        max_wait: Option<u32>,
     ) -> Result<(UserRequestResult, WaitOutcome)> {
+        let max_wait = caller.max_wait();
         let (queue, agent) = (queue.to_owned(), agent.to_owned());
         let started = Instant::now();
         self.ensure_queue(&queue).await?;
@@ -143,13 +188,17 @@ impl Queue {
             self.record_report(&queue, &agent, content, options).await?;
         }
         let mut call = self.inner.calls.begin(&queue, &agent);
+        if caller.no_resume {
+            // The call it replaces may still be settling an answer it cut off.
+            self.await_settled(&queue, &agent).await?;
+        }
         let line = InLine {
             queue: self,
             place: self.inner.dispatch.enter(&queue, &agent),
         };
 
         let settings = self.settings();
-        let ended = match self.claim(&queue, &agent, None, true).await? {
+        let ended = match self.claim(&queue, &agent, None, Some(caller)).await? {
             Claim::Got(item, remaining) => Ok((item, remaining)),
             Claim::Stopped(remaining) => Err((WaitOutcome::Stopped, remaining)),
             Claim::Nothing => {
@@ -246,7 +295,7 @@ impl Queue {
                     if signals.caller_gone.is_cancelled() || signals.superseded.is_cancelled() {
                         continue; // the next turn reports why; leaving gives the offer back
                     }
-                    let claimed = self.claim(queue, agent, offer, false).await;
+                    let claimed = self.claim(queue, agent, offer, None).await;
                     self.inner.dispatch.settle(place);
                     match claimed? {
                         Claim::Got(item, remaining) => return Ok(Ok((item, remaining))),
@@ -303,10 +352,26 @@ impl Queue {
     /// One transaction: a pending stop request wins; otherwise claim the
     /// offered instruction (`offer`) or else the first one `agent` may take
     /// in `queue`, unless the queue is held. It records the agent's activity
-    /// and logs `instruction.consumed`. With `first`, a call that gets
-    /// nothing still records that the agent was seen.
-    async fn claim(&self, queue: &str, agent: &str, offer: Option<String>, first: bool) -> Result<Claim> {
+    /// and logs `instruction.consumed`. With `first` (the call's first
+    /// claim, and what its client says about itself), a call that gets
+    /// nothing still records that the agent was seen, and the agent's client
+    /// and client session are noted.
+    async fn claim(&self, queue: &str, agent: &str, offer: Option<String>, first: Option<Caller>) -> Result<Claim> {
         let (queue, agent) = (queue.to_owned(), agent.to_owned());
+        // What the client said about itself, kept on the agent's row (once per call).
+        let note = {
+            let (queue, agent) = (queue.clone(), agent.clone());
+            move |db: &crate::store::Db<'_>, caller: Option<&Caller>| match caller {
+                Some(c) if c.client.is_some() || c.session.is_some() => db.note_caller(
+                    &queue,
+                    &agent,
+                    c.client.as_ref().map(|n| n.name.as_str()),
+                    c.client.as_ref().and_then(|n| n.version.as_deref()),
+                    c.session.as_deref(),
+                ),
+                _ => Ok(()),
+            }
+        };
         self.blocking(move |i| {
             i.store.write(
                 Durability::Normal,
@@ -315,19 +380,25 @@ impl Queue {
                     let mut events = Vec::new();
                     // A new call from this agent: what was sent to it before arrived.
                     // (No event: nothing a person sees changes.)
-                    if first {
+                    if first.is_some() {
                         db.confirm_sent(&queue, &agent, &now)?;
                     }
                     let key = (queue.clone(), agent.clone());
                     if i.stops().contains(&key) && db.take_stop(&queue, &agent)? {
                         db.touch_agent(&queue, &agent, &now, Some(ResultType::Stop))?;
+                        note(db, first.as_ref())?;
                         return Ok((Claim::Stopped(db.eligible_count(&queue, &agent)?), events));
                     }
                     let item = if i.is_held(&queue) {
                         None
                     } else {
-                        // With `redeliver_in_doubt`, a delivery in doubt goes again first, to the same agent.
-                        let again = if first && i.settings.read().unwrap_or_else(|p| p.into_inner()).redeliver_in_doubt
+                        // A delivery in doubt goes again first, to the same agent: with
+                        // `redeliver_in_doubt`, and always to a client that cannot resume a
+                        // broken stream (it lost that answer: a second instruction must not
+                        // overtake it).
+                        let again = if first.as_ref().is_some_and(|c| c.no_resume)
+                            || (first.is_some()
+                                && i.settings.read().unwrap_or_else(|p| p.into_inner()).redeliver_in_doubt)
                         {
                             db.reclaim_in_doubt(&queue, &agent, &now)?
                         } else {
@@ -342,12 +413,14 @@ impl Queue {
                         }
                     };
                     let Some(mut item) = item else {
-                        if first {
+                        if first.is_some() {
                             db.touch_agent(&queue, &agent, &now, None)?;
+                            note(db, first.as_ref())?;
                         }
                         return Ok((Claim::Nothing, events));
                     };
                     db.touch_agent(&queue, &agent, &now, Some(ResultType::Instruction))?;
+                    note(db, first.as_ref())?;
                     let rows = db.attachments_of(&item.id)?;
                     item.attachments = rows.iter().map(|r| r.attachment.clone()).collect();
                     let (left, remaining) = db.pending_in(&queue, &agent)?;
@@ -375,6 +448,24 @@ impl Queue {
         })
         .await
         .map(|(claim, _)| claim)
+    }
+
+    /// Wait (briefly, boundedly) until none of `agent`'s deliveries in
+    /// `queue` is still `claimed`: a call that replaces one whose stream broke
+    /// must see that delivery settled (`in_doubt`) before it claims, or it
+    /// would take a second instruction past the one it lost.
+    async fn await_settled(&self, queue: &str, agent: &str) -> Result<()> {
+        let deadline = Instant::now() + Duration::from_secs(2);
+        loop {
+            let (q, a) = (queue.to_owned(), agent.to_owned());
+            let open = self
+                .blocking(move |i| i.store.read(|db| db.open_claims_of(&q, &a)))
+                .await?;
+            if open == 0 || Instant::now() >= deadline {
+                return Ok(());
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
     }
 
     /// Consume the stop request a waiting call was woken for; returns what

@@ -420,6 +420,18 @@ impl<'c> Db<'c> {
             .execute(params![queue, agent_id, now])?)
     }
 
+    /// How many of `agent_id`'s deliveries in `queue` are claimed and not yet
+    /// settled (their answer is still on its way, or just cut off).
+    pub fn open_claims_of(&self, queue: &str, agent_id: &str) -> Result<u64> {
+        Ok(self
+            .conn
+            .prepare_cached(
+                "SELECT COUNT(*) FROM instructions
+                 WHERE status = 'consumed' AND queue = ?1 AND consumed_by_agent_id = ?2 AND delivery = 'claimed'",
+            )?
+            .query_row([queue, agent_id], |r| r.get::<_, i64>(0))? as u64)
+    }
+
     /// Claims a crash left open (no answer was known to be written): in doubt.
     pub fn doubt_open_claims(&self, now: &str) -> Result<Vec<Instruction>> {
         let mut stmt = self.conn.prepare_cached(&format!(
@@ -774,7 +786,8 @@ impl<'c> Db<'c> {
     /// Known agents, most recently seen first.
     pub fn agents(&self, limit: u32) -> Result<Vec<AgentActivity>> {
         let mut stmt = self.conn.prepare_cached(
-            "SELECT queue, agent_id, last_seen_at, last_fetch_at, last_result_type, stop_requested_at FROM agent_activity
+            "SELECT queue, agent_id, last_seen_at, last_fetch_at, last_result_type, stop_requested_at,
+                    client, client_version, session FROM agent_activity
              ORDER BY last_seen_at DESC, queue, agent_id LIMIT ?1",
         )?;
         let rows = stmt.query_map([limit], |r| {
@@ -787,9 +800,58 @@ impl<'c> Db<'c> {
                 last_fetch_at: r.get("last_fetch_at")?,
                 // An unknown value (a newer version's) reads as none.
                 last_result_type: result.as_deref().and_then(ResultType::parse),
+                client: r.get("client")?,
+                client_version: r.get("client_version")?,
+                session: r.get("session")?,
             })
         })?;
         Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+    }
+
+    /// What an agent's client said about itself on its latest call (a value
+    /// not given keeps what was known).
+    pub fn note_caller(
+        &self,
+        queue: &str,
+        agent_id: &str,
+        client: Option<&str>,
+        version: Option<&str>,
+        session: Option<&str>,
+    ) -> Result<()> {
+        self.conn
+            .prepare_cached(
+                "UPDATE agent_activity SET client = COALESCE(?3, client), client_version = COALESCE(?4, client_version),
+                        session = COALESCE(?5, session)
+                 WHERE queue = ?1 AND agent_id = ?2",
+            )?
+            .execute(params![queue, agent_id, client, version, session])?;
+        Ok(())
+    }
+
+    /// The agent most recently seen in `queue` from client session `session`.
+    pub fn agent_of_session(&self, queue: &str, session: &str) -> Result<Option<String>> {
+        Ok(self
+            .conn
+            .prepare_cached(
+                "SELECT agent_id FROM agent_activity WHERE queue = ?1 AND session = ?2
+                 ORDER BY last_seen_at DESC LIMIT 1",
+            )?
+            .query_row([queue, session], |r| r.get(0))
+            .optional()?)
+    }
+
+    /// Up to two agents of `queue` whose client is `client` and that sent no
+    /// client session, seen since `since` (one means: that is the agent).
+    pub fn agents_of_client(&self, queue: &str, client: &str, since: &str) -> Result<Vec<String>> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT agent_id FROM agent_activity
+             WHERE queue = ?1 AND client = ?2 AND session IS NULL AND last_seen_at >= ?3
+             ORDER BY last_seen_at DESC LIMIT 2",
+        )?;
+        let rows = stmt
+            .query_map([queue, client, since], |r| r.get(0))?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        Ok(rows)
     }
 
     // ---- reports ------------------------------------------------------------

@@ -13,6 +13,7 @@ mod api;
 mod attachments;
 mod backup;
 mod catalog;
+mod clients;
 mod connect;
 mod crash;
 mod daemon;

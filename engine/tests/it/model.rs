@@ -325,9 +325,9 @@ async fn run(ops: Vec<Op>) {
                     .get_user_request(
                         Some(queue),
                         Some(agent),
+                        engine::model::Caller::default(),
                         report.map(|c| (c, Vec::new())),
                         CancellationToken::new(),
-                        None,
                         None,
                     )
                     .await

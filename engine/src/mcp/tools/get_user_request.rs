@@ -29,8 +29,8 @@ use tokio_util::sync::CancellationToken;
 
 use super::{portable, tool_error};
 use crate::mcp::disconnect::{Carried, ClientGone};
-use crate::model::Delivery;
 use crate::model::UserRequestResult;
+use crate::model::{Caller, Delivery};
 use crate::queue::Queue;
 
 pub const NAME: &str = "get_user_request";
@@ -86,7 +86,7 @@ pub async fn call(
     queue: &Queue,
     request: CallToolRequestParams,
     ctx: RequestContext<RoleServer>,
-    max_wait: Option<u32>,
+    caller: Caller,
 ) -> Result<CallToolResult, McpError> {
     let args: Args = match request.arguments {
         None => Args::default(),
@@ -112,10 +112,10 @@ pub async fn call(
     let call = queue.get_user_request(
         queue_name.as_deref(),
         args.agent_id.as_deref(),
+        caller,
         report,
         gone.clone(),
         Some(waiting_tx),
-        max_wait,
     );
     tokio::pin!(call);
     let progress_token = ctx.meta.get_progress_token();

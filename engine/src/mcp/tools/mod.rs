@@ -28,10 +28,10 @@ pub async fn call(
     queue: &Queue,
     request: CallToolRequestParams,
     ctx: RequestContext<RoleServer>,
-    max_wait: Option<u32>,
+    caller: crate::model::Caller,
 ) -> Result<CallToolResult, McpError> {
     match request.name.as_ref() {
-        get_user_request::NAME => get_user_request::call(queue, request, ctx, max_wait).await,
+        get_user_request::NAME => get_user_request::call(queue, request, ctx, caller).await,
         other => Err(McpError::invalid_params(
             format!("unknown tool {other:?}; the tools are: {}", names().join(", ")),
             None,

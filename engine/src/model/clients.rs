@@ -1,0 +1,303 @@
+//! Who an agent's MCP client is, and how long each client lets one tool
+//! call run before it gives up on it (or, for Claude Code, stops listening
+//! for its answer). A wait cut off by the client reaches the agent as an
+//! error (and some models then end their session), or — worse — as a result
+//! nobody reads; a wait the server ends a little early is the normal empty
+//! or default result, and the agent simply calls again. So a call's wait is
+//! the setting, or nine tenths of its client's limit when that is shorter.
+//! Plain data: `mcp::client_limits` learns which client a call is from, the
+//! status report names it with the wait it gets (`docs/CLIENTS.md`).
+
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+/// One client's limit on a tool call.
+pub struct Limit {
+    /// A lowercase piece of its `clientInfo.name` (or `User-Agent`).
+    pub matches: &'static str,
+    pub client: &'static str,
+    /// How long one call may run before the client gives up on it (or, for
+    /// Claude Code, stops listening for its answer).
+    pub seconds: u32,
+    /// The client release the figure was read from or measured with (or,
+    /// where the source names none, when its documentation was read).
+    pub version: &'static str,
+    /// Where the figure comes from.
+    pub source: &'static str,
+}
+
+/// Most specific first: `cursor-vscode` is Cursor, not VS Code.
+///
+/// Measured here (2026-11-25) with the real clients against a logging server
+/// that answered after a long wait, for the four that run on Linux from npm:
+/// Claude Code, Codex, Gemini CLI, Copilot CLI. The others are from their
+/// documentation or issue trackers, as each `source` says.
+pub const LIMITS: &[Limit] = &[
+    Limit {
+        matches: "claude-code",
+        client: "Claude Code",
+        seconds: 120,
+        version: "2.1.330",
+        source: "an MCP call still running after 120000 ms is moved to the background \
+                 (feature tengu_mcp_auto_background, on by default; CLAUDE_CODE_MCP_AUTO_BACKGROUND_MS), \
+                 and a result that arrives later is a notification the model may ignore \
+                 (anthropics/claude-code#78566, #78407); read in the package's code, where \
+                 the remote idle limit is 300 s (CLAUDE_CODE_MCP_TOOL_IDLE_TIMEOUT)",
+    },
+    Limit {
+        matches: "claude-ai",
+        client: "Claude Desktop",
+        seconds: 240,
+        version: "1.46388",
+        source: "\"No result received from the Claude Desktop app after waiting 4 minutes\" (anthropics/claude-code#44032, #91898)",
+    },
+    Limit {
+        matches: "cursor",
+        client: "Cursor",
+        seconds: 300,
+        version: "as reported in 2026",
+        source: "no documented setting; long calls reported cut at about 5 minutes (forum reports, 2026)",
+    },
+    Limit {
+        matches: "visual studio code",
+        client: "VS Code",
+        seconds: 300,
+        version: "1.103",
+        source: "Copilot Chat cancels a tool call after 5 minutes, progress or not (microsoft/vscode#261734)",
+    },
+    Limit {
+        matches: "visual-studio-code",
+        client: "VS Code",
+        seconds: 300,
+        version: "1.103",
+        source: "as above (Insiders and other builds name themselves this way)",
+    },
+    Limit {
+        matches: "codex",
+        client: "Codex",
+        seconds: 300,
+        version: "0.169.0",
+        source: "measured: `timed out awaiting tools/call after 300s` and notifications/cancelled at 300 s, \
+                 progress or not (the default tool_timeout_sec became 300 s in openai/codex#28234)",
+    },
+    Limit {
+        matches: "gemini",
+        client: "Gemini CLI",
+        seconds: 600,
+        version: "0.61.0",
+        source: "measured: notifications/cancelled at 600 s, progress or not (per-server timeout default \
+                 600 000 ms, google-gemini/gemini-cli docs/tools/mcp-server.md)",
+    },
+    Limit {
+        matches: "zed",
+        client: "Zed",
+        seconds: 60,
+        version: "as documented 2025-12",
+        source: "context servers' request timeout defaults to 60 s (zed-industries/zed PR #45378)",
+    },
+    Limit {
+        matches: "cline",
+        client: "Cline",
+        seconds: 60,
+        version: "as documented 2026-11",
+        source: "DEFAULT_MCP_TIMEOUT_SECONDS = 60 (cline src/shared/mcp.ts)",
+    },
+    Limit {
+        matches: "roo",
+        client: "Roo Code",
+        seconds: 60,
+        version: "as documented 2026-11",
+        source: "Network Timeout defaults to 1 minute (RooCodeInc/Roo-Code-Docs using-mcp-in-roo.mdx)",
+    },
+    Limit {
+        matches: "copilot",
+        client: "GitHub Copilot CLI",
+        seconds: 180,
+        version: "1.0.102",
+        source: "measured: `MCP error -32001: Request timed out` after 180 s without progress",
+    },
+    Limit {
+        matches: "opencode",
+        client: "opencode",
+        seconds: 300,
+        version: "1.18.9",
+        source: "a 5-minute cap on MCP calls reported in 1.18 (anomalyco/opencode#39584)",
+    },
+    Limit {
+        matches: "goose",
+        client: "Goose",
+        seconds: 300,
+        version: "as documented 2026-11",
+        source: "extension timeout defaults to 300 s (block/goose docs)",
+    },
+];
+
+/// The client's limit, from its `clientInfo.name` or `User-Agent`.
+pub fn limit_of(name: &str) -> Option<&'static Limit> {
+    let name = name.to_ascii_lowercase();
+    LIMITS.iter().find(|l| name.contains(l.matches))
+}
+
+/// The longest wait that stays inside a limit.
+pub fn safe_wait(limit_seconds: u32) -> u32 {
+    limit_seconds * 9 / 10
+}
+
+/// The header the stdio bridge names its client session with: the client's
+/// own session id where it gives one to the stdio servers it starts (Claude
+/// Code's `CLAUDE_CODE_SESSION_ID`, Copilot CLI's `COPILOT_AGENT_SESSION_ID`),
+/// else the bridge's process. Over HTTP those clients send none.
+pub const CLIENT_SESSION_HEADER: &str = "x-local-mcp-session";
+
+/// The environment variables in which clients give the stdio servers they
+/// start their own session id (what they never send over HTTP).
+pub const CLIENT_SESSION_VARIABLES: &[&str] = &["CLAUDE_CODE_SESSION_ID", "COPILOT_AGENT_SESSION_ID"];
+
+/// What a `get_user_request` call's client says about itself, beyond the
+/// `agent_id` the model passes (`docs/ARCHITECTURE.md`, "Agent identity").
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Caller {
+    /// Its `clientInfo` (from the call's `_meta`, its session's `initialize`,
+    /// or the `initialize` that came with its `User-Agent`).
+    pub client: Option<ClientName>,
+    /// A short hash of the id of the client session the call belongs to: its
+    /// MCP session, Codex's `_meta.sessionId`, VS Code's
+    /// `_meta["vscode.conversationId"]`, the stdio bridge's session.
+    pub session: Option<String>,
+    /// It speaks a protocol without resumable streams (2026-07-28): an
+    /// answer cut off on its way is lost to it, so its next call gets that
+    /// instruction again rather than a second one (`docs/ARCHITECTURE.md`,
+    /// "Delivery rules").
+    pub no_resume: bool,
+}
+
+impl Caller {
+    /// The longest this call may wait: inside its client's limit, if known.
+    pub fn max_wait(&self) -> Option<u32> {
+        self.client
+            .as_ref()
+            .and_then(|c| limit_of(&c.name))
+            .map(|l| safe_wait(l.seconds))
+    }
+}
+
+/// A client's name and version as it gives them (`clientInfo`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClientName {
+    pub name: String,
+    pub version: Option<String>,
+}
+
+/// An agent's MCP client as the status report shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct AgentClient {
+    /// The client's name: the product's (Claude Code) where it is known, else as the client gives it.
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+    /// The longest one of its calls waits now (the setting, or inside its client's limit).
+    pub wait_seconds: u32,
+}
+
+impl AgentClient {
+    /// How the report shows `client`, whose calls wait at most `setting` seconds.
+    pub fn of(client: &ClientName, setting: u32) -> AgentClient {
+        let limit = limit_of(&client.name);
+        AgentClient {
+            name: limit.map_or_else(|| client.name.clone(), |l| l.client.to_owned()),
+            version: client.version.clone(),
+            wait_seconds: limit.map_or(setting, |l| setting.min(safe_wait(l.seconds))),
+        }
+    }
+}
+
+/// A name for an agent made from its client's: lowercase letters, digits
+/// and dashes (`claude-code`, `visual-studio-code`).
+pub fn client_slug(name: &str) -> String {
+    let mut slug = String::new();
+    for c in name.chars().flat_map(char::to_lowercase) {
+        if c.is_ascii_alphanumeric() {
+            slug.push(c);
+        } else if !slug.ends_with('-') && !slug.is_empty() {
+            slug.push('-');
+        }
+    }
+    let slug: String = slug.trim_end_matches('-').chars().take(40).collect();
+    if slug.is_empty() {
+        "agent".to_owned()
+    } else {
+        slug
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_known_client_name_finds_its_limit() {
+        for (name, client) in [
+            ("claude-code", "Claude Code"),
+            ("claude-ai", "Claude Desktop"),
+            ("cursor-vscode", "Cursor"),
+            ("Visual Studio Code", "VS Code"),
+            ("Visual Studio Code - Insiders", "VS Code"),
+            ("codex-mcp-client", "Codex"),
+            ("gemini-cli-mcp-client", "Gemini CLI"),
+            ("Zed", "Zed"),
+            ("Cline", "Cline"),
+            ("opencode", "opencode"),
+        ] {
+            assert_eq!(limit_of(name).map(|l| l.client), Some(client), "{name}");
+        }
+        assert!(limit_of("mcp-inspector").is_none());
+        assert_eq!(limit_of("copilot-cli").map(|l| l.client), Some("GitHub Copilot CLI"));
+    }
+
+    #[test]
+    fn every_limit_names_its_source_and_the_version_it_was_read_from() {
+        for l in LIMITS {
+            assert!(safe_wait(l.seconds) < l.seconds, "{}", l.client);
+            assert!(l.source.len() > 20, "{}: a source", l.client);
+            assert!(
+                l.version.chars().any(|c| c.is_ascii_digit()),
+                "{}: the release (2.1.330) or the documentation's date, not {:?}",
+                l.client,
+                l.version
+            );
+        }
+    }
+
+    /// Claude Code moves a call still running at 120 s to the background,
+    /// and may ignore what it returns after: a wait must end before.
+    #[test]
+    fn clients_name_agents_and_say_their_wait() {
+        assert_eq!(
+            client_slug("Visual Studio Code - Insiders"),
+            "visual-studio-code-insiders"
+        );
+        assert_eq!(client_slug("claude-code"), "claude-code");
+        assert_eq!(client_slug("∂∂"), "agent");
+        let shown = AgentClient::of(
+            &ClientName {
+                name: "claude-code".into(),
+                version: Some("2.1.330".into()),
+            },
+            3600,
+        );
+        assert_eq!((shown.name.as_str(), shown.wait_seconds), ("Claude Code", 108));
+        let unknown = ClientName {
+            name: "my-client".into(),
+            version: None,
+        };
+        assert_eq!(AgentClient::of(&unknown, 60).wait_seconds, 60);
+        assert_eq!(AgentClient::of(&unknown, 60).name, "my-client");
+    }
+
+    #[test]
+    fn claude_code_waits_end_before_its_background_move() {
+        let limit = limit_of("claude-code").unwrap();
+        assert!(safe_wait(limit.seconds) < 120, "{}", safe_wait(limit.seconds));
+        assert_eq!(safe_wait(limit.seconds), 108);
+    }
+}
