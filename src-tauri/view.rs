@@ -466,7 +466,8 @@ mod tests {
         });
         let v = tray_view(&s);
         assert!(
-            v.tooltip.contains("claude-myrepo listening (Claude Code 2.1.330 · waits up to 108 s)"),
+            v.tooltip
+                .contains("claude-myrepo listening (Claude Code 2.1.330 · waits up to 108 s)"),
             "{}",
             v.tooltip
         );
