@@ -64,6 +64,7 @@ describe("claude code — its own limits", () => {
     const meta = {
       "io.modelcontextprotocol/protocolVersion": "2026-07-28",
       "io.modelcontextprotocol/clientInfo": { name: "claude-code", title: "Claude Code", version: limits.version ?? "?" },
+      "io.modelcontextprotocol/clientCapabilities": {},
       progressToken: "canary",
     };
     const body = { jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "get_user_request", arguments: { agent_id: "canary" }, _meta: meta } };

@@ -516,3 +516,38 @@ fn waits_stay_inside_the_timeouts_connect_writes() {
         );
     }
 }
+
+/// SEP-2575 (the 2026-07-28 revision's per-request `_meta`): "no
+/// notifications/message for requests that didn't set _meta.../logLevel".
+/// The conformance suite's check needs a fixture tool local-mcp does not
+/// have, so this is that check against `get_user_request`: a waiting call
+/// with neither a progress token nor a log level gets no log message; one
+/// that asked for debug logs gets its announcement as one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_2026_call_gets_log_messages_only_when_it_asked_for_them() {
+    let s = common::start(|c| c.settings.default_wait_seconds = 1).await;
+    for (extra, wants_log) in [
+        (json!({}), false),
+        (json!({ "io.modelcontextprotocol/logLevel": "debug" }), true),
+    ] {
+        let raw = Raw2026::new(&s, "some-2026-client", "1.0").with_meta(extra.clone());
+        let text = tokio::time::timeout(
+            Duration::from_secs(20),
+            raw.send(
+                "tools/call",
+                json!({ "name": "get_user_request", "arguments": { "agent_id": "quiet" } }),
+                false,
+            )
+            .await
+            .text(),
+        )
+        .await
+        .expect("the wait ends within 20 s")
+        .unwrap();
+        let all = messages(&text);
+        assert!(all.iter().any(|m| m["result"].is_object()), "{text}");
+        let logged = all.iter().any(|m| m["method"] == "notifications/message");
+        assert_eq!(logged, wants_log, "with _meta {extra}: {text}");
+    }
+    s.stop().await;
+}

@@ -203,13 +203,23 @@ async fn shape(mut result: UserRequestResult) -> Result<CallToolResult, McpError
 }
 
 /// The first message of a waiting call: progress 0 when the caller asked
-/// for progress, otherwise a debug-level log line. Logging is deprecated for
-/// a future protocol revision (SEP-2577) but valid in every version clients
-/// negotiate today, and it is the one notification that needs no token
-/// from the caller; when it goes, this must become another first message.
+/// for progress, otherwise a debug-level log line. Logging is deprecated
+/// (SEP-2577) but valid in the 2025 revisions, and it is the one
+/// notification that needs no token from the caller. A 2026-07-28 caller
+/// gets log messages only if its request set `_meta.../logLevel` (SEP-2575,
+/// "no notifications/message for requests that didn't set logLevel"): one
+/// that set neither gets no first message (the known 2026 clients, Claude
+/// Code and Copilot CLI, always send a progress token).
 #[allow(deprecated)]
 async fn announce_wait(ctx: &RequestContext<RoleServer>, token: Option<ProgressToken>, wait_seconds: u32) {
     let message = format!("queue empty: waiting up to {wait_seconds} s for the user's next instruction");
+    let era_2026 = ctx
+        .meta
+        .protocol_version()
+        .is_some_and(|v| v.to_string().as_str() >= "2026-07-28");
+    if token.is_none() && era_2026 && ctx.meta.log_level() != Some(LoggingLevel::Debug) {
+        return;
+    }
     let sent = match token {
         Some(token) => {
             let param = ProgressNotificationParam::new(token, 0.0)
