@@ -2,7 +2,7 @@
 //! headless `local-mcp-server` already holds the person's database — that
 //! server, over its HTTP API (the desktop then runs as its window and tray).
 
-use engine::cli::remote::Remote;
+use engine::client::remote::Remote;
 use engine::model::{NewInstruction, Upload};
 use tauri::{AppHandle, Manager};
 

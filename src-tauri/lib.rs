@@ -39,6 +39,9 @@ pub const QUICK_ADD_SHORTCUT: &str = "CmdOrCtrl+Alt+Space";
 struct Cli {
     #[command(flatten)]
     serve: engine::config::ServeArgs,
+    /// Where the commands find the running instance (global: before or after the command).
+    #[command(flatten)]
+    connect: engine::cli::Connect,
     /// Open the quick-add box (in the running instance, if there is one)
     #[arg(long)]
     quick_add: bool,
@@ -65,12 +68,18 @@ pub struct Shell {
     engine: Mutex<Option<Engine>>,
     /// Set when a headless server already held the database at start: this
     /// app is that server's window and tray.
-    pub attached: Option<engine::cli::remote::Remote>,
+    pub attached: Option<engine::client::remote::Remote>,
 }
 
 pub fn run() -> ExitCode {
     let mut cli = Cli::parse();
-    let config = match engine::cli::prelude("local-mcp", &cli.serve, cli.command.take(), &mut Cli::command()) {
+    let config = match engine::cli::prelude(
+        "local-mcp",
+        &cli.serve,
+        &cli.connect,
+        cli.command.take(),
+        &mut Cli::command(),
+    ) {
         engine::cli::Prelude::Serve(config) => config,
         engine::cli::Prelude::Exit(code) => return code,
     };
@@ -187,7 +196,7 @@ fn run_engine(app: &mut tauri::App, engine: Engine) -> Result<(), Box<dyn std::e
 /// holds the database: its page, its event stream, the tooltip says whose.
 fn run_attached(
     app: &mut tauri::App,
-    remote: engine::cli::remote::Remote,
+    remote: engine::client::remote::Remote,
     shutdown: CancellationToken,
 ) -> Result<(), Box<dyn std::error::Error>> {
     tracing::info!(url = %remote.base, "a local-mcp server already serves this database; attaching to it");
@@ -214,7 +223,7 @@ fn run_attached(
 fn shell_for(
     base: &str,
     token: Option<String>,
-    attached: Option<engine::cli::remote::Remote>,
+    attached: Option<engine::client::remote::Remote>,
 ) -> Result<Shell, Box<dyn std::error::Error>> {
     let page_url = url::Url::parse(&format!("{base}/"))?;
     Ok(Shell {
@@ -235,8 +244,8 @@ fn attach_to(
     db: &std::path::Path,
     connection_file: Option<&std::path::Path>,
     api_token: Option<String>,
-) -> Option<engine::cli::remote::Remote> {
-    use engine::cli::target::Source;
+) -> Option<engine::client::remote::Remote> {
+    use engine::client::target::Source;
     let base = engine::lock::holder(db)?.url?;
     // Its connection file, when it describes this server, carries the token it requires;
     // else the configured one. `resolve` also refuses a server another account runs.
@@ -255,7 +264,7 @@ fn attach_to(
         )
         .map_err(|e| tracing::warn!(error = %e, "cannot attach to the server that holds the database"))
         .ok()?;
-    Some(engine::cli::remote::Remote {
+    Some(engine::client::remote::Remote {
         base: target.base,
         token: target.token,
     })

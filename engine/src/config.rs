@@ -56,23 +56,25 @@ impl Config {
 }
 
 /// Flags and environment variables shared by `local-mcp-server` and the tray app.
+/// Every one is global: `--port 8123 start` and `start --port 8123` mean the
+/// same, and `start --help` lists them.
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct ServeArgs {
     /// Address to bind. Anything but loopback requires an API token.
-    #[arg(long, env = "HOST")]
+    #[arg(long, env = "HOST", global = true)]
     pub host: Option<String>,
     /// HTTP port for the page, the API and /mcp [default: 8000]
-    #[arg(long = "port", env = "HTTP_PORT")]
+    #[arg(long = "port", env = "HTTP_PORT", global = true)]
     pub http_port: Option<u16>,
     /// SQLite database file [default: local_mcp.sqlite3 in the platform data folder]
-    #[arg(long, env = "DB_PATH")]
+    #[arg(long, env = "DB_PATH", global = true)]
     pub db_path: Option<PathBuf>,
     /// Log filter, e.g. info, debug, local_mcp=trace [default: info]
-    #[arg(long, env = "LOG_LEVEL")]
+    #[arg(long, env = "LOG_LEVEL", global = true)]
     pub log_level: Option<String>,
     /// Folder for the daily log files (7 kept); `off` for none
     /// [default: logs in the platform state folder]
-    #[arg(long, env = "LOCAL_MCP_LOG_DIR")]
+    #[arg(long, env = "LOCAL_MCP_LOG_DIR", global = true)]
     pub log_dir: Option<PathBuf>,
     /// First-run values of the runtime settings (one flag per `model::FIELDS` entry).
     #[command(flatten)]
@@ -81,13 +83,13 @@ pub struct ServeArgs {
     #[arg(long, env = "MCP_STATELESS", value_parser = clap::builder::BoolishValueParser::new())]
     pub mcp_stateless: Option<bool>,
     /// Require `Authorization: Bearer <token>` on /api and /mcp (empty = off)
-    #[arg(long, env = "API_TOKEN", hide_env_values = true)]
+    #[arg(long, env = "API_TOKEN", hide_env_values = true, global = true)]
     pub api_token: Option<String>,
-    /// Fail instead of trying the next free port when the port is taken
-    #[arg(long)]
+    /// Fail instead of trying the next free port when --port is taken
+    #[arg(long, global = true)]
     pub no_port_fallback: bool,
     /// TOML config file [default: config.toml in the platform config folder, if present]
-    #[arg(long, env = "LOCAL_MCP_CONFIG")]
+    #[arg(long, env = "LOCAL_MCP_CONFIG", global = true)]
     pub config: Option<PathBuf>,
     /// Connection-info file: written by a running instance, read by the CLI and
     /// the stdio bridge [default: connection.json in the platform config folder]
@@ -95,7 +97,7 @@ pub struct ServeArgs {
     pub connection_file: Option<PathBuf>,
     /// Token file (owner-only) used when API_TOKEN is not set; the page's settings
     /// create, regenerate or remove it [default: token in the platform config folder]
-    #[arg(long, env = "LOCAL_MCP_TOKEN_FILE")]
+    #[arg(long, env = "LOCAL_MCP_TOKEN_FILE", global = true)]
     pub token_file: Option<PathBuf>,
 }
 

@@ -122,7 +122,7 @@ pub fn write_bundle(export: &Export, out: impl Write, original: impl Fn(&Attachm
 }
 
 /// What an import did, or would do (`dry_run`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct ImportSummary {
     pub dry_run: bool,
     /// Pending instructions added at the back of their queues.
@@ -190,8 +190,9 @@ impl Bundle {
 }
 
 /// Open an export file: JSON, or a bundle (told apart by the tar header, not the name).
-pub fn open(path: &Path) -> Result<Opened> {
-    let name = path.display();
+/// `name` is how messages call the file ("the file": what was sent is a
+/// temporary copy whose path means nothing to the person).
+pub fn open(path: &Path, name: &str) -> Result<Opened> {
     let bad = |why: String| Error::Invalid(format!("{name} {why}"));
     let mut file = File::open(path).map_err(|e| bad(format!("cannot be read: {e}")))?;
     let mut head = [0u8; 512];

@@ -23,6 +23,7 @@
 
 mod auth;
 pub mod cli;
+pub mod client;
 pub mod config;
 pub mod connect;
 mod connection;
@@ -238,7 +239,7 @@ fn same_user_account() -> Option<peer::Account> {
         Err(e) => {
             tracing::warn!(error = %e, "cannot tell which account this is; other accounts are refused unless they send the token");
             // Fail closed: an account no socket can have.
-            Some(peer::Account::MAX)
+            Some(peer::Account::NOBODY)
         }
     }
 }

@@ -130,7 +130,16 @@ fn describe(format: ImageFormat) -> (&'static str, &'static str, &'static str) {
 
 fn image(bytes: &[u8], format: ImageFormat) -> Result<(Encoded, (Encoded, Vec<u8>)), Error> {
     let (label, mime_type, ext) = describe(format);
-    let unreadable = |e: image::ImageError| Error::Invalid(format!("this {label} image cannot be read: {e}"));
+    // The decoder's own words are for the log; the person is told what is wrong with the file.
+    let unreadable = |e: image::ImageError| {
+        tracing::debug!(error = %e, "an upload's image cannot be decoded");
+        let why = match e {
+            image::ImageError::Limits(_) => "it is too large to decode",
+            image::ImageError::Unsupported(_) => "it uses a variant of the format that is not supported",
+            _ => "its data is damaged or cut off",
+        };
+        Error::Invalid(format!("not a readable {label} image ({why})"))
+    };
     let mut reader = ImageReader::with_format(Cursor::new(bytes), format);
     let mut limits = Limits::default();
     limits.max_alloc = Some(MAX_ALLOC);

@@ -42,7 +42,9 @@ def test_status_add_list(server):
     r = cli(server, "list")
     assert r.returncode == 0
     lines = r.stdout.splitlines()
-    assert "1. Fix the flaky test" in lines[0] and "2. Second line …" in lines[1]
+    # Grouped by queue, numbered within it.
+    assert lines[0].startswith("default — 2 pending"), r.stdout
+    assert "1. Fix the flaky test" in lines[1] and "2. Second line …" in lines[2], r.stdout
     assert len(json.loads(cli(server, "list", "--json").stdout)["items"]) == 2
 
     blank = cli(server, "add", "-", stdin="   \n")
@@ -81,9 +83,9 @@ def test_queues_targets_hold_and_stop(server):
     assert r.returncode == 0 and "in repo-a for claude" in r.stdout, r.stdout + r.stderr
     assert cli(server, "add", "elsewhere").returncode == 0
     listed = cli(server, "list", "--queue", "repo-a")
-    assert listed.returncode == 0 and "[→ claude] Rebase on main" in listed.stdout and "elsewhere" not in listed.stdout
+    assert listed.returncode == 0 and "1. Rebase on main [→ claude]" in listed.stdout and "elsewhere" not in listed.stdout
     everything = cli(server, "list").stdout
-    assert "[repo-a → claude] Rebase on main" in everything and "elsewhere" in everything
+    assert "repo-a — 1 pending\n  1. Rebase on main [→ claude]" in everything and "elsewhere" in everything, everything
     bad = cli(server, "list", "--queue", "no/slashes")
     assert bad.returncode == 1 and "not valid" in bad.stderr
 
@@ -121,7 +123,9 @@ def test_reports_and_reply(server):
     consume(server, "bob", "default", report="Which **database**?", options=["SQLite", "Postgres"])
     r = cli(server, "reports", "--agent", "bob")
     assert r.returncode == 0, r.stderr
-    assert "bob in default" in r.stdout and "Which **database**?" in r.stdout and "options: SQLite | Postgres" in r.stdout
+    assert "bob in default" in r.stdout and "Which **database**?" in r.stdout
+    # The answers are numbered: `reply bob 2` picks the second.
+    assert "  1. SQLite\n  2. Postgres" in r.stdout, r.stdout
     assert json.loads(cli(server, "reports", "--json").stdout)["items"][0]["options"] == ["SQLite", "Postgres"]
     server.add("queued earlier")
     r = cli(server, "reply", "bob", "-", stdin="SQLite, please\n")

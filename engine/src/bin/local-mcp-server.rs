@@ -19,13 +19,22 @@ use engine::config::ServeArgs;
 struct Cli {
     #[command(flatten)]
     serve: ServeArgs,
+    /// Where the commands find the running instance (global: before or after the command).
+    #[command(flatten)]
+    connect: engine::cli::Connect,
     #[command(subcommand)]
     command: Option<engine::cli::Command>,
 }
 
 fn main() -> std::process::ExitCode {
     let mut cli = Cli::parse();
-    let config = match prelude("local-mcp-server", &cli.serve, cli.command.take(), &mut Cli::command()) {
+    let config = match prelude(
+        "local-mcp-server",
+        &cli.serve,
+        &cli.connect,
+        cli.command.take(),
+        &mut Cli::command(),
+    ) {
         Prelude::Serve(config) => config,
         Prelude::Exit(code) => return code,
     };
@@ -50,7 +59,10 @@ fn main() -> std::process::ExitCode {
         let engine = match engine::start(config, shutdown.clone()).await {
             Ok(e) => e,
             Err(e) => {
-                e.log();
+                // Said once, in full: a start-up failure is the person's to fix, not a log line.
+                if !matches!(e, engine::Error::Startup(_) | engine::Error::InUse(_)) {
+                    e.log();
+                }
                 eprintln!("local-mcp-server: {e}");
                 // A distinct code, so a script can tell "already running" from a failure.
                 if matches!(e, engine::Error::InUse(_)) {

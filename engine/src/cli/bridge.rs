@@ -27,7 +27,7 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::sync::mpsc;
 use tokio::task::AbortHandle;
 
-use super::target::{http_client, root_cause, Source, Target};
+use crate::client::target::{http_client, root_cause, Source, Target};
 use crate::Result;
 
 /// How long to keep retrying while the app is away (restarting, or not yet

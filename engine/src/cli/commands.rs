@@ -1,69 +1,23 @@
-//! `status`, `add`, `list`, `hold`, `release`, `stop`, `reports`, `reply`
-//! and `config`: small JSON API calls, printed for people.
+//! `status`, `add`, `list`, `search`, `templates`, `hold`, `release`,
+//! `stop`, `reports`, `reply` and `config`: calls of the running instance
+//! through [`crate::client::Client`], printed for people.
 
 use std::io::Read;
 
-use serde_json::{json, Value};
-
-use super::target::{http_client, root_cause, Source, Target};
 use super::Failure;
-use crate::snippets::{self, Client, Endpoint};
+use crate::client::{encode, Client, FilePart, NewInstruction, Source, Target};
+use crate::model::{
+    AgentState, AgentStatus, Attachment, Instruction, InstructionStatus, Report, StatusSnapshot, MAX_INSTRUCTION_BYTES,
+};
+use crate::snippets::{self, Endpoint};
 use crate::Error;
 
-/// Call the API; a JSON error body becomes its message.
-pub(super) async fn call(
-    target: &Target,
-    method: reqwest::Method,
-    path: &str,
-    body: Option<Value>,
-) -> Result<Value, Failure> {
-    let mut request = http_client()?.request(method, target.api(path));
-    if let Some(body) = body {
-        request = request.json(&body);
-    }
-    send(target, request).await
+/// The running instance's API, found through `source`.
+pub fn client(source: &Source) -> Result<Client, Failure> {
+    Ok(Client::new(source.resolve()?)?)
 }
 
-/// Send a request to the running instance (with its token) and read the JSON answer.
-async fn send(target: &Target, request: reqwest::RequestBuilder) -> Result<Value, Failure> {
-    let text = send_text(target, request).await?;
-    Ok(serde_json::from_str(&text).unwrap_or(Value::Null))
-}
-
-/// Send a request to the running instance (with its token) and read the
-/// answer's text; an error answer becomes its message.
-pub(super) async fn send_text(target: &Target, mut request: reqwest::RequestBuilder) -> Result<String, Failure> {
-    if let Some(token) = &target.token {
-        request = request.bearer_auth(token);
-    }
-    let response = request.send().await.map_err(|e| {
-        Failure(
-            format!(
-                "local-mcp is not answering at {} ({}). Is it running?",
-                target.base,
-                root_cause(&e)
-            ),
-            3,
-        )
-    })?;
-    let status = response.status();
-    let text = response
-        .text()
-        .await
-        .map_err(|e| Failure(format!("reading the answer failed: {e}"), 1))?;
-    if status.is_success() {
-        return Ok(text);
-    }
-    let value: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
-    let message = value["error"]["message"].as_str().unwrap_or(text.trim());
-    let hint = match status.as_u16() {
-        401 => " (this local-mcp requires a token: pass --token, or run this where it wrote its connection-info file)",
-        _ => "",
-    };
-    Err(Failure(format!("{message}{hint}"), 1))
-}
-
-fn print_json(value: &Value) {
+fn print_json(value: &impl serde::Serialize) {
     println!("{}", serde_json::to_string_pretty(value).unwrap_or_default());
 }
 
@@ -79,7 +33,7 @@ fn human_duration(seconds: u64) -> String {
 }
 
 /// A local process's resident memory (Linux: `/proc/<pid>/status`), when readable.
-fn resident_mib(pid: u64) -> Option<f64> {
+fn resident_mib(pid: u32) -> Option<f64> {
     let text = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
     let kib: f64 = text
         .lines()
@@ -92,16 +46,43 @@ fn resident_mib(pid: u64) -> Option<f64> {
     Some(kib / 1024.0)
 }
 
-pub async fn status(target: &Target, only: Option<&str>, raw: bool) -> Result<(), Failure> {
+/// An agent's state in words, loudest first in `status`.
+fn state_words(a: &AgentStatus) -> String {
+    let since = |t: &Option<String>| {
+        t.as_deref()
+            .and_then(crate::time::seconds_since)
+            .map(|s| human_duration(s as u64))
+    };
+    match a.state {
+        AgentState::NeedsYou => "NEEDS YOU: it asked a question and waits for your answer (reports, then reply)".into(),
+        AgentState::Listening => "listening (waiting for an instruction)".into(),
+        AgentState::Working => match since(&a.last_fetch_at) {
+            Some(ago) => format!("working (took an instruction {ago} ago)"),
+            None => "working".into(),
+        },
+        AgentState::Idle => "idle".into(),
+        AgentState::Offline => match since(&a.last_seen_at) {
+            Some(ago) => format!("gone (not heard from for {ago})"),
+            None => "gone".into(),
+        },
+    }
+}
+
+/// " · Claude Code 2.1.330, waits up to 108 s", when its client is known.
+fn client_words(a: &AgentStatus) -> String {
+    a.client.as_ref().map_or_else(String::new, |c| {
+        let version = c.version.as_deref().map(|v| format!(" {v}")).unwrap_or_default();
+        format!(" · {}{version}, waits up to {} s", c.name, c.wait_seconds)
+    })
+}
+
+pub async fn status(client: &Client, only: Option<&str>, raw: bool) -> Result<(), Failure> {
     let only = only.map(crate::model::queue_name).transpose()?;
-    let mut s = call(target, reqwest::Method::GET, "/api/status", None).await?;
+    let mut s: StatusSnapshot = client.status().await?;
     if let Some(q) = &only {
-        for list in ["queues", "agents"] {
-            if let Some(items) = s[list].as_array_mut() {
-                items.retain(|i| i.get("queue").or(i.get("name")).and_then(Value::as_str) == Some(q));
-            }
-        }
-        if s["queues"].as_array().is_some_and(Vec::is_empty) {
+        s.queues.retain(|x| &x.name == q);
+        s.agents.retain(|a| &a.queue == q);
+        if s.queues.is_empty() {
             return Err(Failure(format!("no queue named {q}"), 1));
         }
     }
@@ -109,59 +90,70 @@ pub async fn status(target: &Target, only: Option<&str>, raw: bool) -> Result<()
         print_json(&s);
         return Ok(());
     }
-    let server = &s["server"];
-    println!(
-        "local-mcp {} is running at {} (MCP: {}/mcp)",
-        server["version"].as_str().unwrap_or("?"),
-        server["url"].as_str().unwrap_or(&target.base),
-        server["url"].as_str().unwrap_or(&target.base),
-    );
-    for q in s["queues"].as_array().cloned().unwrap_or_default() {
-        let name = q["name"].as_str().unwrap_or("?");
+    let url = &s.server.url;
+    // What needs the person comes first of all.
+    for a in s.agents.iter().filter(|a| a.state == AgentState::NeedsYou) {
         println!(
-            "queue {name}: {} pending, {} delivered{} (MCP: {}{})",
-            q["pending_count"],
-            q["consumed_count"],
-            if q["held"] == true { ", HELD" } else { "" },
-            server["url"].as_str().unwrap_or(&target.base),
-            crate::model::mcp_path(name),
+            "{} in {} NEEDS YOU: it asked a question and waits (`reports --agent {}`, then `reply {} …`)",
+            a.agent_id, a.queue, a.agent_id, a.agent_id
         );
     }
-    if let Some(fault) = server["storage_fault"].as_str() {
+    println!(
+        "local-mcp {} is running: the page at {url}/ · agents at {}",
+        s.server.version,
+        format!("{url}{}", crate::model::MCP_PATH)
+    );
+    for q in &s.queues {
+        let listening = q.waiting_agents.len();
+        let nobody = if q.pending_count > 0 && !s.agents.iter().any(|a| a.queue == q.name && a.connected) {
+            " — no agent is there to take them"
+        } else {
+            ""
+        };
+        println!(
+            "queue {}: {} pending, {} delivered{}{} (MCP: {url}{}){nobody}",
+            q.name,
+            q.pending_count,
+            q.consumed_count,
+            if q.held { ", HELD" } else { "" },
+            match listening {
+                0 => String::new(),
+                n => format!(", {n} listening"),
+            },
+            crate::model::mcp_path(&q.name),
+        );
+    }
+    if let Some(fault) = &s.server.storage_fault {
         println!("cannot write its database: {fault}");
     }
-    match s["queue"]["in_doubt_count"].as_u64() {
-        Some(0) | None => {}
-        Some(n) => println!("deliveries in doubt: {n} (the answer was cut off; send them again from the page)"),
+    if s.queue.in_doubt_count > 0 {
+        println!(
+            "deliveries in doubt: {} (the answer was cut off; send them again from the page)",
+            s.queue.in_doubt_count
+        );
     }
-    if let Some(pid) = server["pid"].as_u64().filter(|p| *p > 0) {
-        let uptime = server["started_at"]
-            .as_str()
-            .and_then(crate::time::seconds_since)
-            .map(|s| format!(", up {}", human_duration(s.max(0.0) as u64)))
+    if s.server.pid > 0 {
+        let uptime = crate::time::seconds_since(&s.server.started_at)
+            .map(|t| format!(", up {}", human_duration(t as u64)))
             .unwrap_or_default();
-        let memory = resident_mib(pid)
+        let memory = resident_mib(s.server.pid)
             .map(|m| format!(", {m:.1} MiB resident"))
             .unwrap_or_default();
-        println!("process: pid {pid}{uptime}{memory}");
+        println!("process: pid {}{uptime}{memory}", s.server.pid);
     }
-    if let Some(dir) = server["log_dir"].as_str() {
+    if let Some(dir) = &s.server.log_dir {
         println!("log files: {dir}");
     }
-    let agents = s["agents"].as_array().cloned().unwrap_or_default();
-    if agents.is_empty() {
-        println!("agents: none has called yet");
+    if s.agents.is_empty() {
+        println!("agents: none has called yet (`connect` sets one up)");
     }
-    for a in agents {
+    for a in &s.agents {
         println!(
             "agent {} in {}: {}{}",
-            a["agent_id"].as_str().unwrap_or("?"),
-            a["queue"].as_str().unwrap_or("?"),
-            a["state"].as_str().unwrap_or("?"),
-            a["last_seen_at"]
-                .as_str()
-                .map(|t| format!(" (last seen {t})"))
-                .unwrap_or_default()
+            a.agent_id,
+            a.queue,
+            state_words(a),
+            client_words(a)
         );
     }
     Ok(())
@@ -169,7 +161,8 @@ pub async fn status(target: &Target, only: Option<&str>, raw: bool) -> Result<()
 
 /// The text of `add` or `reply`: the words, or stdin for "-".
 fn text_of(words: &[String]) -> Result<String, Failure> {
-    let content = if words == ["-"] {
+    let from_stdin = words == ["-"];
+    let content = if from_stdin {
         let mut text = String::new();
         std::io::stdin()
             .read_to_string(&mut text)
@@ -180,80 +173,62 @@ fn text_of(words: &[String]) -> Result<String, Failure> {
         words.join(" ")
     };
     if content.trim().is_empty() {
-        return Err(Failure("the instruction is empty; nothing was queued".into(), 1));
+        let why = if from_stdin {
+            "stdin was empty"
+        } else {
+            "the text is empty"
+        };
+        return Err(Failure(format!("{why}; nothing was queued"), 1));
+    }
+    if content.len() > MAX_INSTRUCTION_BYTES {
+        return Err(Failure(
+            format!(
+                "the text is {} KiB; an instruction is at most {} KiB. Attach longer text as a file instead: \
+                 add --attach FILE (a UTF-8 text file up to 20 MiB)",
+                content.len().div_ceil(1024),
+                MAX_INSTRUCTION_BYTES / 1024
+            ),
+            1,
+        ));
     }
     Ok(content)
 }
 
-/// A file to attach: its name and bytes (read from disk, or a template's
-/// fetched from the server: kept in memory, never written anywhere).
-pub struct FilePart {
-    pub name: String,
-    pub bytes: Vec<u8>,
-}
-
-impl FilePart {
-    /// A file on disk, named as it is there.
-    pub fn read(path: &std::path::Path) -> Result<FilePart, Failure> {
-        let bytes = std::fs::read(path).map_err(|e| Failure(format!("cannot read {}: {e}", path.display()), 1))?;
-        let name = path
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        Ok(FilePart { name, bytes })
-    }
-
-    fn part(self) -> reqwest::multipart::Part {
-        reqwest::multipart::Part::bytes(self.bytes).file_name(self.name)
-    }
+/// A file on disk to attach, named as it is there.
+pub fn file_part(path: &std::path::Path) -> Result<FilePart, Failure> {
+    let bytes = std::fs::read(path).map_err(|e| Failure(format!("cannot read {}: {e}", path.display()), 1))?;
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    Ok(FilePart { name, bytes })
 }
 
 /// `add --template NAME [TEXT…]`: the template's text, then TEXT after a
-/// blank line; and its files, fetched to attach again.
+/// blank line; and its files, fetched to attach again (kept in memory).
 pub async fn from_template(
-    target: &Target,
+    client: &Client,
     name: &str,
     words: &[String],
 ) -> Result<(Vec<String>, Vec<FilePart>), Failure> {
-    let path = format!("/api/templates/{}", urlencoding(name));
-    let found = call(target, reqwest::Method::GET, &path, None).await?;
-    let mut text = found["item"]["content"].as_str().unwrap_or_default().to_owned();
+    let template = client.template(name).await?;
+    let mut text = template.content;
     if !words.is_empty() {
         text = format!("{}\n\n{}", text.trim_end(), text_of(words)?);
     }
-    let mut fetched = Vec::new();
-    for file in found["item"]["files"].as_array().into_iter().flatten() {
-        let ordinal = file["ordinal"].as_u64().unwrap_or_default();
-        let url = target.api(&format!("{path}/files/{ordinal}"));
-        let mut request = http_client()?.get(url);
-        if let Some(token) = &target.token {
-            request = request.bearer_auth(token);
-        }
-        let bytes = request
-            .send()
-            .await
-            .and_then(reqwest::Response::error_for_status)
-            .map_err(|e| {
-                Failure(
-                    format!("cannot fetch the template's file {ordinal}: {}", root_cause(&e)),
-                    1,
-                )
-            })?
-            .bytes()
-            .await
-            .map_err(|e| Failure(format!("cannot fetch the template's file {ordinal}: {e}"), 1))?;
-        let name = crate::model::attachment_name(file["name"].as_str().unwrap_or("file"));
-        fetched.push(FilePart {
-            name,
-            bytes: bytes.to_vec(),
+    let mut files = Vec::new();
+    for file in &template.files {
+        files.push(FilePart {
+            name: crate::model::attachment_name(&file.name),
+            bytes: client.template_file(name, file.ordinal).await?,
         });
     }
-    Ok((vec![text], fetched))
+    Ok((vec![text], files))
 }
 
 /// `templates [--save NAME TEXT [--attach FILE…] | --delete NAME] [--json]`.
 pub async fn templates(
-    target: &Target,
+    client: &Client,
     save: Option<Vec<String>>,
     attach: &[std::path::PathBuf],
     delete: Option<String>,
@@ -262,260 +237,298 @@ pub async fn templates(
     if let Some(pair) = save {
         let (name, text) = (&pair[0], &pair[1]);
         let content = text_of(std::slice::from_ref(text))?;
-        let path = format!("/api/templates/{}", urlencoding(name));
-        let mut saved = call(target, reqwest::Method::PUT, &path, Some(json!({ "content": content }))).await?;
-        if !attach.is_empty() {
-            let mut form = reqwest::multipart::Form::new();
-            for file in attach {
-                form = form.part("files", FilePart::read(file)?.part());
-            }
-            let request = http_client()?
-                .post(target.api(&format!("{path}/files")))
-                .multipart(form);
-            saved = send(target, request).await?;
-        }
-        let files = saved["item"]["files"].as_array().map_or(0, Vec::len);
-        let note = match files {
+        let files = attach.iter().map(|p| file_part(p)).collect::<Result<Vec<_>, _>>()?;
+        let saved = client.save_template(name, &content, files).await?;
+        let note = match saved.files.len() {
             0 => String::new(),
             1 => " with 1 file".to_owned(),
             n => format!(" with {n} files"),
         };
-        println!(
-            "saved template {}{note}",
-            saved["item"]["name"].as_str().unwrap_or(name)
-        );
+        println!("saved template {}{note}", saved.name);
         return Ok(());
     }
     if let Some(name) = delete {
-        let path = format!("/api/templates/{}", urlencoding(&name));
-        call(target, reqwest::Method::DELETE, &path, None).await?;
+        client.delete_template(&name).await?;
         println!("deleted template {name}");
         return Ok(());
     }
-    let list = call(target, reqwest::Method::GET, "/api/templates", None).await?;
+    let items = client.templates().await?;
     if json {
-        print_json(&list["items"]);
+        print_json(&serde_json::json!({ "items": items }));
         return Ok(());
     }
-    let items = list["items"].as_array().cloned().unwrap_or_default();
     if items.is_empty() {
         println!("no templates yet: templates --save NAME TEXT, or in the page's settings");
     }
     for t in items {
-        let content = t["content"].as_str().unwrap_or_default();
-        let first = content.lines().next().unwrap_or_default();
-        let more = if content.lines().nth(1).is_some() { " …" } else { "" };
-        println!("{:<20} {first}{more}", t["name"].as_str().unwrap_or_default());
+        let first = t.content.lines().next().unwrap_or_default();
+        let more = if t.content.lines().nth(1).is_some() { " …" } else { "" };
+        println!("{:<20} {first}{more}", t.name);
     }
     Ok(())
 }
 
 pub async fn add(
-    target: &Target,
+    client: &Client,
     queue: Option<String>,
     to: Option<String>,
     words: &[String],
-    attach: Vec<FilePart>,
+    files: Vec<FilePart>,
 ) -> Result<(), Failure> {
-    let created = if attach.is_empty() {
-        let content = text_of(words)?;
-        call(
-            target,
-            reqwest::Method::POST,
-            "/api/instructions",
-            Some(json!({ "content": content, "queue": queue, "target": to })),
-        )
-        .await?
+    // With files the text may be left out: the screenshot says it.
+    let content = if files.is_empty() || !words.is_empty() {
+        text_of(words)?
     } else {
-        // With files the text may be left out: the screenshot says it.
-        let content = if words.is_empty() {
-            String::new()
-        } else {
-            text_of(words)?
-        };
-        let mut form = reqwest::multipart::Form::new().text("content", content);
-        if let Some(q) = queue {
-            form = form.text("queue", q);
-        }
-        if let Some(t) = to {
-            form = form.text("target", t);
-        }
-        for file in attach {
-            form = form.part("files", file.part());
-        }
-        let request = http_client()?.post(target.api("/api/instructions")).multipart(form);
-        send(target, request).await?
+        String::new()
     };
-    let item = &created["item"];
-    let target_note = item["target"].as_str().map(|t| format!(" for {t}")).unwrap_or_default();
-    let files = item["attachments"].as_array().map_or(0, Vec::len);
-    let files_note = match files {
+    let item = client
+        .add(
+            NewInstruction {
+                content,
+                queue,
+                target: to,
+            },
+            files,
+        )
+        .await?;
+    let target_note = item.target.as_deref().map(|t| format!(" for {t}")).unwrap_or_default();
+    let files_note = match item.attachments.len() {
         0 => String::new(),
         1 => " with 1 attachment".to_owned(),
         n => format!(" with {n} attachments"),
     };
-    println!(
-        "queued {} in {}{target_note}{files_note}",
-        item["id"].as_str().unwrap_or("?"),
-        item["queue"].as_str().unwrap_or("?")
-    );
+    println!("queued {} in {}{target_note}{files_note}", item.id, item.queue);
     Ok(())
 }
 
-pub async fn list(target: &Target, queue: Option<&str>, all: bool, raw: bool) -> Result<(), Failure> {
-    let mut path = if all {
-        "/api/instructions?status=all&limit=20".to_owned()
-    } else {
-        "/api/instructions?status=pending".to_owned()
-    };
-    if let Some(q) = queue {
-        path.push_str(&format!("&queue={}", crate::model::queue_name(q)?));
+/// An instruction's first line (at most 100 characters), with "…" when there is more.
+fn first_line(content: &str) -> String {
+    let line = content.lines().find(|l| !l.trim().is_empty()).unwrap_or_default();
+    let shown: String = line.chars().take(100).collect();
+    let more = if shown.len() < content.trim().len() { " …" } else { "" };
+    format!("{shown}{more}")
+}
+
+/// "[image: shot.png, text: notes.txt]" for an instruction's files.
+fn files_words(files: &[Attachment]) -> String {
+    if files.is_empty() {
+        return String::new();
     }
-    let listed = call(target, reqwest::Method::GET, &path, None).await?;
+    let names: Vec<String> = files.iter().map(|f| format!("{}: {}", f.kind, f.name)).collect();
+    format!("[{}]", names.join(", "))
+}
+
+/// One instruction as a line: its text (or that it has none), its files,
+/// who it is for, and who took it.
+fn instruction_line(item: &Instruction) -> String {
+    let text = if item.content.trim().is_empty() {
+        "(no text)".to_owned()
+    } else {
+        first_line(&item.content)
+    };
+    let files = files_words(&item.attachments);
+    let files = if files.is_empty() { files } else { format!(" {files}") };
+    let target = item.target.as_deref().map(|t| format!(" [→ {t}]")).unwrap_or_default();
+    let taken = match (item.status, item.consumed_by_agent_id.as_deref()) {
+        (InstructionStatus::Consumed, Some(agent)) => format!("  [delivered to {agent}]"),
+        _ => String::new(),
+    };
+    format!("{text}{files}{target}{taken}  ({})", item.id)
+}
+
+/// `list`: pending instructions by queue (numbered in delivery order within
+/// each), with their files, and which queues are held.
+pub async fn list(client: &Client, queue: Option<&str>, all: bool, raw: bool) -> Result<(), Failure> {
+    let only = queue.map(crate::model::queue_name).transpose()?;
+    let scope = only.as_deref().map(|q| format!("&queue={q}")).unwrap_or_default();
+    let mut items = client.instructions(&format!("status=pending{scope}")).await?;
+    if all {
+        items.extend(client.instructions(&format!("status=consumed&limit=20{scope}")).await?);
+    }
     if raw {
-        print_json(&listed);
+        print_json(&serde_json::json!({ "items": items }));
         return Ok(());
     }
-    let items = listed["items"].as_array().cloned().unwrap_or_default();
-    if items.is_empty() {
-        println!("the queue is empty");
-    }
-    for (n, item) in items.iter().enumerate() {
-        let content = item["content"].as_str().unwrap_or_default();
-        let first_line = content.lines().next().unwrap_or_default();
-        let shown: String = first_line.chars().take(100).collect();
-        let more = if shown.len() < content.trim_end().len() {
-            " …"
-        } else {
-            ""
-        };
-        let state = match item["status"].as_str() {
-            Some("consumed") => format!(
-                "  [delivered to {}]",
-                item["consumed_by_agent_id"].as_str().unwrap_or("?")
-            ),
-            _ => String::new(),
-        };
-        let place = match (queue, item["queue"].as_str(), item["target"].as_str()) {
-            (None, Some(q), Some(t)) => format!("[{q} → {t}] "),
-            (None, Some(q), None) if q != crate::model::DEFAULT_QUEUE => format!("[{q}] "),
-            (Some(_), _, Some(t)) => format!("[→ {t}] "),
-            _ => String::new(),
-        };
+    let status = client.status().await?;
+    let mut queues: Vec<&crate::model::QueueInfo> = status
+        .queues
+        .iter()
+        .filter(|q| only.as_deref().is_none_or(|o| q.name == o))
+        .collect();
+    // Queues with something to show, and every held one; `default` stays first.
+    queues.retain(|q| q.held || items.iter().any(|i| i.queue == q.name));
+    if items.is_empty() && queues.is_empty() {
         println!(
-            "{:>3}. {place}{shown}{more}{state}  ({})",
-            n + 1,
-            item["id"].as_str().unwrap_or("?")
+            "nothing is pending{}",
+            only.map(|q| format!(" in {q}")).unwrap_or_default()
         );
+        return Ok(());
+    }
+    for q in queues {
+        let pending: Vec<&Instruction> = items
+            .iter()
+            .filter(|i| i.queue == q.name && i.status == InstructionStatus::Pending)
+            .collect();
+        let delivered: Vec<&Instruction> = items
+            .iter()
+            .filter(|i| i.queue == q.name && i.status == InstructionStatus::Consumed)
+            .collect();
+        println!(
+            "{} — {} pending{}",
+            q.name,
+            pending.len(),
+            if q.held {
+                " · HELD: nothing is delivered until `release`"
+            } else {
+                ""
+            }
+        );
+        for (n, item) in pending.iter().enumerate() {
+            println!("{:>3}. {}", n + 1, instruction_line(item));
+        }
+        if !delivered.is_empty() {
+            println!("     delivered recently:");
+            for item in delivered {
+                println!("     - {}", instruction_line(item));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `search WORDS`: delivered instructions whose text or report has every
+/// word (as the page's ledger search does), newest first.
+pub async fn search(client: &Client, words: &[String], queue: Option<&str>, raw: bool) -> Result<(), Failure> {
+    let typed = words.join(" ");
+    let scope = queue
+        .map(crate::model::queue_name)
+        .transpose()?
+        .map(|q| format!("&queue={q}"))
+        .unwrap_or_default();
+    let found = client
+        .instructions(&format!("status=consumed&limit=50&q={}{scope}", encode(&typed)))
+        .await?;
+    if raw {
+        print_json(&serde_json::json!({ "items": found }));
+        return Ok(());
+    }
+    if found.is_empty() {
+        println!("nothing delivered matches {typed:?}");
+    }
+    for item in &found {
+        let when = item.consumed_at.as_deref().unwrap_or("?");
+        println!("{when} {} · {}", item.queue, instruction_line(item));
+        if let Some(report) = &item.report {
+            println!("      report: {}", first_line(&report.content));
+        }
     }
     Ok(())
 }
 
 /// `hold` / `release`: one queue, or all of them.
-pub async fn hold(target: &Target, queue: Option<String>, held: bool) -> Result<(), Failure> {
-    let path = if held { "/api/hold" } else { "/api/release" };
-    let answer = call(target, reqwest::Method::POST, path, Some(json!({ "queue": queue }))).await?;
+pub async fn hold(client: &Client, queue: Option<String>, held: bool) -> Result<(), Failure> {
+    let changed = client.hold(queue.as_deref(), held).await?;
     let verb = if held { "held" } else { "released" };
-    let changed: Vec<&str> = answer["changed"]
-        .as_array()
-        .map(|a| a.iter().filter_map(|q| q["name"].as_str()).collect())
-        .unwrap_or_default();
-    match (changed.is_empty(), queue) {
+    let names: Vec<&str> = changed.iter().map(|q| q.name.as_str()).collect();
+    match (names.is_empty(), queue) {
         (true, Some(q)) => println!("queue {q} was already {verb}"),
         (true, None) => println!("every queue was already {verb}"),
-        (false, _) => println!("{verb}: {}", changed.join(", ")),
+        (false, _) => println!("{verb}: {}", names.join(", ")),
     }
     Ok(())
 }
 
-/// `reports`: newest first, the Markdown source as the agent wrote it.
+/// `reports`: newest first, the Markdown as the agent wrote it, a question's
+/// options numbered (`reply AGENT 2` picks the second).
 pub async fn reports(
-    target: &Target,
+    client: &Client,
     agent: Option<String>,
     queue: Option<String>,
     count: u32,
     raw: bool,
 ) -> Result<(), Failure> {
-    let mut path = format!("/api/reports?limit={}", count.min(500));
+    let mut query = format!("limit={}", count.min(500));
     if let Some(q) = queue {
-        path.push_str(&format!("&queue={}", crate::model::queue_name(&q)?));
+        query.push_str(&format!("&queue={}", crate::model::queue_name(&q)?));
     }
     if let Some(a) = agent {
-        path.push_str(&format!("&agent_id={}", urlencoding(&a)));
+        query.push_str(&format!("&agent_id={}", encode(&a)));
     }
-    let listed = call(target, reqwest::Method::GET, &path, None).await?;
+    let items = client.reports(&query).await?;
     if raw {
-        print_json(&listed);
+        print_json(&serde_json::json!({ "items": items }));
         return Ok(());
     }
-    let items = listed["items"].as_array().cloned().unwrap_or_default();
     if items.is_empty() {
         println!("no reports yet");
     }
     for r in items {
         println!(
             "── {} in {} · {}{}",
-            r["agent_id"].as_str().unwrap_or("?"),
-            r["queue"].as_str().unwrap_or("?"),
-            r["created_at"].as_str().unwrap_or("?"),
-            if r["instruction_id"].is_null() {
-                ""
-            } else {
+            r.agent_id,
+            r.queue,
+            r.created_at,
+            if r.instruction_id.is_some() {
                 " · on an instruction"
+            } else {
+                ""
             }
         );
-        println!("{}", r["content"].as_str().unwrap_or_default().trim_end());
-        let options: Vec<&str> = r["options"]
-            .as_array()
-            .map(|o| o.iter().filter_map(Value::as_str).collect())
-            .unwrap_or_default();
-        if !options.is_empty() {
-            println!("options: {}", options.join(" | "));
+        println!("{}", r.content.trim_end());
+        if !r.options.is_empty() {
+            println!("answers (reply {} NUMBER picks one):", r.agent_id);
+            for (n, option) in r.options.iter().enumerate() {
+                println!("  {}. {option}", n + 1);
+            }
         }
     }
     Ok(())
 }
 
-/// `reply <agent> <text>`: answer that agent's latest report.
-pub async fn reply(target: &Target, agent: String, queue: Option<String>, words: &[String]) -> Result<(), Failure> {
-    let content = text_of(words)?;
+/// What a reply to `report` says: option N when the words are just a number
+/// of one of its options, else the words.
+fn answer_of(report: &Report, words: &[String]) -> Result<String, Failure> {
+    if let [only] = words {
+        if let Ok(n) = only.trim().parse::<usize>() {
+            if !report.options.is_empty() {
+                return report.options.get(n.wrapping_sub(1)).cloned().ok_or_else(|| {
+                    Failure(
+                        format!(
+                            "the question has {} answers; pick 1 to {} (or write the answer in words)",
+                            report.options.len(),
+                            report.options.len()
+                        ),
+                        1,
+                    )
+                });
+            }
+        }
+    }
+    text_of(words)
+}
+
+/// `reply <agent> <text|N>`: answer that agent's latest report.
+pub async fn reply(client: &Client, agent: String, queue: Option<String>, words: &[String]) -> Result<(), Failure> {
     let queue = crate::model::queue_or_default(queue.as_deref())?;
-    let path = format!("/api/reports?queue={queue}&agent_id={}&limit=1", urlencoding(&agent));
-    let latest = call(target, reqwest::Method::GET, &path, None).await?;
-    let Some(id) = latest["items"][0]["id"].as_str() else {
+    let latest = client
+        .reports(&format!("queue={queue}&agent_id={}&limit=1", encode(&agent)))
+        .await?;
+    let Some(report) = latest.into_iter().next() else {
         return Err(Failure(format!("{agent} has not reported anything in {queue} yet"), 1));
     };
-    call(
-        target,
-        reqwest::Method::POST,
-        &format!("/api/reports/{id}/reply"),
-        Some(json!({ "content": content })),
-    )
-    .await?;
-    println!("sent to {agent}: it is next in {queue}");
+    let answer = answer_of(&report, words)?;
+    client.reply(&report.id, &answer).await?;
+    println!("sent to {agent}: {answer:?} is next in {queue}");
     Ok(())
 }
 
-/// Percent-encode a query value (agent ids may hold any printable character).
-fn urlencoding(s: &str) -> String {
-    url::form_urlencoded::byte_serialize(s.as_bytes()).collect()
-}
-
 /// `stop <agent>`: end that agent's loop (once).
-pub async fn stop(target: &Target, agent: String, queue: Option<String>) -> Result<(), Failure> {
-    call(
-        target,
-        reqwest::Method::POST,
-        "/api/agents/stop",
-        Some(json!({ "agent_id": agent, "queue": queue })),
-    )
-    .await?;
+pub async fn stop(client: &Client, agent: String, queue: Option<String>) -> Result<(), Failure> {
+    client.stop_agent(&agent, queue.as_deref()).await?;
     println!("asked {agent} to stop: its waiting call, or its next one, tells it to stop calling");
     Ok(())
 }
 
-/// Print `client`'s snippet for the running instance; if none is running,
-/// for the default address, with a note on stderr.
 /// The running server, or (said on stderr) the default address when none
 /// runs: what a client should be configured with either way.
 pub fn resolve_or_default(source: &Source) -> Result<Target, Failure> {
@@ -536,7 +549,9 @@ pub fn resolve_or_default(source: &Source) -> Result<Target, Failure> {
     }
 }
 
-pub fn config(source: &Source, queue: Option<&str>, client: Client) -> Result<(), Failure> {
+/// Print `client`'s snippet for the running instance; if none is running,
+/// for the default address, with a note on stderr.
+pub fn config(source: &Source, queue: Option<&str>, client: snippets::Client) -> Result<(), Failure> {
     let queue = crate::model::queue_or_default(queue)?;
     let target = resolve_or_default(source)?;
     let program = snippets::bridge_program();

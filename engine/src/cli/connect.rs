@@ -4,8 +4,8 @@
 
 use std::path::PathBuf;
 
-use super::target::Source;
 use super::Failure;
+use crate::client::target::Source;
 use crate::connect::{self, Action, Change, ClientStatus, Env, Request, Site, State};
 use crate::snippets::{self, Client};
 
@@ -17,6 +17,8 @@ pub struct ConnectArgs {
     pub hooks: bool,
     pub dry_run: bool,
     pub allow_shared_folder: bool,
+    /// Write a client's file even where the client does not seem installed.
+    pub force: bool,
     pub backups: bool,
     pub update: bool,
     pub json: bool,
@@ -94,6 +96,22 @@ pub fn connect(source: &Source, args: ConnectArgs) -> Result<(), Failure> {
         }
         return Ok(());
     };
+    // A client that is not here: writing its file would make a folder of
+    // it and claim a connection nobody will use. Said, unless asked.
+    if project.is_none() && !args.force {
+        let status = connect::client_status(&env, &site, client, None);
+        if !status.installed {
+            return Err(Failure(
+                format!(
+                    "{} does not seem to be installed here (no folder of its own, no command on PATH): \
+                     nothing was written. Install it first, or pass --force to write its file anyway{}",
+                    client.name(),
+                    status.file.map(|f| format!(" ({f})")).unwrap_or_default()
+                ),
+                1,
+            ));
+        }
+    }
     let req = Request {
         project: project.as_deref(),
         queue: args.queue.as_deref(),

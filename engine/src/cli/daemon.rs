@@ -103,7 +103,11 @@ pub fn start(serve: &ServeArgs) -> Result<(), Failure> {
         }
         if let Some(url) = lock::holder(&db).filter(|h| h.pid == child.id()).and_then(|h| h.url) {
             if healthy(&url) {
-                println!("local-mcp-server started (pid {}): {url}/mcp", child.id());
+                println!(
+                    "local-mcp-server started (pid {}): the page at {url}/ · agents at {}",
+                    child.id(),
+                    format!("{url}{}", crate::model::MCP_PATH)
+                );
                 break Ok(());
             }
         }
@@ -144,7 +148,7 @@ fn healthy(base: &str) -> bool {
         return false;
     };
     rt.block_on(async {
-        let Ok(client) = super::target::http_client() else {
+        let Ok(client) = crate::client::target::http_client() else {
             return false;
         };
         client

@@ -29,8 +29,8 @@
 use serde::Deserialize;
 use tokio::io::AsyncReadExt;
 
-use super::target::Source;
 use super::Failure;
+use crate::client::target::Source;
 
 /// At most this much of stdin is read (Claude Code's input is a few hundred bytes).
 const MAX_INPUT: u64 = 1 << 20;
@@ -96,28 +96,24 @@ pub async fn stop(
     if input.stop_hook_active {
         return allow("the agent already went on once this turn");
     }
-    let target = match source.and_then(|s| s.resolve().map_err(Failure::from)) {
-        Ok(t) => t,
+    let client = match source.and_then(|s| super::commands::client(&s)) {
+        Ok(c) => c,
         Err(Failure(message, _)) => return allow(&message),
     };
-    let status = match super::commands::call(&target, reqwest::Method::GET, "/api/status", None).await {
+    let status = match client.status().await {
         Ok(status) => status,
-        Err(Failure(message, _)) => return allow(&message),
+        Err(e) => return allow(&e.to_string()),
     };
     let queue = queue.unwrap_or_else(|| crate::model::DEFAULT_QUEUE.to_owned());
-    let held = status["queues"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .any(|q| q["name"] == queue.as_str() && q["held"] == true);
+    let held = status.queues.iter().any(|q| q.name == queue && q.held);
     if held {
         return allow(&format!("queue {queue} is held"));
     }
     if let Some(agent) = agent {
-        let stopped = status["agents"].as_array().into_iter().flatten().any(|a| {
-            a["agent_id"] == agent.as_str()
-                && a["queue"] == queue.as_str()
-                && (a["stop_requested"] == true || a["last_result_type"] == "stop")
+        let stopped = status.agents.iter().any(|a| {
+            a.agent_id == agent
+                && a.queue == queue
+                && (a.stop_requested || a.last_result_type == Some(crate::model::ResultType::Stop))
         });
         if stopped {
             return allow(&format!("{agent} was stopped"));

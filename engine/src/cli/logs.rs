@@ -7,8 +7,8 @@ use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use super::target::Source;
 use super::Failure;
+use crate::client::target::Source;
 
 /// How often `-f` looks for more.
 const FOLLOW_EVERY: Duration = Duration::from_millis(200);
@@ -69,11 +69,8 @@ pub async fn logs(
 
 /// The log folder the running instance reports, if one answers.
 async fn running_log_dir(source: Option<Source>) -> Option<PathBuf> {
-    let target = source?.resolve().ok()?;
-    let status = super::commands::call(&target, reqwest::Method::GET, "/api/status", None)
-        .await
-        .ok()?;
-    status["server"]["log_dir"].as_str().map(PathBuf::from)
+    let client = super::commands::client(&source?).ok()?;
+    client.status().await.ok()?.server.log_dir.map(PathBuf::from)
 }
 
 /// The most recently written `*.log` file in `dir`.

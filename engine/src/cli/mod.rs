@@ -1,5 +1,5 @@
 //! The command line shared by `local-mcp-server` and the desktop `local-mcp`:
-//! `status`, `add`, `list`, `hold`, `release`, `stop`, `reports`, `reply`,
+//! `status`, `add`, `list`, `search`, `hold`, `release`, `stop`, `reports`, `reply`,
 //! `config <client>`, `connect` / `disconnect`, `stdio` (the bridge), `hook claude-stop`, `logs` and
 //! `completions`. Every command talks to the *running* instance, found
 //! through the connection-info file or `--url` (`logs` reads the files it
@@ -14,8 +14,6 @@ mod connect;
 mod daemon;
 mod hook;
 mod logs;
-pub mod remote;
-pub mod target;
 mod transfer;
 
 use std::io::IsTerminal;
@@ -27,7 +25,8 @@ use crate::snippets::Client;
 use crate::Error;
 
 pub use bridge::run as run_bridge;
-pub use target::{Source, Target};
+
+use crate::client::Source;
 
 /// Where to reach the running instance (defaults to its connection-info file).
 #[derive(Debug, Clone, Default, clap::Args)]
@@ -35,10 +34,10 @@ pub use target::{Source, Target};
 #[group(id = "server_address")]
 pub struct Connect {
     /// URL of a running local-mcp (e.g. http://127.0.0.1:8000/mcp) instead of its connection-info file
-    #[arg(long, env = "LOCAL_MCP_URL")]
+    #[arg(long, env = "LOCAL_MCP_URL", global = true)]
     pub url: Option<String>,
     /// Bearer token to send with --url
-    #[arg(long, env = "LOCAL_MCP_TOKEN", hide_env_values = true)]
+    #[arg(long, env = "LOCAL_MCP_TOKEN", hide_env_values = true, global = true)]
     pub token: Option<String>,
 }
 
@@ -47,8 +46,6 @@ pub struct Connect {
 pub enum Command {
     /// Show whether local-mcp is running, where, its queues and its agents
     Status {
-        #[command(flatten)]
-        connect: Connect,
         /// Only this queue
         #[arg(long, short)]
         queue: Option<String>,
@@ -58,8 +55,6 @@ pub enum Command {
     },
     /// Queue an instruction (use "-" to read it from stdin)
     Add {
-        #[command(flatten)]
-        connect: Connect,
         /// The queue to add to (default: default; created if new)
         #[arg(long, short)]
         queue: Option<String>,
@@ -78,8 +73,6 @@ pub enum Command {
     },
     /// Saved instructions: list them, or save or delete one (`add --template NAME` uses one)
     Templates {
-        #[command(flatten)]
-        connect: Connect,
         /// Save TEXT under NAME (replacing one of that name)
         #[arg(long, value_names = ["NAME", "TEXT"], num_args = 2, conflicts_with = "delete")]
         save: Option<Vec<String>>,
@@ -95,8 +88,6 @@ pub enum Command {
     },
     /// List pending instructions, next first
     List {
-        #[command(flatten)]
-        connect: Connect,
         /// Only this queue
         #[arg(long, short)]
         queue: Option<String>,
@@ -107,10 +98,21 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Search the delivered instructions (and their agents' reports) as the page's ledger does:
+    /// every word must appear, as a word or the start of one
+    Search {
+        /// Only this queue
+        #[arg(long, short)]
+        queue: Option<String>,
+        /// Print the raw JSON
+        #[arg(long)]
+        json: bool,
+        /// The words to look for
+        #[arg(required = true, num_args = 1..)]
+        words: Vec<String>,
+    },
     /// Print the MCP configuration a client expects, ready to paste
     Config {
-        #[command(flatten)]
-        connect: Connect,
         /// Point the client at this queue (its URL is /mcp/q/<QUEUE>)
         #[arg(long, short)]
         queue: Option<String>,
@@ -120,8 +122,6 @@ pub enum Command {
     /// Put local-mcp into a client's own configuration, keeping everything else in the file;
     /// without a client, show every client's state
     Connect {
-        #[command(flatten)]
-        connect: Connect,
         #[arg(value_enum)]
         client: Option<Client>,
         /// Use the client's file in this project folder (.vscode/mcp.json, .mcp.json, …)
@@ -141,6 +141,9 @@ pub enum Command {
         /// folder; refused otherwise, as that account could redirect the write)
         #[arg(long)]
         allow_shared_folder: bool,
+        /// Write the client's file even where the client does not seem to be installed
+        #[arg(long)]
+        force: bool,
         /// Show every client's state (the default without a client)
         #[arg(long, conflicts_with = "client")]
         status: bool,
@@ -175,30 +178,22 @@ pub enum Command {
     /// Serve MCP over stdin/stdout, forwarding to the running local-mcp
     /// (for clients that only launch stdio servers, e.g. Claude Desktop)
     Stdio {
-        #[command(flatten)]
-        connect: Connect,
         /// Take instructions from this queue (default: default)
         #[arg(long, short)]
         queue: Option<String>,
     },
     /// Hold a queue (or every queue): agents keep waiting, nothing is delivered until release
     Hold {
-        #[command(flatten)]
-        connect: Connect,
         /// The queue; without it, every queue
         queue: Option<String>,
     },
     /// Release a held queue (or every queue)
     Release {
-        #[command(flatten)]
-        connect: Connect,
         /// The queue; without it, every queue
         queue: Option<String>,
     },
     /// Show what agents reported, newest first
     Reports {
-        #[command(flatten)]
-        connect: Connect,
         /// Only this agent's
         #[arg(long)]
         agent: Option<String>,
@@ -214,8 +209,6 @@ pub enum Command {
     },
     /// Answer an agent's latest report: queued first, for that agent (use "-" for stdin)
     Reply {
-        #[command(flatten)]
-        connect: Connect,
         /// The agent's id
         agent: String,
         /// Its queue (default: default)
@@ -228,8 +221,6 @@ pub enum Command {
     /// Stop the background server of this database; with an agent, end that agent's loop instead
     /// (its waiting or next call tells it to stop calling)
     Stop {
-        #[command(flatten)]
-        connect: Connect,
         /// The agent's id (without it: stop the server)
         agent: Option<String>,
         /// The agent's queue (default: default)
@@ -243,16 +234,12 @@ pub enum Command {
     Restart,
     /// Save a consistent copy of the running server's database and attachments (a tar archive)
     Backup {
-        #[command(flatten)]
-        connect: Connect,
         /// Where to write it
         file: PathBuf,
     },
     /// Save the history as a file: JSON (everything), CSV (a row per instruction), Markdown,
     /// or a bundle (the JSON and the attachment files, for `import`; needs --output)
     Export {
-        #[command(flatten)]
-        connect: Connect,
         #[arg(long, short, value_enum, default_value = "json")]
         format: crate::export::Format,
         /// Only this queue
@@ -268,8 +255,6 @@ pub enum Command {
     /// Bring an export (JSON or bundle) into the running server: pending instructions join the
     /// back of their queues, history stays history; a file with anything wrong is refused whole
     Import {
-        #[command(flatten)]
-        connect: Connect,
         /// The export file (`export` or `export --format bundle` wrote it)
         file: PathBuf,
         /// Check it and say what would change, changing nothing
@@ -295,8 +280,6 @@ pub enum Command {
     /// Run as a client's hook (reads the hook's JSON on stdin): `claude-stop` and `vscode-stop`
     /// keep a Claude Code or VS Code agent calling get_user_request instead of ending its turn
     Hook {
-        #[command(flatten)]
-        connect: Connect,
         #[arg(value_enum)]
         hook: HookKind,
         /// The agent's queue (default: default): no nudge while it is held
@@ -308,8 +291,6 @@ pub enum Command {
     },
     /// Print the end of the newest log file; -f keeps printing what is written
     Logs {
-        #[command(flatten)]
-        connect: Connect,
         /// How many lines
         #[arg(short = 'n', default_value_t = 50)]
         lines: usize,
@@ -335,6 +316,17 @@ pub enum HookKind {
 
 /// A command-line failure: the message for stderr and the exit code.
 struct Failure(String, u8);
+
+impl From<crate::client::Failure> for Failure {
+    fn from(e: crate::client::Failure) -> Self {
+        let code = if matches!(e, crate::client::Failure::NotRunning(_)) {
+            3
+        } else {
+            1
+        };
+        Failure(e.to_string(), code)
+    }
+}
 
 impl From<Error> for Failure {
     fn from(e: Error) -> Self {
@@ -393,7 +385,13 @@ fn raise_descriptor_limit() {
 /// (no engine, no display needed); otherwise resolve the configuration
 /// (exit 2 with the reason when it is wrong) and start logging.
 /// `program` names the binary in messages; `cli` is its whole command line.
-pub fn prelude(program: &str, serve: &ServeArgs, command: Option<Command>, cli: &mut clap::Command) -> Prelude {
+pub fn prelude(
+    program: &str,
+    serve: &ServeArgs,
+    connect: &Connect,
+    command: Option<Command>,
+    cli: &mut clap::Command,
+) -> Prelude {
     // Whatever creates a file in this process without `private_fs` (the log
     // appender, SQLite's `-wal`, a library) still makes it owner-only.
     crate::private_fs::restrict_umask();
@@ -404,7 +402,7 @@ pub fn prelude(program: &str, serve: &ServeArgs, command: Option<Command>, cli: 
         if !matches!(command, Command::Stdio { .. }) {
             end_quietly_when_the_reader_goes();
         }
-        return Prelude::Exit(run(command, cli, serve));
+        return Prelude::Exit(run(command, cli, serve, connect));
     }
     match serve.resolve() {
         Ok((mut config, log_level)) => {
@@ -475,7 +473,7 @@ const LOG_FILES_KEPT: usize = 7;
 /// Run `command`. `cli` is the whole command line (for completions);
 /// `connection_file` is where a running instance publishes itself;
 /// `log_dir` where this configuration's instance writes its logs.
-pub fn run(command: Command, cli: &mut clap::Command, serve: &ServeArgs) -> ExitCode {
+pub fn run(command: Command, cli: &mut clap::Command, serve: &ServeArgs, connect: &Connect) -> ExitCode {
     let name = cli.get_name().to_owned();
     let (connection_file, log_dir) = (serve.connection_file(), serve.log_dir());
     // The commands that run no client of the server (and the daemon ones,
@@ -513,99 +511,81 @@ pub fn run(command: Command, cli: &mut clap::Command, serve: &ServeArgs) -> Exit
         }
     };
     let result = runtime.block_on(async move {
-        let source = |c: Connect| Source::new(c.url, c.token, connection_file.clone());
+        let source = || Source::new(connect.url.clone(), connect.token.clone(), connection_file.clone());
+        let client = || commands::client(&source()?);
         match command {
-            Command::Status { connect, queue, json } => {
-                commands::status(&source(connect)?.resolve()?, queue.as_deref(), json).await
-            }
+            Command::Status { queue, json } => commands::status(&client()?, queue.as_deref(), json).await,
             Command::Add {
-                connect,
                 queue,
                 to,
                 attach,
                 template,
                 text,
             } => {
-                let target = source(connect)?.resolve()?;
+                let client = client()?;
                 let (text, fetched) = match template {
-                    Some(name) => commands::from_template(&target, &name, &text).await?,
+                    Some(name) => commands::from_template(&client, &name, &text).await?,
                     None => (text, Vec::new()),
                 };
                 let mut files = attach
                     .iter()
-                    .map(|path| commands::FilePart::read(path))
+                    .map(|path| commands::file_part(path))
                     .collect::<Result<Vec<_>, _>>()?;
                 files.extend(fetched);
-                commands::add(&target, queue, to, &text, files).await
+                commands::add(&client, queue, to, &text, files).await
             }
             Command::Templates {
-                connect,
                 save,
                 attach,
                 delete,
                 json,
-            } => commands::templates(&source(connect)?.resolve()?, save, &attach, delete, json).await,
-            Command::List {
-                connect,
-                queue,
-                all,
-                json,
-            } => commands::list(&source(connect)?.resolve()?, queue.as_deref(), all, json).await,
-            Command::Hold { connect, queue } => commands::hold(&source(connect)?.resolve()?, queue, true).await,
-            Command::Release { connect, queue } => commands::hold(&source(connect)?.resolve()?, queue, false).await,
+            } => commands::templates(&client()?, save, &attach, delete, json).await,
+            Command::List { queue, all, json } => commands::list(&client()?, queue.as_deref(), all, json).await,
+            Command::Search { queue, json, words } => {
+                commands::search(&client()?, &words, queue.as_deref(), json).await
+            }
+            Command::Hold { queue } => commands::hold(&client()?, queue, true).await,
+            Command::Release { queue } => commands::hold(&client()?, queue, false).await,
             Command::Reports {
-                connect,
                 agent,
                 queue,
                 count,
                 json,
-            } => commands::reports(&source(connect)?.resolve()?, agent, queue, count, json).await,
-            Command::Reply {
-                connect,
-                agent,
-                queue,
-                text,
-            } => commands::reply(&source(connect)?.resolve()?, agent, queue, &text).await,
+            } => commands::reports(&client()?, agent, queue, count, json).await,
+            Command::Reply { agent, queue, text } => commands::reply(&client()?, agent, queue, &text).await,
             Command::Stop {
-                connect,
                 agent: Some(agent),
                 queue,
-            } => commands::stop(&source(connect)?.resolve()?, agent, queue).await,
+            } => commands::stop(&client()?, agent, queue).await,
             Command::Stop { agent: None, .. }
             | Command::Start
             | Command::Restart
             | Command::Service { .. }
             | Command::Restore { .. }
             | Command::Completions { .. } => unreachable!("handled above"),
-            Command::Backup { connect, file } => transfer::backup(&source(connect)?.resolve()?, &file).await,
-            Command::Import {
-                connect,
-                file,
-                dry_run,
-                json,
-            } => transfer::import(&source(connect)?.resolve()?, &file, dry_run, json).await,
+            Command::Backup { file } => transfer::backup(&client()?, &file).await,
+            Command::Import { file, dry_run, json } => transfer::import(&client()?, &file, dry_run, json).await,
             Command::Export {
-                connect,
                 format,
                 queue,
                 since,
                 output,
-            } => transfer::export(&source(connect)?.resolve()?, format, queue, since, output).await,
-            Command::Config { connect, queue, client } => commands::config(&source(connect)?, queue.as_deref(), client),
+            } => transfer::export(&client()?, format, queue, since, output).await,
+            Command::Config { queue, client } => commands::config(&source()?, queue.as_deref(), client),
             Command::Connect {
-                connect,
                 client,
                 project,
                 queue,
                 hooks,
                 dry_run,
                 allow_shared_folder,
+                force,
                 status: _,
                 backups,
                 update,
                 json,
             } => connect::connect(
-                &source(connect)?,
+                &source()?,
                 connect::ConnectArgs {
                     client,
                     project,
@@ -613,6 +593,7 @@ pub fn run(command: Command, cli: &mut clap::Command, serve: &ServeArgs) -> Exit
                     hooks,
                     dry_run,
                     allow_shared_folder,
+                    force,
                     backups,
                     update,
                     json,
@@ -625,20 +606,15 @@ pub fn run(command: Command, cli: &mut clap::Command, serve: &ServeArgs) -> Exit
                 allow_shared_folder,
                 json,
             } => connect::disconnect(client, project, dry_run, allow_shared_folder, json),
-            Command::Stdio { connect, queue } => bridge::run(source(connect)?, queue).await.map_err(Failure::from),
-            Command::Hook {
-                connect,
-                hook,
-                queue,
-                agent,
-            } => {
+            Command::Stdio { queue } => bridge::run(source()?, queue).await.map_err(Failure::from),
+            Command::Hook { hook, queue, agent } => {
                 let shape = match hook {
                     HookKind::ClaudeStop => hook::Shape::ClaudeCode,
                     HookKind::VscodeStop => hook::Shape::VsCode,
                 };
-                hook::stop(shape, source(connect).map_err(Failure::from), queue, agent).await
+                hook::stop(shape, source().map_err(Failure::from), queue, agent).await
             }
-            Command::Logs { connect, lines, follow } => logs::logs(source(connect).ok(), log_dir, lines, follow).await,
+            Command::Logs { lines, follow } => logs::logs(source().ok(), log_dir, lines, follow).await,
         }
     });
     // The bridge may leave a read of stdin blocked in a worker thread; don't wait for it.

@@ -6,17 +6,15 @@
 use std::path::{Path, PathBuf};
 
 use futures::StreamExt as _;
-use serde_json::Value;
 use tokio::io::AsyncWriteExt as _;
 
-use super::commands::send_text;
-use super::target::{http_client, root_cause, Target};
 use super::Failure;
-use crate::export::Format;
+use crate::client::Client;
+use crate::export::{Format, ImportSummary};
 
 /// `backup FILE`: the running server's archive.
-pub async fn backup(target: &Target, file: &Path) -> Result<(), Failure> {
-    let size = download(target, target.api("/api/backup"), file, "backup").await?;
+pub async fn backup(client: &Client, file: &Path) -> Result<(), Failure> {
+    let size = download(client, "/api/backup".into(), file, "backup").await?;
     println!(
         "backup written to {} ({:.1} MiB)",
         file.display(),
@@ -27,67 +25,107 @@ pub async fn backup(target: &Target, file: &Path) -> Result<(), Failure> {
 
 /// `export`: the server's export, to stdout or a file.
 pub async fn export(
-    target: &Target,
+    client: &Client,
     format: Format,
     queue: Option<String>,
     since: Option<String>,
     output: Option<PathBuf>,
 ) -> Result<(), Failure> {
-    let mut url = reqwest::Url::parse(&target.api("/api/export")).map_err(|e| Failure(e.to_string(), 1))?;
-    url.query_pairs_mut().append_pair("format", format.name());
+    let mut query = url::form_urlencoded::Serializer::new(String::new());
+    query.append_pair("format", format.name());
     if let Some(q) = &queue {
-        url.query_pairs_mut().append_pair("queue", q);
+        query.append_pair("queue", q);
     }
     if let Some(s) = &since {
-        url.query_pairs_mut().append_pair("since", s);
+        query.append_pair("since", s);
     }
+    let path = format!("/api/export?{}", query.finish());
     if format == Format::Bundle {
-        let Some(path) = output else {
+        let Some(file) = output else {
             return Err(Failure(
                 "a bundle is an archive, not text: give --output FILE".into(),
                 2,
             ));
         };
-        let size = download(target, url.to_string(), &path, "export").await?;
+        let size = download(client, path, &file, "export").await?;
         eprintln!(
             "bundle written to {} ({:.1} MiB)",
-            path.display(),
+            file.display(),
             size as f64 / 1_048_576.0
         );
         return Ok(());
     }
-    let body = send_text(target, http_client()?.get(url)).await?;
+    let body = client.send_text(client.request(reqwest::Method::GET, &path)).await?;
     match output {
         None => print!("{body}"),
-        Some(path) => {
-            crate::paths::write_private(&path, body.as_bytes())
-                .map_err(|e| Failure(format!("cannot write {}: {e}", path.display()), 1))?;
-            eprintln!("export written to {}", path.display());
+        Some(file) => {
+            crate::paths::write_private(&file, body.as_bytes())
+                .map_err(|e| Failure(format!("cannot write {}: {e}", file.display()), 1))?;
+            eprintln!("export written to {}", file.display());
         }
     }
     Ok(())
 }
 
+/// What a file to import looks like from its first bytes: a tar archive
+/// (a bundle, or a backup, which `restore` takes) or text (an export's JSON).
+enum Kind {
+    Empty,
+    Json,
+    Bundle,
+    Backup,
+}
+
+fn kind_of(file: &Path) -> Result<Kind, Failure> {
+    use std::io::Read as _;
+    let unreadable = |e: std::io::Error| Failure(format!("cannot read {}: {e}", file.display()), 1);
+    let mut handle = std::fs::File::open(file).map_err(unreadable)?;
+    let mut head = [0u8; 512];
+    let n = handle.read(&mut head).map_err(unreadable)?;
+    if n == 0 {
+        return Ok(Kind::Empty);
+    }
+    if n < head.len() || &head[257..262] != b"ustar" {
+        return Ok(Kind::Json);
+    }
+    // A backup holds the database itself; a bundle holds export.json.
+    let mut archive = tar::Archive::new(std::fs::File::open(file).map_err(unreadable)?);
+    let backup = archive.entries().ok().is_some_and(|entries| {
+        entries
+            .flatten()
+            .take(4)
+            .any(|e| e.path().is_ok_and(|p| p.as_os_str() == crate::store::DB_ENTRY))
+    });
+    Ok(if backup { Kind::Backup } else { Kind::Bundle })
+}
+
 /// `import FILE [--dry-run]`: send an export (JSON or bundle) to the server.
-pub async fn import(target: &Target, file: &Path, dry_run: bool, json: bool) -> Result<(), Failure> {
+pub async fn import(client: &Client, file: &Path, dry_run: bool, json: bool) -> Result<(), Failure> {
+    let shown = file.display();
+    let bundle = match kind_of(file)? {
+        Kind::Empty => return Err(Failure(format!("{shown} is empty: there is nothing to import"), 1)),
+        Kind::Backup => {
+            return Err(Failure(
+                format!(
+                    "{shown} is a backup, not an export: to put it back, stop local-mcp and run \
+                     `local-mcp-server restore {shown}` (what it replaces is kept aside)"
+                ),
+                1,
+            ))
+        }
+        Kind::Bundle => true,
+        Kind::Json => false,
+    };
     let handle = tokio::fs::File::open(file)
         .await
-        .map_err(|e| Failure(format!("cannot read {}: {e}", file.display()), 1))?;
-    let mut head = [0u8; 262];
-    let bundle = {
-        use tokio::io::AsyncReadExt as _;
-        let mut probe = tokio::fs::File::open(file)
-            .await
-            .map_err(|e| Failure(format!("cannot read {}: {e}", file.display()), 1))?;
-        let n = probe.read(&mut head).await.unwrap_or(0);
-        n == head.len() && &head[257..262] == b"ustar"
+        .map_err(|e| Failure(format!("cannot read {shown}: {e}"), 1))?;
+    let path = if dry_run {
+        "/api/import?dry_run=true"
+    } else {
+        "/api/import"
     };
-    let mut url = reqwest::Url::parse(&target.api("/api/import")).map_err(|e| Failure(e.to_string(), 1))?;
-    if dry_run {
-        url.query_pairs_mut().append_pair("dry_run", "true");
-    }
-    let request = http_client()?
-        .post(url)
+    let request = client
+        .request(reqwest::Method::POST, path)
         .header(
             reqwest::header::CONTENT_TYPE,
             if bundle {
@@ -97,8 +135,17 @@ pub async fn import(target: &Target, file: &Path, dry_run: bool, json: bool) -> 
             },
         )
         .body(reqwest::Body::wrap_stream(tokio_util::io::ReaderStream::new(handle)));
-    let text = send_text(target, request).await?;
-    let summary: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
+    // The server calls what it was sent "the file": name the person's.
+    let summary: ImportSummary = client.send(request).await.map_err(|e| match e {
+        crate::client::Failure::Refused { message, .. } => Failure(
+            match message.strip_prefix("the file ") {
+                Some(rest) => format!("{shown} {rest}"),
+                None => format!("cannot import {shown}: {message}"),
+            },
+            1,
+        ),
+        other => Failure::from(other),
+    })?;
     if json {
         println!("{}", serde_json::to_string_pretty(&summary).unwrap_or_default());
         return Ok(());
@@ -108,66 +155,58 @@ pub async fn import(target: &Target, file: &Path, dry_run: bool, json: bool) -> 
 }
 
 /// The import's summary, for a person.
-fn describe(s: &Value) -> String {
-    let n = |k: &str| s[k].as_u64().unwrap_or(0);
-    let verb = if s["dry_run"].as_bool().unwrap_or(false) {
-        "would import"
-    } else {
-        "imported"
-    };
+fn describe(s: &ImportSummary) -> String {
+    let verb = if s.dry_run { "would import" } else { "imported" };
     let mut text = format!(
         "{verb} {} pending, {} delivered, {} reports, {} attachment files",
-        n("pending"),
-        n("delivered"),
-        n("reports"),
-        n("attachments")
+        s.pending, s.delivered, s.reports, s.attachments
     );
-    if n("already_present") > 0 {
-        text.push_str(&format!("; {} already here (skipped)", n("already_present")));
+    if s.already_present > 0 {
+        text.push_str(&format!("; {} already here (skipped)", s.already_present));
     }
-    if n("new_ids") > 0 {
-        text.push_str(&format!("; {} given new ids (theirs were taken)", n("new_ids")));
+    if s.new_ids > 0 {
+        text.push_str(&format!("; {} given new ids (theirs were taken)", s.new_ids));
     }
-    let queues: Vec<&str> = s["queues_created"]
-        .as_array()
-        .map(|a| a.iter().filter_map(Value::as_str).collect())
-        .unwrap_or_default();
-    if !queues.is_empty() {
-        text.push_str(&format!("; new queues: {}", queues.join(", ")));
+    if !s.queues_created.is_empty() {
+        text.push_str(&format!("; new queues: {}", s.queues_created.join(", ")));
     }
-    if n("attachments_not_in_file") > 0 {
+    if s.attachments_not_in_file > 0 {
         text.push_str(&format!(
             "\n{} attachments are listed without their files (a JSON export carries none): export --format bundle to move them",
-            n("attachments_not_in_file")
+            s.attachments_not_in_file
         ));
     }
     text
 }
 
-/// Stream a GET's body to `file` (through `<file>.part`); returns its size.
-async fn download(target: &Target, url: String, file: &Path, what: &str) -> Result<u64, Failure> {
-    let mut request = http_client()?.get(url);
-    if let Some(t) = &target.token {
+/// Stream a GET's body to `file` (a new owner-only file under a random name
+/// beside it, renamed over it when complete); returns its size.
+async fn download(client: &Client, path: String, file: &Path, what: &str) -> Result<u64, Failure> {
+    let mut request = client.request(reqwest::Method::GET, &path);
+    if let Some(t) = &client.target.token {
         request = request.bearer_auth(t);
     }
     let response = request.send().await.map_err(|e| {
         Failure(
-            format!("local-mcp is not running at {} ({})", target.base, root_cause(&e)),
+            format!(
+                "local-mcp is not running at {} ({})",
+                client.target.base,
+                crate::client::root_cause(&e)
+            ),
             3,
         )
     })?;
     if !response.status().is_success() {
         let status = response.status();
         let text = response.text().await.unwrap_or_default();
-        let value: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
+        let value: serde_json::Value = serde_json::from_str(&text).unwrap_or(serde_json::Value::Null);
         let message = value["error"]["message"].as_str().unwrap_or(text.trim()).to_owned();
         return Err(Failure(
             format!("the server refused the {what} ({status}): {message}"),
             1,
         ));
     }
-    // A new owner-only file under a random name beside it, renamed over it
-    // when complete: a backup holds the whole history, and never a half one.
+    // A backup holds the whole history, and never a half one.
     let fail = |e: std::io::Error| Failure(format!("cannot write {}: {e}", file.display()), 1);
     let dir = file
         .parent()

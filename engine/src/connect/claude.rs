@@ -68,6 +68,7 @@ pub fn set(env: &Env, records: &mut Records, wanted: &Value, dry_run: bool) -> R
         kind: "server".into(),
         entry: wanted.clone(),
         at: crate::time::now(),
+        created: Vec::new(),
     });
     Ok(change(env, Action::Written, None))
 }

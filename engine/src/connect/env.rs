@@ -185,8 +185,9 @@ impl Env {
         Some(relative.iter().fold(project.to_path_buf(), |p, part| p.join(part)))
     }
 
-    /// Whether the client looks installed: its folder exists or its command is on `PATH`.
-    pub fn installed(&self, client: Client) -> bool {
+    /// Whether the client looks installed: its folder exists (and is not one
+    /// connect itself made, listed in `ours`) or its command is on `PATH`.
+    pub fn installed(&self, client: Client, ours: &[PathBuf]) -> bool {
         let (dirs, commands): (Vec<PathBuf>, &[&str]) = match client {
             Client::Vscode => (vec![self.config.join("Code")], &["code"]),
             Client::VscodeInsiders => (vec![self.config.join("Code - Insiders")], &["code-insiders"]),
@@ -227,7 +228,7 @@ impl Env {
             Client::LmStudio => (vec![self.home.join(".lmstudio")], &["lms"]),
             Client::Goose => (vec![self.xdg_config().join("goose")], &["goose"]),
         };
-        dirs.iter().any(|d| d.exists()) || commands.iter().any(|c| self.on_path(c).is_some())
+        dirs.iter().any(|d| d.exists() && !ours.contains(d)) || commands.iter().any(|c| self.on_path(c).is_some())
     }
 }
 

@@ -250,7 +250,10 @@ pub fn client_status(env: &Env, site: &Site, client: Client, project: Option<&Pa
     let mut status = ClientStatus {
         id: client,
         name: client.name(),
-        installed: env.installed(client),
+        installed: env.installed(
+            client,
+            &Records::load(&env.records).map(|r| r.created()).unwrap_or_default(),
+        ),
         state: State::NotConnected,
         file: None,
         detail: None,
@@ -710,6 +713,44 @@ fn edit_file(
         };
         return Ok(change(action, None, Some(text)));
     }
+    // What this write creates (the file and the folders it needs), kept with
+    // the record: a later disconnect takes them away again, and they never
+    // make a client look installed.
+    let created: Vec<PathBuf> = if before_text.is_none() {
+        let mut made: Vec<PathBuf> = real
+            .ancestors()
+            .skip(1)
+            .take_while(|d| !d.exists())
+            .map(Path::to_path_buf)
+            .collect();
+        made.reverse();
+        made.push(real.clone());
+        made
+    } else {
+        records
+            .find(client.id(), &real, what)
+            .map(|w| w.created.clone())
+            .unwrap_or_default()
+    };
+    let was_created = records
+        .find(client.id(), &real, what)
+        .is_some_and(|w| w.created.contains(&real));
+    // A removal that leaves a file connect created with nothing of anyone
+    // else's: the file goes, and the folders connect made for it if empty.
+    if removal && was_created && strip_empty(doc.value()).as_object().is_some_and(|o| o.is_empty()) {
+        let made = records
+            .find(client.id(), &real, what)
+            .map(|w| w.created.clone())
+            .unwrap_or_default();
+        std::fs::remove_file(&real)
+            .map_err(|e| Error::Conflict(format!("cannot remove {shown} ({e}); it was left unchanged")))?;
+        for dir in made.iter().rev().filter(|p| **p != real) {
+            // Only an empty folder goes (remove_dir refuses anything else).
+            let _ = std::fs::remove_dir(dir);
+        }
+        records.forget(client.id(), &real, what);
+        return Ok(change(Action::Removed, None, None));
+    }
     if before_text.is_some() && files::read_only(&real) {
         return Err(Error::Conflict(format!(
             "{shown} is read-only; it was left unchanged (make it writable to let local-mcp change it)"
@@ -744,6 +785,7 @@ fn edit_file(
             kind: what.to_owned(),
             entry: recorded,
             at: crate::time::now(),
+            created,
         });
     }
     Ok(change(

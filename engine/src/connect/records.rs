@@ -25,6 +25,12 @@ pub struct Written {
     pub kind: String,
     pub entry: Value,
     pub at: String,
+    /// What connect itself created for this entry: the file, and the
+    /// folders it made for it (outermost first). `disconnect` removes them
+    /// again when nothing else is left in them, and a client is not taken
+    /// for installed because of them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub created: Vec<PathBuf>,
 }
 
 /// A copy of a client's file taken before our first change to it.
@@ -70,6 +76,11 @@ impl Records {
     pub fn forget(&mut self, client: &str, file: &Path, kind: &str) {
         self.writes
             .retain(|w| !(w.client == client && w.file == file && w.kind == kind));
+    }
+
+    /// Every file and folder connect created (none of them is a sign that a client is installed).
+    pub fn created(&self) -> Vec<PathBuf> {
+        self.writes.iter().flat_map(|w| w.created.iter().cloned()).collect()
     }
 
     pub fn backed_up(&self, file: &Path) -> bool {

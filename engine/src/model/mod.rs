@@ -124,6 +124,9 @@ pub struct Instruction {
     /// Once consumed: what became of the delivery.
     #[serde(default)]
     pub delivery: Option<Delivery>,
+    /// The report (a question) this instruction answers, when it is a reply.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answers: Option<String>,
     /// What the agent reported on it, once it has (listings only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub report: Option<Report>,
@@ -153,6 +156,7 @@ impl Instruction {
             queue,
             target,
             delivery: None,
+            answers: None,
             report: None,
             attachments: Vec::new(),
         }
@@ -222,6 +226,18 @@ pub struct DeliveredInstruction {
     /// blocks, small text files as embedded resources, each also at `path`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub attachments: Vec<DeliveredAttachment>,
+    /// When it is the user's answer to a question you asked: which one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub in_reply_to: Option<InReplyTo>,
+}
+
+/// The question an instruction answers, as the agent that asked it is told.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct InReplyTo {
+    /// The report that asked it.
+    pub report_id: String,
+    /// Its first line (at most 200 characters).
+    pub question: String,
 }
 
 /// The result of one `get_user_request` call, exactly the JSON an agent gets.

@@ -77,7 +77,7 @@ macro_rules! settings {
         #[serde(try_from = "Map<String, Value>")]
         pub struct SettingsPatch {
             $(
-                #[arg(long, env = $env, help = flag_help(stringify!($name)))]
+                #[arg(long, env = $env, global = true, help = flag_help(stringify!($name)))]
                 pub $name: Option<$ty>,
             )*
         }

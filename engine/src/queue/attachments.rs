@@ -229,8 +229,9 @@ pub(super) async fn prepare(
             .into_iter()
             .enumerate()
             .map(|(n, upload)| {
-                let name = attachment_name(&upload.name);
-                let prepared = media::prepare(&upload.bytes).map_err(|e| name_it(&name, e))?;
+                let given = attachment_name(&upload.name);
+                let prepared = media::prepare(&upload.bytes).map_err(|e| name_it(&given, e))?;
+                let name = fitting_name(given, prepared.kind, prepared.original.ext);
                 let id = uuid::Uuid::new_v4().to_string();
                 let ext = match prepared.kind {
                     Kind::Image => prepared.original.ext.to_owned(),
@@ -323,6 +324,37 @@ fn name_it(name: &str, e: Error) -> Error {
         Error::Unsupported(m) => Error::Unsupported(format!("{name}: {m}")),
         other => other,
     }
+}
+
+/// Extensions that name a binary type: a file that is really text under one
+/// of them is delivered with `.txt` added (`notes.png.txt`).
+const BINARY_EXTENSIONS: &[&str] = &[
+    "png", "jpg", "jpeg", "gif", "webp", "bmp", "tif", "tiff", "ico", "heic", "avif", "pdf", "zip", "gz", "tgz", "tar",
+    "7z", "rar", "exe", "dll", "so", "dylib", "bin", "wasm", "mp3", "mp4", "mov", "wav", "ogg",
+];
+
+/// The name a file is delivered under matches what its bytes are: text
+/// named like an image or another binary type gets `.txt` added; an image
+/// whose name says another type gets its own extension added
+/// (`shot.txt.png`). An agent's tools go by the name.
+fn fitting_name(name: String, kind: Kind, image_ext: &str) -> String {
+    let ext = name.rsplit_once('.').map(|(_, e)| e.to_ascii_lowercase());
+    let fits = match (kind, ext.as_deref()) {
+        (Kind::Text, Some(e)) => !BINARY_EXTENSIONS.contains(&e),
+        (Kind::Text, None) => true,
+        (Kind::Image, Some(e)) => {
+            e == image_ext || (image_ext == "jpg" && e == "jpeg") || (image_ext == "tiff" && e == "tif")
+        }
+        (Kind::Image, None) => false,
+    };
+    if fits {
+        return name;
+    }
+    let added = match kind {
+        Kind::Text => "txt",
+        Kind::Image => image_ext,
+    };
+    attachment_name(&format!("{name}.{added}"))
 }
 
 /// A text file keeps a short alphanumeric extension (`.rs`, `.md`) so an
@@ -429,5 +461,20 @@ mod tests {
         assert_eq!(text_extension("notes"), "txt");
         assert_eq!(text_extension("weird.a-b"), "txt");
         assert_eq!(text_extension("x.verylongextension"), "txt");
+    }
+
+    #[test]
+    fn a_file_is_named_for_what_it_is() {
+        assert_eq!(fitting_name("notes.png".into(), Kind::Text, "txt"), "notes.png.txt");
+        assert_eq!(fitting_name("main.rs".into(), Kind::Text, "txt"), "main.rs");
+        assert_eq!(fitting_name("README".into(), Kind::Text, "txt"), "README");
+        assert_eq!(fitting_name("shot.txt".into(), Kind::Image, "png"), "shot.txt.png");
+        assert_eq!(fitting_name("photo.JPEG".into(), Kind::Image, "jpg"), "photo.JPEG");
+        assert_eq!(fitting_name("clipboard".into(), Kind::Image, "png"), "clipboard.png");
+        // The text named like an image goes by .txt on disk too.
+        assert_eq!(
+            text_extension(&fitting_name("notes.png".into(), Kind::Text, "txt")),
+            "txt"
+        );
     }
 }

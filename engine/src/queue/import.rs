@@ -36,9 +36,10 @@ struct Incoming {
 
 impl Queue {
     /// Import the export at `path`; with `dry_run`, check everything and say
-    /// what would change without changing anything.
+    /// what would change without changing anything. Messages call the file
+    /// "the file" (what was sent is a temporary copy).
     pub async fn import(&self, path: PathBuf, dry_run: bool) -> Result<ImportSummary> {
-        let opened = tokio::task::spawn_blocking(move || export::open(&path))
+        let opened = tokio::task::spawn_blocking(move || export::open(&path, "the file"))
             .await
             .map_err(|e| Error::internal("an import task failed", e))??;
         let Opened { export, bundle } = opened;
@@ -366,6 +367,7 @@ fn check_instruction(raw: Instruction) -> Result<(Instruction, Option<Report>)> 
         queue,
         target,
         delivery: None,
+        answers: None,
         report: None,
         attachments: raw.attachments,
     };

@@ -9,6 +9,10 @@ use crate::model::{Instruction, Report};
 use crate::store::Durability;
 use crate::{markdown, time, Error, Result};
 
+/// The room a question's first answer leaves behind it for more answers
+/// (see [`Queue::reply`]).
+const ANSWER_ROOM: i64 = 1024;
+
 impl Queue {
     /// Store what `agent` of `queue` reports, before its call waits. It
     /// attaches to the instruction the agent's previous call delivered when
@@ -100,7 +104,10 @@ impl Queue {
     }
 
     /// Answer a report: queue `content` at the front of the report's queue,
-    /// for the agent that wrote it (it is waiting on the answer).
+    /// for the agent that wrote it (it is waiting on the answer) — after any
+    /// earlier answer to the same report still waiting, so two answers
+    /// arrive in the order they were given. The agent is told which
+    /// question it answers (`DeliveredInstruction::in_reply_to`).
     pub async fn reply(&self, report_id: String, content: String) -> Result<Instruction> {
         let content = super::validate_content(content)?;
         let items = self
@@ -109,9 +116,22 @@ impl Queue {
                     let report = db
                         .get_report(&report_id)?
                         .ok_or_else(|| Error::NotFound(format!("no report with id {report_id}")))?;
-                    let position = db.front_position(&report.queue)?;
-                    let item =
-                        Instruction::new_pending(content, report.queue, Some(report.agent_id), position, time::now());
+                    // First in line, or right after the earlier answers to this
+                    // question still waiting. A first answer leaves room behind
+                    // it (positions are only an order), so later ones fit
+                    // without renumbering the rail.
+                    let position = match db.last_pending_answer(&report.queue, &report.id)? {
+                        Some(last) => last + 1,
+                        None => db.front_position(&report.queue)? - ANSWER_ROOM,
+                    };
+                    let mut item = Instruction::new_pending(
+                        content,
+                        report.queue.clone(),
+                        Some(report.agent_id),
+                        position,
+                        time::now(),
+                    );
+                    item.answers = Some(report.id.clone());
                     db.insert_instruction(&item)?;
                     Ok(vec![item])
                 })

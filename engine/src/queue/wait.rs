@@ -16,6 +16,7 @@ use tokio_util::sync::CancellationToken;
 use super::dispatch::Place;
 use super::{log_event, Inner, Queue};
 use crate::events::{Event, EventData, EventKind};
+use crate::model::InReplyTo;
 use crate::model::{
     agent_id, client_slug, queue_or_default, Caller, DeliveredAttachment, DeliveredInstruction, Instruction,
     ResultType, UserRequestResult, DEFAULT_AGENT_ID, MAX_WAIT_SECONDS,
@@ -58,7 +59,7 @@ fn unwritable_response(fault: &crate::Error) -> String {
 }
 
 /// A claimed instruction and what its agent is told of its files.
-type Taken = (Instruction, Vec<DeliveredAttachment>);
+type Taken = (Instruction, Vec<DeliveredAttachment>, Option<InReplyTo>);
 
 /// What one claim transaction found.
 enum Claim {
@@ -234,7 +235,7 @@ impl Queue {
         drop(call);
 
         let waited = started.elapsed().as_secs();
-        let ((item, attachments), remaining) = match ended {
+        let ((item, attachments, in_reply_to), remaining) = match ended {
             Ok(claimed) => claimed,
             Err((outcome, remaining)) => return self.finish_empty(&queue, &agent, outcome, remaining, waited).await,
         };
@@ -258,6 +259,7 @@ impl Queue {
                 content: crate::model::with_suffix(item.content, suffix.as_deref()),
                 target: item.target,
                 attachments,
+                in_reply_to,
             }),
             response: None,
             remaining_pending: remaining,
@@ -434,7 +436,22 @@ impl Queue {
                         ),
                     )?);
                     let delivered = super::attachments::delivered(i.store.files(), &rows, item.content.len());
-                    Ok((Claim::Got((item, delivered), remaining), events))
+                    // A reply says which question it answers (the report's first line).
+                    let in_reply_to = match &item.answers {
+                        Some(report_id) => db.get_report(report_id)?.map(|r| InReplyTo {
+                            question: r
+                                .content
+                                .lines()
+                                .find(|l| !l.trim().is_empty())
+                                .unwrap_or("")
+                                .chars()
+                                .take(200)
+                                .collect(),
+                            report_id: r.id,
+                        }),
+                        None => None,
+                    };
+                    Ok((Claim::Got((item, delivered, in_reply_to), remaining), events))
                 },
                 |(claim, events)| {
                     for event in events {

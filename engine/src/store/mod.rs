@@ -26,7 +26,7 @@ use rusqlite::{Connection, TransactionBehavior};
 
 use crate::{paths, private_fs, Error, Result};
 
-pub use backup::restore;
+pub use backup::{restore, DB_ENTRY};
 pub use files::{template_folder, Files, NewFile};
 pub use queries::{AttachmentRow, Db, PendingChange, QueueTally, StoredEvent, TemplateFileRow};
 

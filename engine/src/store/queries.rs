@@ -32,7 +32,7 @@ pub struct Db<'c> {
 /// by name, so a new column goes here, in `instruction_from_row` and in
 /// `insert_instruction`'s values — and nowhere shifts.
 const INSTRUCTION_COLUMNS: &str =
-    "id, content, status, created_at, updated_at, consumed_at, consumed_by_agent_id, position, queue, target, delivery";
+    "id, content, status, created_at, updated_at, consumed_at, consumed_by_agent_id, position, queue, target, delivery, answers";
 
 fn instruction_from_row(row: &Row<'_>) -> rusqlite::Result<Instruction> {
     let status: String = row.get("status")?;
@@ -63,6 +63,7 @@ fn instruction_from_row(row: &Row<'_>) -> rusqlite::Result<Instruction> {
             .get::<_, Option<String>>("delivery")?
             .as_deref()
             .and_then(Delivery::parse),
+        answers: row.get("answers")?,
         report: None,
         attachments: Vec::new(),
     })
@@ -223,6 +224,17 @@ impl<'c> Db<'c> {
             })?)
     }
 
+    /// The largest position of `queue`'s pending answers to `report`, if any
+    /// (a second answer to one question goes after the first).
+    pub fn last_pending_answer(&self, queue: &str, report: &str) -> Result<Option<i64>> {
+        Ok(self
+            .conn
+            .prepare_cached(
+                "SELECT MAX(position) FROM instructions WHERE status = 'pending' AND queue = ?1 AND answers = ?2",
+            )?
+            .query_row([queue, report], |r| r.get(0))?)
+    }
+
     /// A position before every pending instruction of `queue` (for "send again" to the front).
     pub fn front_position(&self, queue: &str) -> Result<i64> {
         Ok(self.conn.query_row(
@@ -249,7 +261,8 @@ impl<'c> Db<'c> {
                 i.position,
                 i.queue,
                 i.target,
-                i.delivery.map(Delivery::as_str)
+                i.delivery.map(Delivery::as_str),
+                i.answers
             ])?;
         Ok(())
     }

@@ -373,7 +373,10 @@ fn status_says_connected_outdated_or_not_and_update_all_repairs() {
     assert_eq!(now[&Client::Vscode].state, State::Connected);
     assert_eq!(now[&Client::Vscode].queue.as_deref(), Some("repo-a"));
     assert_eq!(now[&Client::Cursor].state, State::NotConnected);
-    assert!(now[&Client::Vscode].installed, "its folder exists now");
+    assert!(
+        !now[&Client::Vscode].installed,
+        "a folder connect made itself is no sign that VS Code is installed"
+    );
     assert!(!now[&Client::Zed].installed);
     assert!(now[&Client::Vscode].deep_link && !now[&Client::Codex].deep_link);
 
@@ -613,9 +616,11 @@ fn the_connect_command_end_to_end() {
             .output()
             .unwrap()
     };
+    // Codex is not installed in this fresh home: --force writes its file anyway.
     let out = run(&[
         "connect",
         "codex",
+        "--force",
         "--url",
         "http://127.0.0.1:8765/mcp",
         "--token",
@@ -640,7 +645,8 @@ fn the_connect_command_end_to_end() {
     let list: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
     let codex = list.iter().find(|c| c["id"] == "codex").unwrap();
     assert_eq!(codex["state"], "connected");
-    assert_eq!(codex["installed"], true);
+    // Its folder is the one connect made: no sign that Codex is installed.
+    assert_eq!(codex["installed"], false);
 
     std::fs::create_dir_all(home.path().join(".cursor")).unwrap();
     std::fs::write(home.path().join(".cursor/mcp.json"), "{,}").unwrap();
@@ -651,8 +657,7 @@ fn the_connect_command_end_to_end() {
 
     let out = run(&["disconnect", "codex"]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    assert!(!std::fs::read_to_string(home.path().join(".codex/config.toml"))
-        .unwrap()
-        .contains("local-mcp"));
+    // The file (and its folder) were connect's own: both are gone again.
+    assert!(!home.path().join(".codex").exists());
     let _ = json!(null);
 }

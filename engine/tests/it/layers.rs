@@ -20,8 +20,8 @@ const LAYERS: &[&[&str]] = &[
     &["config", "store"],
     &["events", "auth", "connection", "lock", "snippets", "connect", "export"],
     &["queue"],
-    &["mcp", "cli"],
-    &["http"],
+    &["mcp", "client"],
+    &["cli", "http"],
     &["server"],
 ];
 

@@ -13,6 +13,7 @@ mod api;
 mod attachments;
 mod backup;
 mod catalog;
+mod cli;
 mod clients;
 mod connect;
 mod crash;
@@ -31,6 +32,7 @@ mod one_engine;
 mod queues;
 mod recovery;
 mod reports;
+#[cfg(unix)] // another account through setpriv (docs/PLATFORMS.md)
 mod same_user;
 mod search;
 mod security;

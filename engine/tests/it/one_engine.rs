@@ -98,7 +98,7 @@ async fn an_engine_in_process_holds_its_database_until_stopped() {
 /// server's events as `Event`s (its status first), and the tray's actions.
 #[tokio::test]
 async fn a_remote_engine_is_followed_and_driven_over_http() {
-    use engine::cli::remote::Remote;
+    use engine::client::remote::Remote;
     use engine::{EventData, EventKind};
 
     let s = common::start(|_| {}).await;

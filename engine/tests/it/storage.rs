@@ -254,6 +254,7 @@ exec "$1""#;
 /// A database file this account may not write, at start: a clear refusal
 /// naming it (there is nothing useful to serve). The account is `nobody`
 /// (via `setpriv`, which needs root — as CI runs); the file is root's, 0444.
+#[cfg(unix)] // another account through setpriv (docs/PLATFORMS.md)
 #[tokio::test]
 async fn a_database_read_only_at_start_is_refused_naming_the_file() {
     use std::os::unix::fs::PermissionsExt;
