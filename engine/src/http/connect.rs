@@ -16,6 +16,7 @@ use utoipa_axum::routes;
 use super::error::ErrorBody;
 use super::{ApiJson, ApiQuery, AppState};
 use crate::connect::{self, Backup, Change, ClientStatus, Env, Request, Site};
+use crate::model::QueueName;
 use crate::snippets::{self, Client};
 use crate::{Error, Result};
 
@@ -64,8 +65,8 @@ fn project(dir: Option<&str>) -> Result<Option<PathBuf>> {
 }
 
 /// A queue named in a body: absent means `default`, but an empty name is a mistake.
-fn queue(name: Option<&str>) -> Result<Option<String>> {
-    name.map(crate::model::queue_name).transpose()
+fn queue(name: Option<QueueName>) -> Result<Option<String>> {
+    Ok(name.map(QueueName::into_string))
 }
 
 /// Run file work (and possibly `claude`) off the async threads.
@@ -118,12 +119,7 @@ pub struct ConnectBody {
     #[schema(pattern = r"^(/|[A-Za-z]:[\\/])")]
     project: Option<String>,
     /// Point the client at this queue (`/mcp/q/<queue>`).
-    #[schema(
-        min_length = 1,
-        max_length = 64,
-        pattern = "^[A-Za-z0-9._-]*[A-Za-z0-9_-][A-Za-z0-9._-]*$"
-    )]
-    queue: Option<String>,
+    queue: Option<QueueName>,
     /// Also install the client's Stop hook (Claude Code; VS Code with a project).
     #[serde(default)]
     hooks: bool,
@@ -143,7 +139,7 @@ async fn connect_one(State(s): State<AppState>, ApiJson(body): ApiJson<ConnectBo
     let client = body.client;
     let project = project(body.project.as_deref())?;
     let site = site(&s);
-    let queue_name = queue(body.queue.as_deref())?;
+    let queue_name = queue(body.queue)?;
     blocking(move || {
         let req = Request {
             project: project.as_deref(),
@@ -238,12 +234,7 @@ async fn backups() -> Result<Json<BackupsBody>> {
 #[serde(deny_unknown_fields)]
 pub struct LinkBody {
     client: Client,
-    #[schema(
-        min_length = 1,
-        max_length = 64,
-        pattern = "^[A-Za-z0-9._-]*[A-Za-z0-9_-][A-Za-z0-9._-]*$"
-    )]
-    queue: Option<String>,
+    queue: Option<QueueName>,
 }
 
 #[derive(Serialize, ToSchema)]
@@ -260,7 +251,7 @@ pub struct Opened {
         (status = 409, description = "The client has no install link, or no handler could open it (no desktop session, or the client is not installed)", body = ErrorBody)))]
 async fn open_link(State(s): State<AppState>, ApiJson(body): ApiJson<LinkBody>) -> Result<Json<Opened>> {
     let client = body.client;
-    let queue = queue(body.queue.as_deref())?.unwrap_or_else(|| crate::model::DEFAULT_QUEUE.to_owned());
+    let queue = queue(body.queue)?.unwrap_or_else(|| crate::model::DEFAULT_QUEUE.to_owned());
     let entry = site(&s).entry(client, &queue);
     let link = connect::links::link(client, &entry)
         .ok_or_else(|| Error::Conflict(format!("{} has no install link; use Connect", client.name())))?;

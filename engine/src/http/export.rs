@@ -12,6 +12,7 @@ use utoipa_axum::routes;
 use super::error::ErrorBody;
 use super::{ApiQuery, AppState};
 use crate::export::{render, Format};
+use crate::model::QueueName;
 use crate::Result;
 
 pub fn routes() -> OpenApiRouter<AppState> {
@@ -27,12 +28,7 @@ pub struct ExportQuery {
     #[param(inline)]
     format: Option<Format>,
     /// Only this queue.
-    #[param(
-        min_length = 1,
-        max_length = 64,
-        pattern = "^[A-Za-z0-9._-]*[A-Za-z0-9_-][A-Za-z0-9._-]*$"
-    )]
-    queue: Option<String>,
+    queue: Option<QueueName>,
     /// Only what was delivered (or reported) at or after this time (RFC 3339) or date; pending ones always.
     #[param(format = DateTime)]
     since: Option<String>,
@@ -47,7 +43,7 @@ pub struct ExportQuery {
         (status = 400, description = "Not a valid queue, date or format", body = ErrorBody)))]
 async fn export(State(s): State<AppState>, ApiQuery(q): ApiQuery<ExportQuery>) -> Result<Response> {
     let format = q.format.unwrap_or(Format::Json);
-    let queue = q.queue.as_deref().map(crate::model::queue_name).transpose()?;
+    let queue = q.queue.map(QueueName::into_string);
     let since = q.since.as_deref().map(crate::model::time_bound).transpose()?;
     let stamp = crate::time::now().replace([':', '.'], "-");
     let headers = [

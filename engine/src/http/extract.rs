@@ -38,6 +38,13 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for ApiJson<T> {
         serde_json::from_slice(&bytes).map(ApiJson).map_err(|e| {
             use serde_json::error::Category;
             match e.classify() {
+                // A rule of the product's (a queue name, an agent id): the
+                // same 400 and message as the handler's own check gave.
+                Category::Data if crate::model::breaks_a_rule(&e.to_string()) => error_response(
+                    StatusCode::BAD_REQUEST,
+                    "invalid_request",
+                    e.to_string().split(" at line ").next().unwrap_or_default(),
+                ),
                 Category::Data => error_response(
                     StatusCode::UNPROCESSABLE_ENTITY,
                     "invalid_request",

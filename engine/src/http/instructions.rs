@@ -13,6 +13,7 @@ use utoipa_axum::routes;
 
 use super::error::ErrorBody;
 use super::{ApiJson, ApiPath, ApiQuery, AppState};
+use crate::model::QueueName;
 use crate::model::{
     HistoryFilter, Instruction, InstructionPatch, Listing, MoveTo, NewInstruction, RequeuePlace, StatusFilter,
 };
@@ -54,12 +55,7 @@ pub struct ListQuery {
     #[param(value_type = Option<i64>, minimum = 0, maximum = 4294967295_i64)]
     offset: u32,
     /// Only this queue's instructions.
-    #[param(
-        min_length = 1,
-        max_length = 64,
-        pattern = "^[A-Za-z0-9._-]*[A-Za-z0-9_-][A-Za-z0-9._-]*$"
-    )]
-    queue: Option<String>,
+    queue: Option<QueueName>,
     /// Only instructions addressed to this agent id.
     target: Option<String>,
     /// Delivered ones only: every word must appear in the instruction or its report
@@ -80,7 +76,7 @@ pub struct ListQuery {
 #[utoipa::path(get, path = "/api/instructions", tag = "instructions", params(ListQuery),
     responses((status = 200, description = "Pending instructions (all of them, next first), then consumed ones (newest first)", body = ItemsBody), (status = 400, description = "Malformed request", body = ErrorBody)))]
 async fn list(State(s): State<AppState>, ApiQuery(q): ApiQuery<ListQuery>) -> Result<Json<ItemsBody>> {
-    let queue = q.queue.as_deref().map(crate::model::queue_name).transpose()?;
+    let queue = q.queue.map(QueueName::into_string);
     let listing = Listing {
         status: q.status,
         limit: q.limit,

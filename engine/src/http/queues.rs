@@ -13,6 +13,7 @@ use utoipa_axum::routes;
 
 use super::error::ErrorBody;
 use super::{ApiJson, ApiPath, ApiQuery, AppState};
+use crate::model::QueueName;
 use crate::model::{QueueInfo, QueuePatch, QueueRecord};
 use crate::Result;
 
@@ -60,12 +61,7 @@ async fn list(State(s): State<AppState>, ApiQuery(q): ApiQuery<ListQuery>) -> Re
 #[serde(deny_unknown_fields)]
 pub struct NewQueue {
     /// 1–64 characters of a-z 0-9 . _ - (upper case is lowered)
-    #[schema(
-        min_length = 1,
-        max_length = 64,
-        pattern = "^[A-Za-z0-9._-]*[A-Za-z0-9_-][A-Za-z0-9._-]*$"
-    )]
-    name: String,
+    name: QueueName,
 }
 
 /// Create a queue.
@@ -74,12 +70,12 @@ pub struct NewQueue {
         (status = 400, description = "Not a valid queue name", body = ErrorBody),
         (status = 409, description = "A queue with that name exists", body = ErrorBody)))]
 async fn create(State(s): State<AppState>, ApiJson(body): ApiJson<NewQueue>) -> Result<(StatusCode, Json<QueueBody>)> {
-    let item = s.queue.create_queue(&body.name).await?;
+    let item = s.queue.create_queue(body.name.as_str()).await?;
     Ok((StatusCode::CREATED, Json(QueueBody { item })))
 }
 
 /// One queue.
-#[utoipa::path(get, path = "/api/queues/{name}", tag = "queues", params(("name" = String, Path, description = "Queue name", min_length = 1, max_length = 64, pattern = "^[A-Za-z0-9._-]*[A-Za-z0-9_-][A-Za-z0-9._-]*$")),
+#[utoipa::path(get, path = "/api/queues/{name}", tag = "queues", params(("name" = QueueName, Path, description = "Queue name")),
     responses((status = 200, description = "The queue", body = QueueBody),
         (status = 400, description = "Not a valid queue name", body = ErrorBody),
         (status = 404, description = "No such queue", body = ErrorBody)))]
@@ -90,7 +86,7 @@ async fn get_one(State(s): State<AppState>, ApiPath(name): ApiPath<String>) -> R
 }
 
 /// Rename, archive or restore, hold or release a queue.
-#[utoipa::path(patch, path = "/api/queues/{name}", tag = "queues", params(("name" = String, Path, description = "Queue name", min_length = 1, max_length = 64, pattern = "^[A-Za-z0-9._-]*[A-Za-z0-9_-][A-Za-z0-9._-]*$")),
+#[utoipa::path(patch, path = "/api/queues/{name}", tag = "queues", params(("name" = QueueName, Path, description = "Queue name")),
     request_body = QueuePatch,
     responses((status = 200, description = "The queue after the change", body = QueueBody),
         (status = 400, description = "Not a valid queue name", body = ErrorBody),
@@ -111,12 +107,7 @@ async fn update(
 pub struct HoldBody {
     /// One queue; absent: every queue.
     #[serde(default)]
-    #[schema(
-        min_length = 1,
-        max_length = 64,
-        pattern = "^[A-Za-z0-9._-]*[A-Za-z0-9_-][A-Za-z0-9._-]*$"
-    )]
-    queue: Option<String>,
+    queue: Option<QueueName>,
 }
 
 /// `{"changed": […]}`
@@ -160,12 +151,7 @@ pub struct StopBody {
     agent_id: String,
     /// Its queue (default `default`).
     #[serde(default)]
-    #[schema(
-        min_length = 1,
-        max_length = 64,
-        pattern = "^[A-Za-z0-9._-]*[A-Za-z0-9_-][A-Za-z0-9._-]*$"
-    )]
-    queue: Option<String>,
+    queue: Option<QueueName>,
 }
 
 /// End an agent's loop.
@@ -174,7 +160,10 @@ pub struct StopBody {
         (status = 400, description = "Invalid agent id or queue name", body = ErrorBody),
         (status = 404, description = "No such agent has called in that queue", body = ErrorBody)))]
 async fn stop_agent(State(s): State<AppState>, ApiJson(body): ApiJson<StopBody>) -> Result<StatusCode> {
-    let queue = body.queue.unwrap_or_else(|| crate::model::DEFAULT_QUEUE.to_owned());
+    let queue = body
+        .queue
+        .map(QueueName::into_string)
+        .unwrap_or_else(|| crate::model::DEFAULT_QUEUE.to_owned());
     s.queue.stop_agent(&queue, &body.agent_id).await?;
     Ok(StatusCode::NO_CONTENT)
 }

@@ -13,6 +13,7 @@ use utoipa_axum::routes;
 use super::error::ErrorBody;
 use super::instructions::ItemBody;
 use super::{ApiJson, ApiPath, ApiQuery, AppState};
+use crate::model::QueueName;
 use crate::model::Report;
 use crate::Result;
 
@@ -33,12 +34,7 @@ pub struct ListQuery {
     /// Only this agent's reports.
     agent_id: Option<String>,
     /// Only this queue's reports.
-    #[param(
-        min_length = 1,
-        max_length = 64,
-        pattern = "^[A-Za-z0-9._-]*[A-Za-z0-9_-][A-Za-z0-9._-]*$"
-    )]
-    queue: Option<String>,
+    queue: Option<QueueName>,
     /// Only reports created before this time (the `created_at` of the last one seen: the next page).
     before: Option<String>,
     /// At most this many (default 50, at most 500).
@@ -51,7 +47,7 @@ pub struct ListQuery {
     responses((status = 200, description = "Reports, newest first", body = ReportsBody),
         (status = 400, description = "Malformed request", body = ErrorBody)))]
 async fn list(State(s): State<AppState>, ApiQuery(q): ApiQuery<ListQuery>) -> Result<Json<ReportsBody>> {
-    let queue = q.queue.as_deref().map(crate::model::queue_name).transpose()?;
+    let queue = q.queue.map(QueueName::into_string);
     let limit = q.limit.unwrap_or(50).min(500);
     let items = s.queue.reports(queue, q.agent_id, q.before, limit).await?;
     Ok(Json(ReportsBody { items }))

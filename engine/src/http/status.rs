@@ -9,6 +9,7 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::{ApiQuery, AppState};
+use crate::model::QueueName;
 use crate::model::StatusSnapshot;
 use crate::snippets::{self, Target};
 use crate::{time, Result};
@@ -49,12 +50,7 @@ async fn status(State(s): State<AppState>) -> Result<Json<StatusSnapshot>> {
 #[into_params(parameter_in = Query)]
 pub struct ClientsQuery {
     /// Configure agents of this queue (default `default`).
-    #[param(
-        min_length = 1,
-        max_length = 64,
-        pattern = "^[A-Za-z0-9._-]*[A-Za-z0-9_-][A-Za-z0-9._-]*$"
-    )]
-    queue: Option<String>,
+    queue: Option<QueueName>,
 }
 
 #[derive(Serialize, ToSchema)]
@@ -73,8 +69,8 @@ pub struct ClientsBody {
     responses((status = 200, description = "The MCP configuration each client expects", body = ClientsBody),
         (status = 400, description = "Not a valid queue name", body = super::error::ErrorBody)))]
 async fn clients(State(s): State<AppState>, ApiQuery(q): ApiQuery<ClientsQuery>) -> Result<Json<ClientsBody>> {
-    let queue = match q.queue.as_deref() {
-        Some(name) => crate::model::queue_name(name)?,
+    let queue = match q.queue {
+        Some(name) => name.into_string(),
         None => crate::model::DEFAULT_QUEUE.to_owned(),
     };
     let mcp_url = format!("{}{}", s.queue.facts().url, crate::model::mcp_path(&queue));

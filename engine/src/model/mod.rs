@@ -6,6 +6,7 @@
 
 mod attachments;
 mod clients;
+mod names;
 mod queues;
 mod reports;
 mod settings;
@@ -20,9 +21,13 @@ pub use clients::{
     client_slug, limit_of, safe_wait, AgentClient, Caller, ClientName, Limit, CLIENT_SESSION_HEADER,
     CLIENT_SESSION_VARIABLES, LIMITS,
 };
+pub use names::{
+    breaks_a_rule, AgentId, Content, QueueName, MAX_AGENT_ID_CHARS, MAX_INSTRUCTION_BYTES, MAX_QUEUE_NAME_CHARS,
+    QUEUE_NAME_PATTERN,
+};
 pub use queues::{
     mcp_path, queue_from_path, queue_name, queue_or_default, InstructionPatch, NewInstruction, QueueInfo, QueuePatch,
-    QueueRecord, DEFAULT_QUEUE, MAX_QUEUE_NAME_CHARS, MCP_PATH,
+    QueueRecord, DEFAULT_QUEUE, MCP_PATH,
 };
 pub use reports::{report_args, Report, MAX_OPTIONS, MAX_OPTION_CHARS, MAX_REPORT_BYTES};
 pub use settings::{field, Field, Kind, Settings, SettingsPatch, FIELDS};
@@ -35,10 +40,6 @@ use utoipa::ToSchema;
 
 /// The longest a `get_user_request` call may wait on an empty queue: a day.
 pub const MAX_WAIT_SECONDS: u32 = 86_400;
-/// The largest instruction we accept, in bytes of UTF-8: bigger is a paste accident.
-pub const MAX_INSTRUCTION_BYTES: usize = 64 * 1024;
-/// The longest agent id we accept, in characters.
-pub const MAX_AGENT_ID_CHARS: usize = 128;
 /// The agent id used when a caller does not name itself.
 pub const DEFAULT_AGENT_ID: &str = "default";
 /// The default text returned when the queue stays empty: it tells the
@@ -166,20 +167,7 @@ impl Instruction {
 /// Trim an agent id and refuse one too long or with control characters;
 /// blank is `None`. Agent ids and targets follow the same rule.
 pub fn agent_id(raw: Option<&str>) -> crate::Result<Option<String>> {
-    let Some(id) = raw.map(str::trim).filter(|s| !s.is_empty()) else {
-        return Ok(None);
-    };
-    if id.chars().count() > MAX_AGENT_ID_CHARS {
-        return Err(crate::Error::Invalid(format!(
-            "agent ids must be at most {MAX_AGENT_ID_CHARS} characters"
-        )));
-    }
-    if id.chars().any(char::is_control) {
-        return Err(crate::Error::Invalid(
-            "agent ids must not contain control characters".into(),
-        ));
-    }
-    Ok(Some(id.to_owned()))
+    Ok(raw.map(AgentId::new).transpose()?.flatten().map(AgentId::into_string))
 }
 
 /// What a `get_user_request` call ended with.

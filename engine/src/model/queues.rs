@@ -5,29 +5,15 @@
 use serde::{Deserialize, Deserializer, Serialize};
 use utoipa::ToSchema;
 
-use crate::{Error, Result};
+use super::names::QueueName;
+use crate::Result;
 
 /// The queue every agent and instruction belongs to unless told otherwise.
 pub const DEFAULT_QUEUE: &str = "default";
-/// The longest queue name, in characters.
-pub const MAX_QUEUE_NAME_CHARS: usize = 64;
 
-/// Lower-case `raw` and check it is a queue name: 1–64 characters of
-/// `a-z 0-9 . _ -`. Names end up in URLs (`/mcp/q/<name>`) and file names of
-/// client configurations, so nothing else is allowed.
+/// Lower-case `raw` and check it is a queue name (see [`QueueName`]).
 pub fn queue_name(raw: &str) -> Result<String> {
-    let name = raw.to_ascii_lowercase();
-    let ok = (1..=MAX_QUEUE_NAME_CHARS).contains(&name.len())
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || matches!(b, b'.' | b'_' | b'-'));
-    // "." and ".." would be path segments with a meaning of their own.
-    if !ok || name.bytes().all(|b| b == b'.') {
-        return Err(Error::Invalid(format!(
-            "queue name {raw:?} is not valid: use 1–{MAX_QUEUE_NAME_CHARS} characters of a-z, 0-9, '.', '_' and '-' (not only dots)"
-        )));
-    }
-    Ok(name)
+    QueueName::new(raw).map(QueueName::into_string)
 }
 
 /// The queue `raw` names, or `default` when none is given.
@@ -100,11 +86,7 @@ pub struct NewInstruction {
     pub content: String,
     /// The queue (default `default`); created if it does not exist yet.
     #[serde(default)]
-    #[schema(
-        min_length = 1,
-        max_length = 64,
-        pattern = "^[A-Za-z0-9._-]*[A-Za-z0-9_-][A-Za-z0-9._-]*$"
-    )]
+    #[schema(value_type = Option<QueueName>)]
     pub queue: Option<String>,
     /// One agent id this instruction is for (at most 128 characters, no
     /// control characters); absent, null or blank: anyone in the queue.
@@ -139,11 +121,7 @@ pub struct InstructionPatch {
     pub content: Option<String>,
     /// Move it to this queue (at the back of it).
     #[serde(default)]
-    #[schema(
-        min_length = 1,
-        max_length = 64,
-        pattern = "^[A-Za-z0-9._-]*[A-Za-z0-9_-][A-Za-z0-9._-]*$"
-    )]
+    #[schema(value_type = Option<QueueName>)]
     pub queue: Option<String>,
     /// Readdress it: an agent id (as for a new instruction), or null for anyone in the queue.
     #[serde(default, deserialize_with = "present")]
@@ -170,11 +148,7 @@ fn present<'de, D: Deserializer<'de>>(d: D) -> std::result::Result<Option<Option
 #[serde(deny_unknown_fields)]
 pub struct QueuePatch {
     #[serde(default)]
-    #[schema(
-        min_length = 1,
-        max_length = 64,
-        pattern = "^[A-Za-z0-9._-]*[A-Za-z0-9_-][A-Za-z0-9._-]*$"
-    )]
+    #[schema(value_type = Option<QueueName>)]
     pub name: Option<String>,
     #[serde(default)]
     pub archived: Option<bool>,
@@ -189,6 +163,7 @@ pub struct QueuePatch {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Error;
 
     #[test]
     fn names_are_lower_cased_and_restricted() {

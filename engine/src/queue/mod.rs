@@ -25,7 +25,7 @@ use tokio_util::sync::CancellationToken;
 use crate::events::{Bus, Event, EventData, EventKind};
 use crate::model::{
     agent_id, Delivery, Instruction, InstructionPatch, InstructionStatus, Listing, MoveTo, NewInstruction, QueueCounts,
-    QueueRecord, RequeuePlace, Settings, SettingsPatch, MAX_INSTRUCTION_BYTES,
+    QueueRecord, RequeuePlace, Settings, SettingsPatch,
 };
 use crate::store::{Db, Durability, PendingChange, Store};
 use crate::{time, Error, Result};
@@ -678,23 +678,7 @@ fn pending_only(db: &Db<'_>, id: &str, verb: &str) -> Result<Error> {
 /// Refuse empty, whitespace-only, oversized or NUL-carrying instructions.
 /// The text is kept as typed (no trimming): indentation can matter.
 pub fn validate_content(content: String) -> Result<String> {
-    if content.trim().is_empty() {
-        return Err(Error::Invalid(
-            "instruction content must not be empty or whitespace only".into(),
-        ));
-    }
-    if content.len() > MAX_INSTRUCTION_BYTES {
-        return Err(Error::TooLarge(format!(
-            "instruction content is {} bytes; the limit is {MAX_INSTRUCTION_BYTES} bytes",
-            content.len()
-        )));
-    }
-    if content.contains('\0') {
-        return Err(Error::Invalid(
-            "instruction content must not contain NUL characters".into(),
-        ));
-    }
-    Ok(content)
+    crate::model::Content::new(content).map(crate::model::Content::into_string)
 }
 
 #[cfg(test)]

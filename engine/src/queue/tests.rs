@@ -4,7 +4,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::wait::WaitOutcome;
 use super::*;
-use crate::model::{Caller, ResultType, Settings, UserRequestResult};
+use crate::model::{Caller, ResultType, Settings, UserRequestResult, MAX_INSTRUCTION_BYTES};
 
 fn queue(wait: u32) -> (Queue, CancellationToken) {
     let shutdown = CancellationToken::new();

@@ -206,3 +206,24 @@ fn only_private_fs_creates_files() {
         .collect();
     assert!(here.len() >= 3, "{here:?}");
 }
+
+/// Each noun's rule in one place (`model/names.rs`): the queue-name pattern
+/// is spelled once in the sources, and every schema that names a queue
+/// takes it from `QueueName`.
+#[test]
+fn the_queue_name_rule_is_spelled_once() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    let spelled: Vec<String> = files
+        .iter()
+        .filter(|f| {
+            std::fs::read_to_string(f)
+                .unwrap()
+                .contains("[A-Za-z0-9._-]*[A-Za-z0-9_-][A-Za-z0-9._-]*")
+        })
+        .map(|f| f.display().to_string())
+        .collect();
+    assert_eq!(spelled.len(), 1, "{spelled:?}");
+    assert!(spelled[0].ends_with("model/names.rs"), "{spelled:?}");
+}
