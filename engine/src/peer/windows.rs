@@ -118,9 +118,9 @@ pub fn connection(local: SocketAddr, remote: SocketAddr) -> Result<Account> {
     // Windows names a live connection's process at once. Wine lists a socket
     // under no process (pid 0) until that process first uses it, which a
     // client does straight after connecting: look again, briefly.
-    for attempt in 1..=10 {
+    for attempt in 1..=5 {
         let pid = connection_pid(local, remote)?;
-        if pid != 0 || attempt == 10 {
+        if pid != 0 || attempt == 5 {
             return process_account(pid);
         }
         std::thread::sleep(std::time::Duration::from_millis(20));
