@@ -9,20 +9,24 @@
 mod backend;
 mod clipboard;
 mod connect_menu;
+mod instance;
 mod notify;
 mod prefs;
 mod tray;
 mod view;
+mod webview_helpers;
 mod windows;
 
 use std::collections::HashSet;
+use std::path::Path;
 use std::process::ExitCode;
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use clap::{CommandFactory, Parser};
 use engine::EventData;
-use engine::{Engine, EventKind};
+use engine::{process, Engine, EventKind};
 use tauri::{AppHandle, Manager, RunEvent};
 use tauri_plugin_global_shortcut::{GlobalShortcutExt, ShortcutState};
 use tokio_util::sync::CancellationToken;
@@ -63,7 +67,7 @@ pub struct Shell {
     pub origin: url::Origin,
     pub mcp_url: String,
     /// The live token (the page can regenerate or remove it): read it when needed.
-    pub credentials: std::sync::Arc<engine::Credentials>,
+    pub credentials: Arc<engine::Credentials>,
     pub prefs: prefs::Store,
     engine: Mutex<Option<Engine>>,
     /// Set when a headless server already held the database at start: this
@@ -71,7 +75,29 @@ pub struct Shell {
     pub attached: Option<engine::client::remote::Remote>,
 }
 
+/// What serves the queue this app shows: its own engine, or a headless
+/// server that already held the database.
+enum Started {
+    Engine(Engine),
+    Attached(engine::client::remote::Remote),
+}
+
+/// This app's hold on the desktop lock, for the exit to say it is leaving.
+struct Held(Mutex<Option<instance::Instance>>);
+
+/// Set on the copy of the app that `relaunch` starts: how many starts
+/// came before it.
+const RELAUNCH_VAR: &str = "LOCAL_MCP_RELAUNCH";
+/// Starts tried before giving up (the first and three relaunches, over ~2 s of pauses).
+const STARTS: u32 = 4;
+
 pub fn run() -> ExitCode {
+    let attempt = std::env::var(RELAUNCH_VAR)
+        .ok()
+        .and_then(|v| v.parse::<u32>().ok())
+        .unwrap_or(0);
+    // Single-threaded still: nothing else reads the environment.
+    std::env::remove_var(RELAUNCH_VAR);
     let mut cli = Cli::parse();
     let config = match engine::cli::prelude(
         "local-mcp",
@@ -92,47 +118,78 @@ pub fn run() -> ExitCode {
         return ExitCode::from(3);
     }
 
+    // Which app is the app: this one, or one that runs already.
+    let lock_path = engine::default_desktop_instance();
+    let claim = match lock_path.as_deref().map(instance::claim) {
+        Some(Ok(claim)) => Some(claim),
+        Some(Err(e)) => {
+            eprintln!("local-mcp: could not start: {e}");
+            return ExitCode::FAILURE;
+        }
+        // No config folder (no home): the single-instance plugin alone decides.
+        None => None,
+    };
+    let context = tauri::generate_context!();
+    let held = match claim {
+        Some(instance::Claim::Running(running)) => {
+            let lock_path = lock_path.unwrap_or_default();
+            return hand_over(running, &lock_path, context, attempt);
+        }
+        Some(instance::Claim::Mine(held)) => Some(held),
+        None => None,
+    };
+
+    // The engine before the toolkit and the webview: agents reach /mcp while
+    // they load, and nothing the engine does waits for them.
     let shutdown = CancellationToken::new();
-    let setup_shutdown = shutdown.clone();
-    let app = tauri::Builder::default()
-        // First: a second launch hands its arguments to this instance and exits.
-        .plugin(tauri_plugin_single_instance::init(|app, argv, _cwd| {
-            if argv.iter().any(|a| a == "--quick-add") {
-                windows::show_quick_add(app);
-            } else if argv.iter().any(|a| a == "--queue-clipboard") {
-                clipboard::queue_clipboard(app);
-            } else {
-                windows::show_main(app);
+    let db_path = config.db_path.clone();
+    let connection_file = config.connection_file.clone();
+    let api_token = config.api_token.clone();
+    let started = match tauri::async_runtime::block_on(engine::start(config, shutdown.clone())) {
+        Ok(engine) => Started::Engine(engine),
+        // A headless server serves this database already: be its window and tray.
+        Err(engine::Error::InUse(why)) => match attach_to(&db_path, connection_file.as_deref(), api_token) {
+            Some(remote) => Started::Attached(remote),
+            None => {
+                eprintln!("local-mcp: could not start: {why}");
+                return ExitCode::from(engine::lock::EXIT_IN_USE);
             }
-        }))
-        .plugin(tauri_plugin_notification::init())
-        .plugin(tauri_plugin_clipboard_manager::init())
-        .plugin(tauri_plugin_opener::init())
-        .plugin(tauri_plugin_window_state::Builder::default().build())
-        .plugin(tauri_plugin_autostart::init(tauri_plugin_autostart::MacosLauncher::LaunchAgent, Some(vec!["--hidden"])))
-        .plugin(
-            tauri_plugin_global_shortcut::Builder::new()
-                .with_handler(|app, _shortcut, event| {
-                    if event.state() == ShortcutState::Pressed {
-                        windows::show_quick_add(app);
-                    }
-                })
-                .build(),
-        )
+        },
+        Err(e) => {
+            eprintln!("local-mcp: could not start: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let started = Arc::new(Mutex::new(Some(started)));
+    let in_setup = started.clone();
+    let setup_shutdown = shutdown.clone();
+    let identifier = context.config().identifier.clone();
+    let channel_up = watchdog(CHANNEL_PATIENCE, move || {
+        eprintln!(
+            "local-mcp: could not start: the desktop's single-instance channel is held by a process that does \
+             not answer (on Linux the session bus name {identifier}.SingleInstance); end the other local-mcp and start again"
+        );
+        std::process::exit(1);
+    });
+    let app = builder()
         .setup(move |app| {
             let handle = app.handle().clone();
-            let db_path = config.db_path.clone();
-            let connection_file = config.connection_file.clone();
-            let api_token = config.api_token.clone();
-            match tauri::async_runtime::block_on(engine::start(config, setup_shutdown.clone())) {
-                Ok(engine) => run_engine(app, engine)?,
-                // A headless server serves this database already: be its window and tray.
-                Err(engine::Error::InUse(why)) => {
-                    let remote = attach_to(&db_path, connection_file.as_deref(), api_token).ok_or(why)?;
-                    run_attached(app, remote, setup_shutdown.clone())?;
-                }
-                Err(e) => return Err(e.into()),
+            let shown = match in_setup.lock().unwrap_or_else(|p| p.into_inner()).take() {
+                Some(Started::Engine(engine)) => run_engine(app, engine),
+                Some(Started::Attached(remote)) => run_attached(app, remote, setup_shutdown.clone()),
+                None => Err("the engine was not there to show".into()),
+            };
+            if let Err(e) = shown {
+                // An error returned from setup is a panic in Tauri: say it and leave.
+                eprintln!("local-mcp: could not start: {e}");
+                handle.exit(1);
+                return Ok(());
             }
+            app.manage(Held(Mutex::new(held)));
+            if let Some(held) = app.state::<Held>().0.lock().unwrap_or_else(|p| p.into_inner()).as_mut() {
+                held.mark(instance::Phase::Ready);
+            }
+            tauri::async_runtime::spawn(leave_on_terminate(handle.clone()));
             if let Err(e) = handle.global_shortcut().register(QUICK_ADD_SHORTCUT) {
                 tracing::warn!(error = %e, "could not register the quick-add shortcut {QUICK_ADD_SHORTCUT}; use the tray menu");
             }
@@ -147,21 +204,213 @@ pub fn run() -> ExitCode {
             }
             Ok(())
         })
-        .build(tauri::generate_context!());
+        .build(context);
+    channel_up.store(true, Ordering::SeqCst);
     let app = match app {
         Ok(app) => app,
         Err(e) => {
-            eprintln!("local-mcp: could not start: {e}");
-            return ExitCode::FAILURE;
+            // The single-instance channel is held by an app that no longer
+            // answers (one that just left, whose name the bus has not dropped
+            // yet): start again, with this engine stopped first.
+            shutdown.cancel();
+            let taken = started.lock().unwrap_or_else(|p| p.into_inner()).take();
+            if let Some(Started::Engine(engine)) = taken {
+                let _ = tauri::async_runtime::block_on(async {
+                    tokio::time::timeout(Duration::from_secs(6), engine.stopped()).await
+                });
+            }
+            return relaunch(&e.to_string(), attempt);
         }
     };
     app.run(move |handle, event| match event {
         // Closing the last window keeps local-mcp in the tray; only Quit exits.
         RunEvent::ExitRequested { code: None, api, .. } => api.prevent_exit(),
-        RunEvent::Exit => stop_engine(handle, &shutdown),
+        RunEvent::ExitRequested { code: Some(_), .. } => leaving(handle),
+        RunEvent::WindowEvent {
+            event: tauri::WindowEvent::Destroyed,
+            ..
+        } => webview_helpers::window_destroyed(handle),
+        RunEvent::Exit => {
+            leaving(handle);
+            stop_engine(handle, &shutdown);
+        }
         _ => {}
     });
     ExitCode::SUCCESS
+}
+
+/// The app with its plugins; the single-instance plugin first, so that a
+/// second launch hands its arguments over and exits before the rest load.
+fn builder() -> tauri::Builder<tauri::Wry> {
+    tauri::Builder::default()
+        .plugin(tauri_plugin_single_instance::init(|app, argv, _cwd| {
+            // On the main thread, as the tray's menu does it, and answer the
+            // second launch at once: a window built from the bus's thread
+            // waits on the main loop, and the first one never came (an app
+            // started hidden kept the second launch waiting forever).
+            let handle = app.clone();
+            let done = app.run_on_main_thread(move || {
+                if argv.iter().any(|a| a == "--quick-add") {
+                    windows::show_quick_add(&handle);
+                } else if argv.iter().any(|a| a == "--queue-clipboard") {
+                    clipboard::queue_clipboard(&handle);
+                } else {
+                    windows::show_main(&handle);
+                }
+            });
+            if let Err(e) = done {
+                tracing::warn!(error = %e, "could not act on a second launch");
+            }
+        }))
+        .plugin(tauri_plugin_notification::init())
+        .plugin(tauri_plugin_clipboard_manager::init())
+        .plugin(tauri_plugin_opener::init())
+        .plugin(tauri_plugin_window_state::Builder::default().build())
+        .plugin(tauri_plugin_autostart::init(
+            tauri_plugin_autostart::MacosLauncher::LaunchAgent,
+            Some(vec!["--hidden"]),
+        ))
+        .plugin(
+            tauri_plugin_global_shortcut::Builder::new()
+                .with_handler(|app, _shortcut, event| {
+                    if event.state() == ShortcutState::Pressed {
+                        windows::show_quick_add(app);
+                    }
+                })
+                .build(),
+        )
+}
+
+/// A second launch: the single-instance plugin gives the running app this
+/// launch's arguments (it brings its window forward, opens quick add…) and
+/// ends this process. If the running app does not answer, it has hung: take
+/// over from it and start again.
+fn hand_over(running: instance::State, lock_path: &Path, context: tauri::Context, attempt: u32) -> ExitCode {
+    // The plugin's call waits for the answer with no bound of its own, and an
+    // app that is stopped or wedged never answers: past our patience, end it
+    // (the call then fails, and this start goes on from there).
+    let pid = running.pid;
+    let answered = watchdog(HAND_OVER_PATIENCE, move || {
+        instance::take_over(
+            pid,
+            &format!(
+                "it did not take a launch's arguments in {} s",
+                HAND_OVER_PATIENCE.as_secs()
+            ),
+        );
+    });
+    let built = builder().build(context);
+    answered.store(true, Ordering::SeqCst);
+    match built {
+        // Not reached when the hand-over worked: the plugin exits the process.
+        // Here nobody held the channel: the app has left it on its way out
+        // (start again, which waits for it to be gone), or never had one.
+        Ok(_) => match instance::read_state(lock_path) {
+            Some(now) if now == running && process::alive(running.pid) => {
+                eprintln!(
+                    "local-mcp is already running (process {}), and it offers no way to be shown: \
+                     open its window from the tray",
+                    running.pid
+                );
+                ExitCode::FAILURE
+            }
+            _ => relaunch("the running local-mcp was leaving", attempt),
+        },
+        Err(e) => {
+            if process::alive(running.pid) {
+                instance::take_over(running.pid, &e.to_string());
+            }
+            relaunch(&e.to_string(), attempt)
+        }
+    }
+}
+
+/// How long a second launch waits for the running app to take its arguments.
+const HAND_OVER_PATIENCE: Duration = Duration::from_secs(10);
+/// How long this app's own single-instance channel may take to come up: the
+/// bus name is held by a process that neither answers nor leaves (not one of
+/// ours by the desktop lock: another copy of the app, with other settings).
+const CHANNEL_PATIENCE: Duration = Duration::from_secs(20);
+
+/// Run `on_timeout` on a thread of its own unless the returned flag is set
+/// within `patience`.
+fn watchdog(patience: Duration, on_timeout: impl FnOnce() + Send + 'static) -> Arc<AtomicBool> {
+    let done = Arc::new(AtomicBool::new(false));
+    let flag = done.clone();
+    std::thread::spawn(move || {
+        std::thread::sleep(patience);
+        if !flag.load(Ordering::SeqCst) {
+            on_timeout();
+        }
+    });
+    done
+}
+
+/// Start this app again in a fresh process (a Tauri app is built once per
+/// process), with the same arguments, after a pause that grows each time.
+fn relaunch(why: &str, attempt: u32) -> ExitCode {
+    if attempt + 1 >= STARTS {
+        eprintln!("local-mcp: could not start: {why} (tried {STARTS} times)");
+        return ExitCode::FAILURE;
+    }
+    tracing::warn!(attempt, "starting again: {why}");
+    std::thread::sleep(Duration::from_millis(250 << attempt));
+    let exe = match std::env::current_exe() {
+        Ok(exe) => exe,
+        Err(e) => {
+            eprintln!("local-mcp: could not start: {why}; and cannot find this program to try again: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let mut again = std::process::Command::new(exe);
+    again
+        .args(std::env::args_os().skip(1))
+        .env(RELAUNCH_VAR, (attempt + 1).to_string());
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::CommandExt;
+        // Same pid, so whoever started this app (a launcher, a test) still has it.
+        let e = again.exec();
+        eprintln!("local-mcp: could not start: {why}; and could not start again: {e}");
+        ExitCode::FAILURE
+    }
+    #[cfg(not(unix))]
+    match again.spawn() {
+        Ok(_) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("local-mcp: could not start: {why}; and could not start again: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// The app is on its way out: a start from now on waits for it to be gone
+/// instead of handing it arguments it would drop.
+fn leaving(app: &AppHandle) {
+    if let Some(held) = app.try_state::<Held>() {
+        if let Some(held) = held.0.lock().unwrap_or_else(|p| p.into_inner()).as_mut() {
+            held.mark(instance::Phase::Leaving);
+        }
+    }
+    tauri_plugin_single_instance::destroy(app);
+}
+
+/// SIGTERM (a logout, `kill`, a new start taking over) quits like the tray's
+/// Quit: waiting agents are answered and the database is closed.
+async fn leave_on_terminate(app: AppHandle) {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        let Ok(mut term) = signal(SignalKind::terminate()) else {
+            return;
+        };
+        if term.recv().await.is_some() {
+            tracing::info!("SIGTERM: quitting");
+            app.exit(0);
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = app;
 }
 
 /// The shell around the desktop's own engine.
@@ -230,7 +479,7 @@ fn shell_for(
         quick_url: page_url.join("quick.html")?,
         origin: page_url.origin(),
         mcp_url: format!("{base}/mcp"),
-        credentials: std::sync::Arc::new(engine::Credentials::new(token)),
+        credentials: Arc::new(engine::Credentials::new(token)),
         prefs: prefs::Store::load(),
         page_url,
         engine: Mutex::new(None),
@@ -272,14 +521,14 @@ fn attach_to(
 
 fn stop_engine(app: &AppHandle, shutdown: &CancellationToken) {
     shutdown.cancel();
-    let engine = app
-        .state::<Shell>()
-        .engine
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .take();
+    let Some(shell) = app.try_state::<Shell>() else {
+        return;
+    };
+    let engine = shell.engine.lock().unwrap_or_else(|p| p.into_inner()).take();
     if let Some(engine) = engine {
-        let _ = tauri::async_runtime::block_on(tokio::time::timeout(Duration::from_secs(6), engine.stopped()));
+        let _ = tauri::async_runtime::block_on(async {
+            tokio::time::timeout(Duration::from_secs(6), engine.stopped()).await
+        });
     }
 }
 

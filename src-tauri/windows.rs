@@ -117,10 +117,12 @@ pub fn show_quick_add(app: &AppHandle) {
             QuickAddNav::Allow => true,
             QuickAddNav::Done | QuickAddNav::Cancel => {
                 let h = handle.clone();
-                // Hide outside the navigation callback (webviews dislike re-entry).
+                // Destroyed, not hidden: a webview kept for next time holds its
+                // web process (tens of MiB) all day. Outside the navigation
+                // callback, which webviews dislike re-entering.
                 let _ = handle.run_on_main_thread(move || {
                     if let Some(w) = h.get_webview_window(QUICK_ADD) {
-                        let _ = w.hide();
+                        let _ = w.destroy();
                     }
                 });
                 false

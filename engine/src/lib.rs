@@ -8,7 +8,8 @@
 //! (`tests/layers.rs` checks this; `docs/ARCHITECTURE.md` has the map):
 //!
 //! 1. `error`, [`time`], [`private_fs`] (the one way files are created), `paths`
-//!    (the file places), `peer` (who owns a local socket).
+//!    (the file places), `peer` (who owns a local socket), [`process`] (our other
+//!    processes, by pid).
 //! 2. [`model`] — the nouns, plain data; the settings are declared there once.
 //! 3. [`config`] (flags, environment, file) and `store` (SQLite: every SQL statement).
 //! 4. `events` (the domain events and their bus), `auth` (the token and the
@@ -39,6 +40,7 @@ pub mod model;
 mod paths;
 mod peer;
 pub mod private_fs;
+pub mod process;
 mod queue;
 mod server;
 pub mod snippets;
@@ -59,7 +61,7 @@ pub use error::{Error, Result};
 pub use events::{Event, EventData, EventKind};
 pub use http::{mcp_url, MAX_BODY_BYTES};
 pub use media::png_from_rgba;
-pub use paths::default_desktop_prefs;
+pub use paths::{default_desktop_instance, default_desktop_prefs};
 pub use queue::{Queue, ServerFacts};
 pub use store::{Db, Durability, Store};
 

@@ -56,6 +56,13 @@ pub fn default_desktop_prefs() -> Option<PathBuf> {
     in_config_dir("desktop.json")
 }
 
+/// The desktop app's instance lock: held by the one desktop app of this
+/// account for its whole life (its state, readable while the lock is held,
+/// is in `desktop.state` beside it).
+pub fn default_desktop_instance() -> Option<PathBuf> {
+    in_config_dir("desktop.lock")
+}
+
 /// Create `dir` (and its missing parents) readable by the owner only. A folder
 /// that already exists keeps its permissions — unless it is one of our own
 /// default folders, which is tightened: it holds the queue, the token and

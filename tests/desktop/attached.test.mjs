@@ -13,7 +13,7 @@ import { join } from "node:path";
 import { after, before, test } from "node:test";
 
 import { startServer } from "../server.mjs";
-import { monitorNotifications, openSession, sleep, until, wd } from "./harness.mjs";
+import { closeSession, monitorNotifications, openSession, sleep, until, wd } from "./harness.mjs";
 
 const home = mkdtempSync(join(tmpdir(), "local-mcp-attached-"));
 const monitorLog = join(home, "dbus-monitor.log");
@@ -42,9 +42,8 @@ before(async () => {
 });
 
 after(async () => {
-  if (session) await wd("DELETE", s("")).catch(() => {});
-  driver?.kill();
-  monitor?.kill();
+  monitor?.kill(); // first: a live child keeps this file's process from ever ending
+  await closeSession(session, driver);
   await server?.stop();
 });
 

@@ -6,7 +6,7 @@
 // Notify on org.freedesktop.Notifications naming the agent and the instruction.
 
 import assert from "node:assert/strict";
-import { spawnSync } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { connect, createServer } from "node:net";
 import { tmpdir } from "node:os";
@@ -14,7 +14,7 @@ import { join } from "node:path";
 import { after, before, test } from "node:test";
 
 import { noisePng, png } from "../png.mjs";
-import { app, monitorNotifications, openSession, root, until, wd } from "./harness.mjs";
+import { app, closeSession, monitorNotifications, openSession, root, until, wd } from "./harness.mjs";
 
 const shots = join(root, "tests/artifacts/screenshots");
 mkdirSync(shots, { recursive: true });
@@ -58,9 +58,8 @@ before(async () => {
 });
 
 after(async () => {
-  if (session) await wd("DELETE", s("")).catch(() => {});
-  driver?.kill();
-  monitor?.kill();
+  monitor?.kill(); // first: a live child keeps this file's process from ever ending
+  await closeSession(session, driver);
 });
 
 test("the window shows the queue page from the embedded server", async () => {
@@ -107,6 +106,8 @@ test("quick add queues an instruction that appears in the page", async () => {
     const r = await fetch(`${base}/api/instructions?status=pending`);
     return (await r.json()).items.some((i) => i.content === "Ship the desktop build");
   }, "the instruction queued");
+  // Done, the box is destroyed (not hidden): its webview would hold a web process all day.
+  await until(async () => (await wd("GET", s("/window/handles"))).length === 1, "the quick-add window gone once it queued");
   await wd("POST", s("/window"), { handle: main });
   await until(async () => (await contentOf("#rail")).includes("Ship the desktop build"), "the ticket in the main window");
 });
@@ -192,9 +193,11 @@ test("an outside link (a report's) goes to the system browser, and the window st
 test("Queue clipboard: a screenshot on the clipboard becomes an instruction, and a notification says so", async () => {
   const shot = join(home, "clip.png");
   writeFileSync(shot, png(320, 200));
-  // xclip owns the X clipboard from the background, as a screenshot tool would.
-  const clip = spawnSync("xclip", ["-selection", "clipboard", "-t", "image/png", "-i", shot], { env, timeout: 10000 });
-  assert.equal(clip.status, 0, `xclip: ${clip.stderr}`);
+  // xclip owns the X clipboard, as a screenshot tool would; in the foreground (-quiet), so
+  // that it can be ended afterwards (in the background it outlives the suite).
+  const clip = spawn("xclip", ["-quiet", "-selection", "clipboard", "-t", "image/png", "-i", shot], { env, stdio: "ignore" });
+  after(() => clip.kill());
+  await until(() => spawnSync("xclip", ["-o", "-selection", "clipboard", "-t", "TARGETS"], { env, timeout: 5000, encoding: "utf8" }).stdout?.includes("image/png"), "xclip holding the image");
   const before = (await (await fetch(`${base}/api/instructions?status=pending`)).json()).items.length;
   const second = spawnSync(app, ["--queue-clipboard"], { env, timeout: 20000 });
   assert.equal(second.status, 0, `second instance exit: ${second.stderr}`);
@@ -258,9 +261,8 @@ test("the native window takes a pasted screenshot", async () => {
 
 test("with a token required, the window is signed in without ever asking", async () => {
   // Stop the first app, then run a second one with a token through its own driver.
-  await wd("DELETE", s(""));
+  await closeSession(session, driver);
   session = null;
-  driver.kill();
   const tokenPort = await freePort();
   const token = "desktop-e2e-token";
   const tokenEnv = { ...env, HTTP_PORT: String(tokenPort), API_TOKEN: token, DB_PATH: join(home, "token.sqlite3") };

@@ -2,14 +2,17 @@
 // D-Bus notification monitor and a WebDriver session on the app through
 // tauri-driver (one at a time: files run one after the other, port 4444).
 
-import { spawn } from "node:child_process";
-import { writeFileSync } from "node:fs";
+import { spawn, spawnSync } from "node:child_process";
+import { existsSync, mkdirSync, readFileSync, readdirSync, readlinkSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 
 export const root = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
 export const target = process.env.CARGO_TARGET_DIR ?? join(root, "target");
 export const app = join(target, "debug", "local-mcp");
+/** The app as WebKitWebDriver starts it: through a script that keeps its output in LOCAL_MCP_APP_LOG. */
+export const appWithLog = join(root, "tests/desktop/app-with-log.sh");
 
 export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
@@ -24,7 +27,7 @@ export async function until(fn, what, timeout = 20000) {
     } catch (e) {
       last = e; // not yet
     }
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what} (last: ${last})`);
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what} (last: ${last})${appLog ? `; the app said:\n${appOutput()}` : ""}`);
     await sleep(100);
   }
 }
@@ -43,13 +46,28 @@ export function monitorNotifications(logPath) {
 /** The port of the tauri-driver the last `openSession` started. */
 let driverPort = 4444;
 
-/** A WebDriver call; the W3C `value` of the answer, or an error naming the call. */
-export async function wd(method, path, body) {
-  const res = await fetch(`http://127.0.0.1:${driverPort}${path}`, {
-    method,
-    headers: { "content-type": "application/json" },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
+/** The log the app of the last `openSession` writes (its stdout and stderr). */
+let appLog = null;
+
+/** The end of the app's own output, for a failure to show. */
+export function appOutput(log = appLog, lines = 40) {
+  if (!log || !existsSync(log)) return "(no output recorded)";
+  return readFileSync(log, "utf8").split("\n").slice(-lines).join("\n");
+}
+
+/** A WebDriver call; the W3C `value` of the answer, or an error naming the call (and, past a minute, the app's output). */
+export async function wd(method, path, body, timeout = 60000) {
+  let res;
+  try {
+    res = await fetch(`http://127.0.0.1:${driverPort}${path}`, {
+      method,
+      headers: { "content-type": "application/json" },
+      body: body === undefined ? undefined : JSON.stringify(body),
+      signal: AbortSignal.timeout(timeout),
+    });
+  } catch (e) {
+    throw new Error(`${method} ${path}: no answer from the WebDriver in ${timeout / 1000} s (${e.message}); the app said:\n${appOutput()}`);
+  }
   const json = await res.json();
   if (!res.ok) throw new Error(`${method} ${path}: ${JSON.stringify(json.value)}`);
   return json.value;
@@ -61,9 +79,130 @@ export async function wd(method, path, body) {
  * Later `wd` calls go to this driver.
  */
 export async function openSession(env, port = 4444) {
-  const driver = spawn("tauri-driver", ["--port", String(port), "--native-port", String(port + 1), "--native-driver", "/usr/bin/WebKitWebDriver"], { env, stdio: ["ignore", "inherit", "inherit"] });
+  // The app of a previous test may still be leaving: a new one would wait for it (or take over).
+  await noAppRunning();
+  appLog = join(env.XDG_CONFIG_HOME ?? tmpdir(), `app-${port}.log`);
+  mkdirSync(dirname(appLog), { recursive: true });
+  writeFileSync(appLog, "");
+  const driverEnv = { ...env, LOCAL_MCP_APP: app, LOCAL_MCP_APP_LOG: appLog };
+  const driver = spawn("tauri-driver", ["--port", String(port), "--native-port", String(port + 1), "--native-driver", "/usr/bin/WebKitWebDriver"], { env: driverEnv, stdio: ["ignore", "inherit", "inherit"] });
   driverPort = port;
   await until(() => fetch(`http://127.0.0.1:${port}/status`).then((r) => r.ok), `tauri-driver on ${port}`);
-  const created = await wd("POST", "/session", { capabilities: { alwaysMatch: { "tauri:options": { application: app } } } });
+  const created = await wd("POST", "/session", { capabilities: { alwaysMatch: { "tauri:options": { application: appWithLog } } } });
   return { session: created.sessionId, driver };
+}
+
+/**
+ * End a session and its driver, then the app: closing its window leaves it in the tray (as
+ * it should), so it is asked to quit (SIGTERM, which it answers like Quit), and the next
+ * test starts only once it is gone.
+ */
+export async function closeSession(session, driver) {
+  if (session) await wd("DELETE", `/session/${session}`).catch(() => {});
+  driver?.kill();
+  await endApps();
+}
+
+/** Quit every running app (SIGTERM), SIGKILL what is left after 15 s, and wait for them to be gone. */
+export async function endApps() {
+  for (const pid of appProcesses()) process.kill(pid, "SIGTERM");
+  try {
+    await noAppRunning(15000);
+  } catch {
+    for (const pid of appProcesses()) process.kill(pid, "SIGKILL");
+    await noAppRunning();
+  }
+}
+
+/** Every process running the app's binary (any test's). */
+export function appProcesses() {
+  const pids = [];
+  for (const name of readdirSync("/proc")) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      if (readlinkSync(`/proc/${name}/exe`) === app && !isZombie(Number(name))) pids.push(Number(name));
+    } catch {
+      // gone, or not ours to read
+    }
+  }
+  return pids;
+}
+
+function isZombie(pid) {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    return / [ZX] /.test(stat.slice(stat.lastIndexOf(")") + 1, stat.lastIndexOf(")") + 4));
+  } catch {
+    return true;
+  }
+}
+
+/** Wait (up to 30 s) until no app is running: tests start theirs on a clean desktop. */
+export async function noAppRunning(timeout = 30000) {
+  await until(() => appProcesses().length === 0, `the previous app to be gone (still running: ${appProcesses().join(", ")})`, timeout);
+}
+
+/** `pid` and every process below it. */
+export function processTree(pid) {
+  const children = new Map();
+  for (const name of readdirSync("/proc")) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      const stat = readFileSync(`/proc/${name}/stat`, "utf8");
+      const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
+      if (!children.has(ppid)) children.set(ppid, []);
+      children.get(ppid).push(Number(name));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  const tree = [];
+  const walk = (p) => {
+    tree.push(p);
+    for (const c of children.get(p) ?? []) walk(c);
+  };
+  walk(pid);
+  return tree.filter((p) => !isZombie(p));
+}
+
+/** The command name of each process (`comm`), e.g. "WebKitWebProces". */
+export function commandNames(pids) {
+  return pids.map((p) => {
+    try {
+      return readFileSync(`/proc/${p}/comm`, "utf8").trim();
+    } catch {
+      return "";
+    }
+  });
+}
+
+/** The webview's processes among `pids` (WebKitGTK's web and network processes). */
+export const webkitProcesses = (pids) => commandNames(pids).filter((n) => n.startsWith("WebKit"));
+
+/** Proportional set size of the processes, in KiB (each shared page split among its users). */
+export function pssKiB(pids) {
+  let total = 0;
+  for (const p of pids) {
+    try {
+      const m = /^Pss:\s+(\d+) kB/m.exec(readFileSync(`/proc/${p}/smaps_rollup`, "utf8"));
+      total += m ? Number(m[1]) : 0;
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return total;
+}
+
+/** Close the window titled `title` as its × button does (tests/desktop/xwindow.py); false if there was none. */
+export function closeWindow(title) {
+  return spawnSync("python3", [join(root, "tests/desktop/xwindow.py"), "close", title], { timeout: 10000 }).status === 0;
+}
+
+/** The titles of the X windows that are shown. */
+export function shownWindows() {
+  const out = spawnSync("python3", [join(root, "tests/desktop/xwindow.py"), "list"], { timeout: 10000, encoding: "utf8" }).stdout ?? "";
+  return out
+    .split("\n")
+    .filter((l) => l.startsWith("* "))
+    .map((l) => l.slice(2));
 }

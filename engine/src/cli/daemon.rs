@@ -184,30 +184,7 @@ pub fn stop(serve: &ServeArgs) -> Result<(), Failure> {
 /// Ask the process to end: SIGTERM, which the server answers with a graceful
 /// shutdown (waiting calls answered, the database closed).
 fn terminate(pid: u32) -> Result<(), Failure> {
-    #[cfg(unix)]
-    {
-        let pid = i32::try_from(pid).map_err(|_| Failure(format!("pid {pid} is out of range"), 1))?;
-        // SAFETY: kill(2) takes plain integers and touches no memory of ours.
-        if unsafe { libc::kill(pid, libc::SIGTERM) } != 0 {
-            return Err(Failure(
-                format!("cannot signal pid {pid}: {}", std::io::Error::last_os_error()),
-                1,
-            ));
-        }
-        Ok(())
-    }
-    #[cfg(windows)]
-    {
-        let status = Command::new("taskkill")
-            .args(["/PID", &pid.to_string()])
-            .status()
-            .map_err(|e| Failure(format!("cannot run taskkill: {e}"), 1))?;
-        if status.success() {
-            Ok(())
-        } else {
-            Err(Failure(format!("taskkill could not end pid {pid}"), 1))
-        }
-    }
+    crate::process::terminate(pid).map_err(|e| Failure(format!("cannot signal pid {pid}: {e}"), 1))
 }
 
 /// `restart`: stop what runs (if anything), then start.

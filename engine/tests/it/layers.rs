@@ -15,7 +15,16 @@ use std::path::{Path, PathBuf};
 
 /// The layers, lowest first. The crate root (`lib.rs`) sits above them all.
 const LAYERS: &[&[&str]] = &[
-    &["error", "time", "private_fs", "paths", "peer", "markdown", "media"],
+    &[
+        "error",
+        "time",
+        "private_fs",
+        "process",
+        "paths",
+        "peer",
+        "markdown",
+        "media",
+    ],
     &["model"],
     &["config", "store"],
     &["events", "auth", "connection", "lock", "snippets", "connect", "export"],

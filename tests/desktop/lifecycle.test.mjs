@@ -1,0 +1,170 @@
+// The app's life outside WebDriver (issue 28), which would add its own
+// processes: the webview and its helper processes exist only while a window
+// is open; the engine answers before the window exists; a start while the
+// previous app is leaving, or has hung, ends in one running app — never in
+// "could not start". Run by scripts/test-desktop.sh (Xvfb, private D-Bus).
+
+import assert from "node:assert/strict";
+import { spawn, spawnSync } from "node:child_process";
+import { mkdtempSync } from "node:fs";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, test } from "node:test";
+
+import { app, appProcesses, closeWindow, noAppRunning, processTree, shownWindows, sleep, until, webkitProcesses } from "./harness.mjs";
+
+const home = mkdtempSync(join(tmpdir(), "local-mcp-lifecycle-"));
+const started = [];
+
+function freePort() {
+  return new Promise((ok) => {
+    const s = createServer().listen(0, "127.0.0.1", () => {
+      const { port } = s.address();
+      s.close(() => ok(port));
+    });
+  });
+}
+
+/** An app's settings: its own folders and database in `home`, a fixed port. */
+async function setting(name) {
+  const port = await freePort();
+  return {
+    base: `http://127.0.0.1:${port}`,
+    env: {
+      ...process.env,
+      XDG_CONFIG_HOME: join(home, name, "config"),
+      XDG_DATA_HOME: join(home, name, "data"),
+      XDG_STATE_HOME: join(home, name, "state"),
+      DB_PATH: join(home, name, "queue.sqlite3"),
+      HTTP_PORT: String(port),
+      LOG_LEVEL: "info",
+    },
+  };
+}
+
+/** Start the app with `args`; its output is kept for a failure to show. */
+function launch(args, env) {
+  const child = spawn(app, args, { env, stdio: ["ignore", "pipe", "pipe"] });
+  const run = { child, output: "", exited: null };
+  child.stdout.on("data", (c) => (run.output += c));
+  child.stderr.on("data", (c) => (run.output += c));
+  child.on("exit", (code, signal) => (run.exited = { code, signal }));
+  started.push(run);
+  return run;
+}
+
+const said = (run) => `; the app said:\n${run.output.split("\n").slice(-30).join("\n")}`;
+
+/** The pid of the app whose engine answers at `base`. */
+async function servingPid(base) {
+  const status = await (await fetch(`${base}/api/status`, { signal: AbortSignal.timeout(5000) })).json();
+  return status.server.pid;
+}
+
+async function answering(base, run, timeout = 30000) {
+  try {
+    await until(() => fetch(`${base}/healthz`, { signal: AbortSignal.timeout(2000) }).then((r) => r.ok), `the engine at ${base}`, timeout);
+  } catch (e) {
+    throw new Error(e.message + said(run));
+  }
+}
+
+/** The app's webview processes, named; an empty list when it has none. */
+const webviewOf = (run) => webkitProcesses(processTree(run.child.pid));
+
+// Whatever a test leaves running (it failed half way) is ended before the next.
+afterEach(async () => {
+  for (const run of started) if (!run.exited) run.child.kill("SIGKILL");
+  await noAppRunning();
+});
+
+test("the webview lives only while a window is open: none when started hidden, none once its windows close", async () => {
+  await noAppRunning();
+  const { base, env } = await setting("windows");
+  const run = launch(["--hidden"], env);
+  await answering(base, run);
+  await sleep(1500);
+  assert.deepEqual(webviewOf(run), [], "started hidden, the app has no webview process");
+
+  for (const round of [1, 2]) {
+    // A second launch brings the window: the running app creates it.
+    const second = spawnSync(app, [], { env, timeout: 30000, encoding: "utf8" });
+    assert.equal(second.status, 0, `second launch: ${second.stderr}`);
+    await until(() => shownWindows().includes("local-mcp"), `the queue window shown (round ${round})`);
+    await until(() => webviewOf(run).length > 0, `its webview processes (round ${round})`);
+    await sleep(1000); // let the page load before it is closed
+    assert.ok(closeWindow("local-mcp"), "the window took the close request");
+    await until(() => !shownWindows().includes("local-mcp"), `the window closed (round ${round})`);
+    try {
+      await until(() => webviewOf(run).length === 0, `no webview process left after the close (round ${round})`);
+    } catch (e) {
+      throw new Error(`${e.message}; still running: ${webviewOf(run).join(", ")}${said(run)}`);
+    }
+    assert.equal(run.exited, null, "closing the window keeps the app in the tray");
+    assert.ok((await fetch(`${base}/healthz`)).ok, "and its engine serving");
+  }
+
+  // Quick add: the same, for its own small window.
+  const quick = spawnSync(app, ["--quick-add"], { env, timeout: 30000, encoding: "utf8" });
+  assert.equal(quick.status, 0, `--quick-add: ${quick.stderr}`);
+  await until(() => shownWindows().includes("Quick add · local-mcp"), "the quick-add box shown");
+  await until(() => webviewOf(run).length > 0, "its webview processes");
+  await sleep(500);
+  assert.ok(closeWindow("Quick add · local-mcp"));
+  await until(() => webviewOf(run).length === 0, "no webview process left after quick add closed");
+  run.child.kill("SIGTERM");
+  await until(() => run.exited, "the app gone on SIGTERM");
+  assert.equal(run.exited.code, 0, `SIGTERM quits like the tray's Quit${said(run)}`);
+});
+
+test("a start while the previous app is leaving waits for it, and ends in one running app", async () => {
+  await noAppRunning();
+  const { base, env } = await setting("leaving");
+  const first = launch(["--hidden"], env);
+  await answering(base, first);
+  // Its window open, so that its way out takes a while (the webview's teardown).
+  assert.equal(spawnSync(app, [], { env, timeout: 30000 }).status, 0);
+  await until(() => webviewOf(first).length > 0, "the first app's window");
+  // An agent waits, which its way out answers.
+  const waiting = fetch(`${base}/mcp`, {
+    method: "POST",
+    headers: { "content-type": "application/json", accept: "application/json, text/event-stream" },
+    body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "get_user_request", arguments: { agent_id: "leaver" } } }),
+  })
+    .then((r) => r.text())
+    .catch((e) => `failed: ${e}`);
+  await until(async () => (await (await fetch(`${base}/api/status`)).json()).agents.some((a) => a.agent_id === "leaver" && a.waiting), "the agent waiting");
+  first.child.kill("SIGTERM");
+  const second = launch(["--hidden"], env);
+  await until(() => first.exited, `the first app gone${said(first)}`);
+  assert.equal(first.exited.code, 0, `the first app left gracefully${said(first)}`);
+  await answering(base, second, 45000);
+  assert.equal(await servingPid(base), second.child.pid, "the second start serves");
+  assert.deepEqual(appProcesses(), [second.child.pid], "one app runs");
+  assert.doesNotMatch(second.output, /could not start/);
+  await waiting; // answered or cut: nothing was claimed, so nothing is lost
+  second.child.kill("SIGTERM");
+  await until(() => second.exited, "the second app gone");
+});
+
+test("a start while the running app has hung takes over from it, and ends in one running app", async () => {
+  await noAppRunning();
+  const { base, env } = await setting("hung");
+  const first = launch(["--hidden"], env);
+  await answering(base, first);
+  await sleep(500); // its single-instance channel is up once it has said it is ready
+  // Wedged: it holds its locks and its bus name, and answers nothing.
+  first.child.kill("SIGSTOP");
+  const began = Date.now();
+  const second = launch(["--hidden"], env);
+  await until(() => first.exited, `the hung app ended by the new start${said(second)}`, 45000);
+  await answering(base, second, 45000);
+  const took = Date.now() - began;
+  assert.equal(await servingPid(base), second.child.pid, "the new start serves");
+  assert.deepEqual(appProcesses(), [second.child.pid], "one app runs");
+  assert.match(second.output, /does not answer/, "it said why it took over");
+  assert.ok(took < 45000, `took over in ${took} ms`);
+  second.child.kill("SIGTERM");
+  await until(() => second.exited, "the second app gone");
+});
