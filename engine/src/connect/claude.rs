@@ -9,8 +9,10 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+use super::edit::read_doc;
 use super::records::{Records, Written};
-use super::{files, read_doc, Action, Change, Env, NO_CLAUDE};
+use super::status::NO_CLAUDE;
+use super::{files, Action, Change, Env};
 use crate::snippets::{Client, ENTRY_NAME};
 use crate::{Error, Result};
 
