@@ -20,6 +20,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use tokio::sync::Notify;
 
+use super::{Inner, Queue};
+
 #[derive(Default)]
 pub struct Dispatch {
     state: Mutex<State>,
@@ -162,6 +164,38 @@ impl Dispatch {
             }
         }
         made
+    }
+}
+
+impl Queue {
+    /// Offer `queue`'s available instructions to its free waiting calls (off
+    /// the async threads). Cheap when nobody waits there.
+    pub(crate) fn kick(&self, queue: &str) {
+        if self.inner.dispatch.free_agents(queue).is_none() {
+            return;
+        }
+        let inner = self.inner.clone();
+        let queue = queue.to_owned();
+        tokio::task::spawn_blocking(move || inner.kick_blocking(&queue));
+    }
+}
+
+impl Inner {
+    /// [`Queue::kick`] on a thread that may block: read what the free calls
+    /// could take and offer it.
+    pub(super) fn kick_blocking(&self, queue: &str) {
+        if self.is_held(queue) {
+            return;
+        }
+        let Some((agents, enough)) = self.dispatch.free_agents(queue) else {
+            return;
+        };
+        match self.store.read(|db| db.pending_heads(queue, &agents, enough)) {
+            Ok(heads) => {
+                self.dispatch.offer(queue, &heads);
+            }
+            Err(e) => tracing::warn!(queue, error = %e, "could not offer instructions to waiting calls"),
+        }
     }
 }
 

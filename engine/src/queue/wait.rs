@@ -6,22 +6,20 @@
 //! queue's line before the first claim attempt (no missed offer), wait
 //! without polling, and claim only after an offer arrives *and* the caller is
 //! still there and still the agent's newest call. Who is offered what is
-//! [`super::dispatch`]'s job.
+//! [`super::dispatch`]'s job; the claim transaction itself is `claim.rs`.
 
 use std::time::Duration;
 
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use super::claim::{Claim, Taken};
 use super::dispatch::Place;
-use super::{log_event, Inner, Queue};
-use crate::events::{Event, EventData, EventKind};
-use crate::model::InReplyTo;
+use super::Queue;
 use crate::model::{
-    agent_id, client_slug, queue_or_default, Caller, DeliveredAttachment, DeliveredInstruction, Instruction,
-    ResultType, UserRequestResult, DEFAULT_AGENT_ID, MAX_WAIT_SECONDS,
+    agent_id, client_slug, queue_or_default, Caller, DeliveredInstruction, ResultType, UserRequestResult,
+    DEFAULT_AGENT_ID, MAX_WAIT_SECONDS,
 };
-use crate::store::Durability;
 use crate::{time, Result};
 
 /// What a stopped agent is told. It names the person's action so a model
@@ -56,16 +54,6 @@ fn unwritable_response(fault: &crate::Error) -> String {
         "local-mcp cannot write its database right now ({fault}). Nothing was delivered and nothing \
          queued is lost: call this tool `get_user_request` again to keep waiting for the user's next instruction."
     )
-}
-
-/// A claimed instruction and what its agent is told of its files.
-type Taken = (Instruction, Vec<DeliveredAttachment>, Option<InReplyTo>);
-
-/// What one claim transaction found.
-enum Claim {
-    Got(Taken, u64),
-    Stopped(u64),
-    Nothing,
 }
 
 /// A call's place in its queue's line; leaving it gives back an unused offer.
@@ -351,122 +339,6 @@ impl Queue {
         ))
     }
 
-    /// One transaction: a pending stop request wins; otherwise claim the
-    /// offered instruction (`offer`) or else the first one `agent` may take
-    /// in `queue`, unless the queue is held. It records the agent's activity
-    /// and logs `instruction.consumed`. With `first` (the call's first
-    /// claim, and what its client says about itself), a call that gets
-    /// nothing still records that the agent was seen, and the agent's client
-    /// and client session are noted.
-    async fn claim(&self, queue: &str, agent: &str, offer: Option<String>, first: Option<Caller>) -> Result<Claim> {
-        let (queue, agent) = (queue.to_owned(), agent.to_owned());
-        // What the client said about itself, kept on the agent's row (once per call).
-        let note = {
-            let (queue, agent) = (queue.clone(), agent.clone());
-            move |db: &crate::store::Db<'_>, caller: Option<&Caller>| match caller {
-                Some(c) if c.client.is_some() || c.session.is_some() => db.note_caller(
-                    &queue,
-                    &agent,
-                    c.client.as_ref().map(|n| n.name.as_str()),
-                    c.client.as_ref().and_then(|n| n.version.as_deref()),
-                    c.session.as_deref(),
-                ),
-                _ => Ok(()),
-            }
-        };
-        self.blocking(move |i| {
-            i.store.write(
-                Durability::Normal,
-                |db| {
-                    let now = time::now();
-                    let mut events = Vec::new();
-                    // A new call from this agent: what was sent to it before arrived.
-                    // (No event: nothing a person sees changes.)
-                    if first.is_some() {
-                        db.confirm_sent(&queue, &agent, &now)?;
-                    }
-                    let key = (queue.clone(), agent.clone());
-                    if i.stops().contains(&key) && db.take_stop(&queue, &agent)? {
-                        db.touch_agent(&queue, &agent, &now, Some(ResultType::Stop))?;
-                        note(db, first.as_ref())?;
-                        return Ok((Claim::Stopped(db.eligible_count(&queue, &agent)?), events));
-                    }
-                    let item = if i.is_held(&queue) {
-                        None
-                    } else {
-                        // A delivery in doubt goes again first, to the same agent: with
-                        // `redeliver_in_doubt`, and always to a client that cannot resume a
-                        // broken stream (it lost that answer: a second instruction must not
-                        // overtake it).
-                        let again = if first.as_ref().is_some_and(|c| c.no_resume)
-                            || (first.is_some()
-                                && i.settings.read().unwrap_or_else(|p| p.into_inner()).redeliver_in_doubt)
-                        {
-                            db.reclaim_in_doubt(&queue, &agent, &now)?
-                        } else {
-                            None
-                        };
-                        match again {
-                            Some(item) => Some(item),
-                            None => match db.claim(&queue, &agent, offer.as_deref(), &now)? {
-                                None if offer.is_some() => db.claim(&queue, &agent, None, &now)?,
-                                got => got,
-                            },
-                        }
-                    };
-                    let Some(mut item) = item else {
-                        if first.is_some() {
-                            db.touch_agent(&queue, &agent, &now, None)?;
-                            note(db, first.as_ref())?;
-                        }
-                        return Ok((Claim::Nothing, events));
-                    };
-                    db.touch_agent(&queue, &agent, &now, Some(ResultType::Instruction))?;
-                    note(db, first.as_ref())?;
-                    let rows = db.attachments_of(&item.id)?;
-                    item.attachments = rows.iter().map(|r| r.attachment.clone()).collect();
-                    let (left, remaining) = db.pending_in(&queue, &agent)?;
-                    events.push(log_event(
-                        db,
-                        Event::new(
-                            EventKind::InstructionConsumed,
-                            now,
-                            EventData::Instruction(item.clone()),
-                            Some(left),
-                        ),
-                    )?);
-                    let delivered = super::attachments::delivered(i.store.files(), &rows, item.content.len());
-                    // A reply says which question it answers (the report's first line).
-                    let in_reply_to = match &item.answers {
-                        Some(report_id) => db.get_report(report_id)?.map(|r| InReplyTo {
-                            question: r
-                                .content
-                                .lines()
-                                .find(|l| !l.trim().is_empty())
-                                .unwrap_or("")
-                                .chars()
-                                .take(200)
-                                .collect(),
-                            report_id: r.id,
-                        }),
-                        None => None,
-                    };
-                    Ok((Claim::Got((item, delivered, in_reply_to), remaining), events))
-                },
-                |(claim, events)| {
-                    for event in events {
-                        i.bus.publish(event.clone());
-                    }
-                    if matches!(claim, Claim::Stopped(_)) {
-                        i.stops().remove(&(queue.clone(), agent.clone()));
-                    }
-                },
-            )
-        })
-        .await
-        .map(|(claim, _)| claim)
-    }
-
     /// Wait (briefly, boundedly) until none of `agent`'s deliveries in
     /// `queue` is still `claimed`: a call that replaces one whose stream broke
     /// must see that delivery settled (`in_doubt`) before it claims, or it
@@ -484,53 +356,6 @@ impl Queue {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
     }
-
-    /// Consume the stop request a waiting call was woken for; returns what
-    /// the agent could still take.
-    async fn take_stop(&self, queue: &str, agent: &str) -> Result<u64> {
-        let (queue, agent) = (queue.to_owned(), agent.to_owned());
-        self.blocking(move |i| {
-            i.store.write(
-                Durability::Normal,
-                |db| {
-                    db.take_stop(&queue, &agent)?;
-                    db.touch_agent(&queue, &agent, &time::now(), Some(ResultType::Stop))?;
-                    db.eligible_count(&queue, &agent)
-                },
-                |_| {
-                    i.stops().remove(&(queue.clone(), agent.clone()));
-                },
-            )
-        })
-        .await
-    }
-
-    /// Record a finished call that delivered nothing; returns what the agent could take.
-    async fn record_call(&self, queue: &str, agent: &str, result: Option<ResultType>) -> Result<u64> {
-        let (queue, agent) = (queue.to_owned(), agent.to_owned());
-        self.blocking(move |i| {
-            i.store.write(
-                Durability::Normal,
-                |db| {
-                    db.touch_agent(&queue, &agent, &time::now(), result)?;
-                    db.eligible_count(&queue, &agent)
-                },
-                |_| (),
-            )
-        })
-        .await
-    }
-
-    /// Offer `queue`'s available instructions to its free waiting calls (off
-    /// the async threads). Cheap when nobody waits there.
-    pub(crate) fn kick(&self, queue: &str) {
-        if self.inner.dispatch.free_agents(queue).is_none() {
-            return;
-        }
-        let inner = self.inner.clone();
-        let queue = queue.to_owned();
-        tokio::task::spawn_blocking(move || inner.kick_blocking(&queue));
-    }
 }
 
 /// What can end a wait besides an offer or the deadline.
@@ -538,23 +363,4 @@ struct Signals<'a> {
     caller_gone: &'a CancellationToken,
     superseded: &'a CancellationToken,
     stopped: &'a CancellationToken,
-}
-
-impl Inner {
-    /// [`Queue::kick`] on a thread that may block: read what the free calls
-    /// could take and offer it.
-    pub(super) fn kick_blocking(&self, queue: &str) {
-        if self.is_held(queue) {
-            return;
-        }
-        let Some((agents, enough)) = self.dispatch.free_agents(queue) else {
-            return;
-        };
-        match self.store.read(|db| db.pending_heads(queue, &agents, enough)) {
-            Ok(heads) => {
-                self.dispatch.offer(queue, &heads);
-            }
-            Err(e) => tracing::warn!(queue, error = %e, "could not offer instructions to waiting calls"),
-        }
-    }
 }

@@ -1,0 +1,182 @@
+//! The claim: one `BEGIN IMMEDIATE` transaction that hands a call the
+//! instruction it may take (a pending stop request wins; a delivery in doubt
+//! goes again first; then the offered one, else the first of its queue), or
+//! records that it took nothing — and the smaller writes that end a call
+//! which delivered nothing. Two calls never get the same row
+//! (`docs/ARCHITECTURE.md`, "Delivery rules" 2). When to claim is `wait.rs`'s.
+
+use super::{log_event, Queue};
+use crate::events::{Event, EventData, EventKind};
+use crate::model::{Caller, DeliveredAttachment, InReplyTo, Instruction, ResultType};
+use crate::store::Durability;
+use crate::{time, Result};
+
+/// A claimed instruction and what its agent is told of its files.
+pub(super) type Taken = (Instruction, Vec<DeliveredAttachment>, Option<InReplyTo>);
+
+/// What one claim transaction found.
+pub(super) enum Claim {
+    Got(Taken, u64),
+    Stopped(u64),
+    Nothing,
+}
+
+impl Queue {
+    /// One transaction: a pending stop request wins; otherwise claim the
+    /// offered instruction (`offer`) or else the first one `agent` may take
+    /// in `queue`, unless the queue is held. It records the agent's activity
+    /// and logs `instruction.consumed`. With `first` (the call's first
+    /// claim, and what its client says about itself), a call that gets
+    /// nothing still records that the agent was seen, and the agent's client
+    /// and client session are noted.
+    pub(super) async fn claim(
+        &self,
+        queue: &str,
+        agent: &str,
+        offer: Option<String>,
+        first: Option<Caller>,
+    ) -> Result<Claim> {
+        let (queue, agent) = (queue.to_owned(), agent.to_owned());
+        // What the client said about itself, kept on the agent's row (once per call).
+        let note = {
+            let (queue, agent) = (queue.clone(), agent.clone());
+            move |db: &crate::store::Db<'_>, caller: Option<&Caller>| match caller {
+                Some(c) if c.client.is_some() || c.session.is_some() => db.note_caller(
+                    &queue,
+                    &agent,
+                    c.client.as_ref().map(|n| n.name.as_str()),
+                    c.client.as_ref().and_then(|n| n.version.as_deref()),
+                    c.session.as_deref(),
+                ),
+                _ => Ok(()),
+            }
+        };
+        self.blocking(move |i| {
+            i.store.write(
+                Durability::Normal,
+                |db| {
+                    let now = time::now();
+                    let mut events = Vec::new();
+                    // A new call from this agent: what was sent to it before arrived.
+                    // (No event: nothing a person sees changes.)
+                    if first.is_some() {
+                        db.confirm_sent(&queue, &agent, &now)?;
+                    }
+                    let key = (queue.clone(), agent.clone());
+                    if i.stops().contains(&key) && db.take_stop(&queue, &agent)? {
+                        db.touch_agent(&queue, &agent, &now, Some(ResultType::Stop))?;
+                        note(db, first.as_ref())?;
+                        return Ok((Claim::Stopped(db.eligible_count(&queue, &agent)?), events));
+                    }
+                    let item = if i.is_held(&queue) {
+                        None
+                    } else {
+                        // A delivery in doubt goes again first, to the same agent: with
+                        // `redeliver_in_doubt`, and always to a client that cannot resume a
+                        // broken stream (it lost that answer: a second instruction must not
+                        // overtake it).
+                        let again = if first.as_ref().is_some_and(|c| c.no_resume)
+                            || (first.is_some()
+                                && i.settings.read().unwrap_or_else(|p| p.into_inner()).redeliver_in_doubt)
+                        {
+                            db.reclaim_in_doubt(&queue, &agent, &now)?
+                        } else {
+                            None
+                        };
+                        match again {
+                            Some(item) => Some(item),
+                            None => match db.claim(&queue, &agent, offer.as_deref(), &now)? {
+                                None if offer.is_some() => db.claim(&queue, &agent, None, &now)?,
+                                got => got,
+                            },
+                        }
+                    };
+                    let Some(mut item) = item else {
+                        if first.is_some() {
+                            db.touch_agent(&queue, &agent, &now, None)?;
+                            note(db, first.as_ref())?;
+                        }
+                        return Ok((Claim::Nothing, events));
+                    };
+                    db.touch_agent(&queue, &agent, &now, Some(ResultType::Instruction))?;
+                    note(db, first.as_ref())?;
+                    let rows = db.attachments_of(&item.id)?;
+                    item.attachments = rows.iter().map(|r| r.attachment.clone()).collect();
+                    let (left, remaining) = db.pending_in(&queue, &agent)?;
+                    events.push(log_event(
+                        db,
+                        Event::new(
+                            EventKind::InstructionConsumed,
+                            now,
+                            EventData::Instruction(item.clone()),
+                            Some(left),
+                        ),
+                    )?);
+                    let delivered = super::attachments::delivered(i.store.files(), &rows, item.content.len());
+                    // A reply says which question it answers (the report's first line).
+                    let in_reply_to = match &item.answers {
+                        Some(report_id) => db.get_report(report_id)?.map(|r| InReplyTo {
+                            question: r
+                                .content
+                                .lines()
+                                .find(|l| !l.trim().is_empty())
+                                .unwrap_or("")
+                                .chars()
+                                .take(200)
+                                .collect(),
+                            report_id: r.id,
+                        }),
+                        None => None,
+                    };
+                    Ok((Claim::Got((item, delivered, in_reply_to), remaining), events))
+                },
+                |(claim, events)| {
+                    for event in events {
+                        i.bus.publish(event.clone());
+                    }
+                    if matches!(claim, Claim::Stopped(_)) {
+                        i.stops().remove(&(queue.clone(), agent.clone()));
+                    }
+                },
+            )
+        })
+        .await
+        .map(|(claim, _)| claim)
+    }
+
+    /// Consume the stop request a waiting call was woken for; returns what
+    /// the agent could still take.
+    pub(super) async fn take_stop(&self, queue: &str, agent: &str) -> Result<u64> {
+        let (queue, agent) = (queue.to_owned(), agent.to_owned());
+        self.blocking(move |i| {
+            i.store.write(
+                Durability::Normal,
+                |db| {
+                    db.take_stop(&queue, &agent)?;
+                    db.touch_agent(&queue, &agent, &time::now(), Some(ResultType::Stop))?;
+                    db.eligible_count(&queue, &agent)
+                },
+                |_| {
+                    i.stops().remove(&(queue.clone(), agent.clone()));
+                },
+            )
+        })
+        .await
+    }
+
+    /// Record a finished call that delivered nothing; returns what the agent could take.
+    pub(super) async fn record_call(&self, queue: &str, agent: &str, result: Option<ResultType>) -> Result<u64> {
+        let (queue, agent) = (queue.to_owned(), agent.to_owned());
+        self.blocking(move |i| {
+            i.store.write(
+                Durability::Normal,
+                |db| {
+                    db.touch_agent(&queue, &agent, &time::now(), result)?;
+                    db.eligible_count(&queue, &agent)
+                },
+                |_| (),
+            )
+        })
+        .await
+    }
+}
