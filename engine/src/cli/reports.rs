@@ -1,0 +1,91 @@
+//! `reports` and `reply`: what agents reported (a question's options
+//! numbered), and the person's answer to an agent's latest report.
+
+use super::commands::{print_json, text_of};
+use super::Failure;
+use crate::client::{encode, Client};
+use crate::model::Report;
+
+/// `reports`: newest first, the Markdown as the agent wrote it, a question's
+/// options numbered (`reply AGENT 2` picks the second).
+pub async fn reports(
+    client: &Client,
+    agent: Option<String>,
+    queue: Option<String>,
+    count: u32,
+    raw: bool,
+) -> Result<(), Failure> {
+    let mut query = format!("limit={}", count.min(500));
+    if let Some(q) = queue {
+        query.push_str(&format!("&queue={}", crate::model::queue_name(&q)?));
+    }
+    if let Some(a) = agent {
+        query.push_str(&format!("&agent_id={}", encode(&a)));
+    }
+    let items = client.reports(&query).await?;
+    if raw {
+        print_json(&serde_json::json!({ "items": items }));
+        return Ok(());
+    }
+    if items.is_empty() {
+        println!("no reports yet");
+    }
+    for r in items {
+        println!(
+            "── {} in {} · {}{}",
+            r.agent_id,
+            r.queue,
+            r.created_at,
+            if r.instruction_id.is_some() {
+                " · on an instruction"
+            } else {
+                ""
+            }
+        );
+        println!("{}", r.content.trim_end());
+        if !r.options.is_empty() {
+            println!("answers (reply {} NUMBER picks one):", r.agent_id);
+            for (n, option) in r.options.iter().enumerate() {
+                println!("  {}. {option}", n + 1);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// What a reply to `report` says: option N when the words are just a number
+/// of one of its options, else the words.
+fn answer_of(report: &Report, words: &[String]) -> Result<String, Failure> {
+    if let [only] = words {
+        if let Ok(n) = only.trim().parse::<usize>() {
+            if !report.options.is_empty() {
+                return report.options.get(n.wrapping_sub(1)).cloned().ok_or_else(|| {
+                    Failure(
+                        format!(
+                            "the question has {} answers; pick 1 to {} (or write the answer in words)",
+                            report.options.len(),
+                            report.options.len()
+                        ),
+                        1,
+                    )
+                });
+            }
+        }
+    }
+    text_of(words)
+}
+
+/// `reply <agent> <text|N>`: answer that agent's latest report.
+pub async fn reply(client: &Client, agent: String, queue: Option<String>, words: &[String]) -> Result<(), Failure> {
+    let queue = crate::model::queue_or_default(queue.as_deref())?;
+    let latest = client
+        .reports(&format!("queue={queue}&agent_id={}&limit=1", encode(&agent)))
+        .await?;
+    let Some(report) = latest.into_iter().next() else {
+        return Err(Failure(format!("{agent} has not reported anything in {queue} yet"), 1));
+    };
+    let answer = answer_of(&report, words)?;
+    client.reply(&report.id, &answer).await?;
+    println!("sent to {agent}: {answer:?} is next in {queue}");
+    Ok(())
+}
