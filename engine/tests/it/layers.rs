@@ -216,6 +216,24 @@ fn only_private_fs_creates_files() {
     assert!(here.len() >= 3, "{here:?}");
 }
 
+/// Files small enough to read in one sitting: no engine or desktop source
+/// over 500 lines, its tests aside (a `tests.rs`, or what follows `#[cfg(test)]`).
+#[test]
+fn no_source_file_is_over_500_lines() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = Vec::new();
+    rust_files(&root.join("src"), &mut files);
+    rust_files(&root.join("../src-tauri"), &mut files);
+    let long: Vec<String> = files
+        .iter()
+        .filter(|f| !f.ends_with("tests.rs"))
+        .map(|f| (f, lines_outside_tests(f).len()))
+        .filter(|(_, n)| *n > 500)
+        .map(|(f, n)| format!("{}: {n} lines", f.display()))
+        .collect();
+    assert!(long.is_empty(), "split these by concern:\n{}", long.join("\n"));
+}
+
 /// Each noun's rule in one place (`model/names.rs`): the queue-name pattern
 /// is spelled once in the sources, and every schema that names a queue
 /// takes it from `QueueName`.
