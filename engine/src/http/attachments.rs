@@ -14,9 +14,10 @@ use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
+use super::body::{self, BodyPolicy};
 use super::error::ErrorBody;
 use super::instructions::ItemBody;
-use super::{ApiPath, ApiQuery, AppState};
+use super::{ApiPath, ApiQuery, AppState, MAX_BODY_BYTES};
 use crate::model::{NewInstruction, Upload};
 use crate::{Error, Result};
 
@@ -24,11 +25,15 @@ use crate::{Error, Result};
 /// plus room for the form's own framing (a bigger body is refused unread).
 pub const MAX_UPLOAD_BODY_BYTES: usize = 24 * 1024 * 1024;
 
+/// What an upload route takes: JSON as every route does, or a multipart
+/// form (with a boundary) of up to [`MAX_UPLOAD_BODY_BYTES`].
+pub const UPLOAD_BODY: BodyPolicy = BodyPolicy::json_or(MAX_BODY_BYTES, is_multipart, MAX_UPLOAD_BODY_BYTES);
+
 pub fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
-        .routes(routes!(attach))
-        .routes(routes!(detach))
-        .routes(routes!(file))
+        .routes(body::with(UPLOAD_BODY, routes!(attach)))
+        .routes(body::json(routes!(detach)))
+        .routes(body::json(routes!(file)))
 }
 
 /// `multipart/form-data` with a boundary: the only other body uploads take.

@@ -11,19 +11,21 @@ use utoipa_axum::routes;
 
 use futures::StreamExt as _;
 
+use super::body;
+use super::security::ArchiveRead;
 use super::AppState;
 use crate::private_fs::WorkDir;
 use crate::{Error, Result};
 
 pub fn routes() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new().routes(routes!(backup))
+    OpenApiRouter::new().routes(body::json(routes!(backup)))
 }
 
 /// A backup archive: `local_mcp.sqlite3` (a snapshot holding every write
 /// committed before the request) and `attachments/`.
 #[utoipa::path(get, path = "/api/backup", tag = "server",
     responses((status = 200, description = "The archive (application/x-tar)", content_type = "application/x-tar", body = Vec<u8>)))]
-async fn backup(State(s): State<AppState>) -> Result<Response> {
+async fn backup(_: ArchiveRead, State(s): State<AppState>) -> Result<Response> {
     // Built in a private work folder of the database's (never a shared /tmp),
     // which goes when the answer has been sent or dropped.
     let work = s.queue.work_dir().await?;

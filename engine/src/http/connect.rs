@@ -13,6 +13,7 @@ use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
+use super::body;
 use super::error::ErrorBody;
 use super::{ApiJson, ApiQuery, AppState};
 use crate::connect::{self, Backup, Change, ClientStatus, Env, Request, Site};
@@ -22,12 +23,11 @@ use crate::{Error, Result};
 
 pub fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
-        .routes(routes!(list))
-        .routes(routes!(connect_one))
-        .routes(routes!(disconnect_one))
-        .routes(routes!(update_all))
-        .routes(routes!(backups))
-        .routes(routes!(open_link))
+        .routes(body::json(routes!(list, connect_one)))
+        .routes(body::json(routes!(disconnect_one)))
+        .routes(body::json(routes!(update_all)))
+        .routes(body::json(routes!(backups)))
+        .routes(body::json(routes!(open_link)))
 }
 
 fn site(s: &AppState) -> Site {

@@ -9,14 +9,16 @@ use utoipa::IntoParams;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
+use super::body;
 use super::error::ErrorBody;
+use super::security::ArchiveRead;
 use super::{ApiQuery, AppState};
 use crate::export::{render, Format};
 use crate::model::QueueName;
 use crate::Result;
 
 pub fn routes() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new().routes(routes!(export))
+    OpenApiRouter::new().routes(body::json(routes!(export)))
 }
 
 #[derive(Deserialize, IntoParams)]
@@ -41,7 +43,7 @@ pub struct ExportQuery {
             content((Object = "application/json"), (String = "text/csv; charset=utf-8"), (String = "text/markdown; charset=utf-8"),
                 (Vec<u8> = "application/x-tar"))),
         (status = 400, description = "Not a valid queue, date or format", body = ErrorBody)))]
-async fn export(State(s): State<AppState>, ApiQuery(q): ApiQuery<ExportQuery>) -> Result<Response> {
+async fn export(_: ArchiveRead, State(s): State<AppState>, ApiQuery(q): ApiQuery<ExportQuery>) -> Result<Response> {
     let format = q.format.unwrap_or(Format::Json);
     let queue = q.queue.map(QueueName::into_string);
     let since = q.since.as_deref().map(crate::model::time_bound).transpose()?;

@@ -12,18 +12,22 @@ use utoipa::IntoParams;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
+use super::body::{self, BodyPolicy};
 use super::error::ErrorBody;
 use super::{ApiQuery, AppState};
 use crate::export::ImportSummary;
 use crate::{Error, Result};
 
-/// The route, for the guard's body rules.
-pub const PATH: &str = "/api/import";
 /// The largest import body: a long history with its attachment files.
 pub const MAX_IMPORT_BODY_BYTES: usize = 2 * 1024 * 1024 * 1024;
 
+/// An import is an export file sent as it is, up to [`MAX_IMPORT_BODY_BYTES`]:
+/// JSON, or a bundle as a tar (types a cross-site page cannot send without
+/// a preflight, which fails).
+const IMPORT_BODY: BodyPolicy = BodyPolicy::json_or(MAX_IMPORT_BODY_BYTES, is_bundle, MAX_IMPORT_BODY_BYTES);
+
 pub fn routes() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new().routes(routes!(import))
+    OpenApiRouter::new().routes(body::with(IMPORT_BODY, routes!(import)))
 }
 
 /// Whether a request sends a bundle (`application/x-tar`).

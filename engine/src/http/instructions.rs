@@ -11,6 +11,8 @@ use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
+use super::attachments::UPLOAD_BODY;
+use super::body;
 use super::error::ErrorBody;
 use super::{ApiJson, ApiPath, ApiQuery, AppState};
 use crate::model::QueueName;
@@ -21,10 +23,10 @@ use crate::Result;
 
 pub fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
-        .routes(routes!(list, create))
-        .routes(routes!(get_one, edit, delete))
-        .routes(routes!(requeue))
-        .routes(routes!(move_to))
+        .routes(body::with(UPLOAD_BODY, routes!(list, create)))
+        .routes(body::json(routes!(get_one, edit, delete)))
+        .routes(body::json(routes!(requeue)))
+        .routes(body::json(routes!(move_to)))
 }
 
 /// `{"item": …}`

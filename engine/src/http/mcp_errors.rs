@@ -2,22 +2,30 @@
 //! `MCP-Protocol-Version`, a wrong `Accept`, a missing session). Every error
 //! from us is JSON: this rewrites those as a JSON-RPC error with `id: null`,
 //! which is what MCP clients parse, keeping the status and the message.
-//! The security layer, which wraps every response anyway, calls it for `/mcp`.
+//! It is a layer on the `/mcp` routes ([`middleware`], in `http/mod.rs`).
 
 use axum::body::{to_bytes, Body};
+use axum::extract::Request;
 use axum::http::{header, HeaderValue, StatusCode};
+use axum::middleware::Next;
 use axum::response::Response;
 use serde_json::json;
 
-use super::security::is_json;
+use super::body::is_json;
 
 /// Plain-text error bodies are a line or two; anything longer is cut.
 const MAX_TEXT: usize = 16 * 1024;
 
+/// The layer: `/mcp`'s answers, with [`json_errors`] applied.
+pub async fn middleware(req: Request, next: Next) -> Response {
+    let sent_json = is_json(req.headers());
+    json_errors(sent_json, next.run(req).await).await
+}
+
 /// `/mcp`'s `response` with any plain-text error made JSON; `sent_json`:
 /// whether the request declared a JSON body.
 pub async fn json_errors(sent_json: bool, mut response: Response) -> Response {
-    // The security layer lets only JSON writes through, so a 415 from rmcp on
+    // The body policy lets only JSON writes through, so a 415 from rmcp on
     // one means the body did not parse: a JSON-RPC parse error, 400.
     if response.status() == StatusCode::UNSUPPORTED_MEDIA_TYPE && sent_json {
         *response.status_mut() = StatusCode::BAD_REQUEST;

@@ -1,16 +1,18 @@
 //! The axum router: health, the JSON API, live events (SSE), the page, and
-//! `/mcp` — all behind one guard (Host, Origin, JSON-only writes, body
-//! limit, bearer token).
+//! `/mcp` — all behind one guard (the account, Host, Origin, cross-site
+//! writes, the bearer token), each route with its own body policy (its
+//! limit and types, `body.rs`).
 //!
 //! Each route module (`instructions`, `queues`, `reports`, `settings`, `status`, `session`, `sse`)
 //! owns its handlers, their typed bodies and their OpenAPI entries, and
-//! registers them in its `routes()`; [`router`] merges those, so the router
-//! and the OpenAPI document come from one list. Handlers are thin: they
+//! registers them in its `routes()`, each with its body policy; [`router`]
+//! merges those, so the router and the OpenAPI document come from one list. Handlers are thin: they
 //! parse, call the [`Queue`], and return a typed body. Every failure leaves
 //! as `{"error":{"code","message"}}` with the right status.
 
 mod attachments;
 mod backup;
+mod body;
 mod connect;
 mod error;
 mod export;
@@ -89,6 +91,7 @@ fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
 /// Build the whole router for a running queue.
 pub fn router(state: AppState) -> Router {
     let mcp = tower::ServiceBuilder::new()
+        .layer(axum::middleware::from_fn(mcp_errors::middleware))
         .layer(mcp::DisconnectGuardLayer)
         .service(mcp::service(
             state.queue.clone(),
@@ -99,23 +102,29 @@ pub fn router(state: AppState) -> Router {
     let (api, doc) = api();
     // Served as written once: the document never changes while serving.
     let doc = bytes::Bytes::from(serde_json::to_vec(&doc).unwrap_or_default());
-    let guard = state.guard.clone();
-    api.route(
-        "/api/openapi.json",
-        get(move || async move { ([(axum::http::header::CONTENT_TYPE, "application/json")], doc) }),
-    )
-    .route("/api/docs", get(page::api_docs))
-    .route("/", get(page::index))
-    .route("/{*path}", get(page::asset))
-    // `/mcp` is the default queue's endpoint, `/mcp/q/<name>` another queue's;
-    // the tool reads which from the request's path.
-    .route_service(MCP_PATH, mcp.clone())
-    .route_service(&format!("{MCP_PATH}/"), mcp.clone())
-    .route_service(&format!("{MCP_PATH}/q/{{queue}}"), mcp)
-    .fallback(error::not_found)
-    .method_not_allowed_fallback(error::method_not_allowed)
-    // JSON bodies have their own 1 MiB limit (`ApiJson`); this one is for uploads.
-    .layer(axum::extract::DefaultBodyLimit::max(attachments::MAX_UPLOAD_BODY_BYTES))
-    .with_state(state)
-    .layer(axum::middleware::from_fn_with_state(guard, security::guard))
+    // What is not an API area: the documents, the page and MCP. They take
+    // JSON bodies as most routes do; set on this router once its routes and
+    // answers for a missing route or method are in place, so it covers them.
+    let rest = Router::new()
+        .route(
+            "/api/openapi.json",
+            get(move || async move { ([(axum::http::header::CONTENT_TYPE, "application/json")], doc) }),
+        )
+        .route("/api/docs", get(page::api_docs))
+        .route("/", get(page::index))
+        .route("/{*path}", get(page::asset))
+        // `/mcp` is the default queue's endpoint, `/mcp/q/<name>` another queue's;
+        // the tool reads which from the request's path.
+        .route_service(MCP_PATH, mcp.clone())
+        .route_service(&format!("{MCP_PATH}/"), mcp.clone())
+        .route_service(&format!("{MCP_PATH}/q/{{queue}}"), mcp)
+        .fallback(error::not_found)
+        .method_not_allowed_fallback(error::method_not_allowed)
+        .layer(axum::middleware::from_fn_with_state(
+            body::BodyPolicy::JSON,
+            body::enforce,
+        ));
+    api.merge(rest)
+        .with_state(state.clone())
+        .layer(axum::middleware::from_fn_with_state(state.guard, security::guard))
 }

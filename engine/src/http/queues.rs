@@ -11,6 +11,7 @@ use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
+use super::body;
 use super::error::ErrorBody;
 use super::{ApiJson, ApiPath, ApiQuery, AppState};
 use crate::model::QueueName;
@@ -19,11 +20,11 @@ use crate::Result;
 
 pub fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
-        .routes(routes!(list, create))
-        .routes(routes!(get_one, update))
-        .routes(routes!(hold))
-        .routes(routes!(release))
-        .routes(routes!(stop_agent))
+        .routes(body::json(routes!(list, create)))
+        .routes(body::json(routes!(get_one, update)))
+        .routes(body::json(routes!(hold)))
+        .routes(body::json(routes!(release)))
+        .routes(body::json(routes!(stop_agent)))
 }
 
 /// `{"items": […]}`

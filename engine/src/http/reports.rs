@@ -10,6 +10,7 @@ use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
+use super::body;
 use super::error::ErrorBody;
 use super::instructions::ItemBody;
 use super::{ApiJson, ApiPath, ApiQuery, AppState};
@@ -18,7 +19,9 @@ use crate::model::Report;
 use crate::Result;
 
 pub fn routes() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new().routes(routes!(list)).routes(routes!(reply))
+    OpenApiRouter::new()
+        .routes(body::json(routes!(list)))
+        .routes(body::json(routes!(reply)))
 }
 
 /// `{"items": […]}`

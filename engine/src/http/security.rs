@@ -6,27 +6,28 @@
 //! unless it carries the token (loopback is no boundary between accounts);
 //! a foreign `Host` (DNS rebinding) or `Origin` (a web page) is 403;
 //! a write a browser marks cross-site (`Sec-Fetch-Site`) is 403;
-//! a body over the limit is 413; a state-changing request that is not JSON is
-//! 415 (no CSRF through simple forms) — except a `multipart/form-data` upload
-//! with a real boundary on the two upload routes, which the Origin and
-//! `Sec-Fetch-Site` checks guard; `/api/*` and `/mcp` need the bearer
-//! token when one is set (compared in constant time by `auth`, read only from
-//! the `Authorization` header or the page's session cookie). No CORS headers
-//! are ever granted. Every response carries a strict Content-Security-Policy
-//! and no-sniff/no-frame headers.
+//! `/api/*` and `/mcp` need the bearer token when one is set (compared in
+//! constant time by `auth`, read only from the `Authorization` header or the
+//! page's session cookie). No CORS headers are ever granted. Every response
+//! carries a strict Content-Security-Policy and no-sniff/no-frame headers.
+//!
+//! What a route takes as a body (its limit, JSON or an upload's form) is the
+//! route's own policy (`body.rs`), attached where it is registered; a read
+//! of the whole history asks for [`ArchiveRead`] in its handler.
 
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 
 use axum::extract::connect_info::ConnectInfo;
-use axum::extract::{Request, State};
+use axum::extract::{FromRequestParts, Request, State};
+use axum::http::request::Parts;
 use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
 use axum::middleware::Next;
 use axum::response::Response;
 use tokio::sync::OnceCell;
 
 use super::error::error_response;
-use super::MAX_BODY_BYTES;
+use super::AppState;
 use crate::auth::{Credentials, SESSION_COOKIE};
 use crate::peer::{self, Account};
 
@@ -236,43 +237,47 @@ fn split_authority(authority: &str) -> (&str, Option<u16>) {
     (host, port.map(|p| p.parse().unwrap_or(0)))
 }
 
-/// `Content-Type: application/json` (parameters such as charset allowed).
-pub(super) fn is_json(headers: &HeaderMap) -> bool {
-    headers
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.split(';').next())
-        .is_some_and(|mime| mime.trim().eq_ignore_ascii_case("application/json"))
-}
-
 fn is_mcp(path: &str) -> bool {
     path.strip_prefix(super::MCP_PATH)
         .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
-}
-
-/// The routes that take `multipart/form-data`: a new instruction, and files for one.
-fn is_upload(path: &str) -> bool {
-    let one_segment = |rest: Option<&str>| rest.is_some_and(|id| !id.is_empty() && !id.contains('/'));
-    path == "/api/instructions"
-        || one_segment(
-            path.strip_prefix("/api/instructions/")
-                .and_then(|rest| rest.strip_suffix("/attachments")),
-        )
-        || one_segment(
-            path.strip_prefix("/api/templates/")
-                .and_then(|rest| rest.strip_suffix("/files")),
-        )
-}
-
-/// The reads that hand out the whole history.
-fn is_archive(path: &str) -> bool {
-    matches!(path, "/api/backup" | "/api/export")
 }
 
 fn needs_token(path: &str) -> bool {
     // `/api/session` is where the page presents the token, so it cannot need one.
     let api = (path.starts_with("/api/") || path == "/api") && path != "/api/session";
     api || is_mcp(path)
+}
+
+/// A read that hands out the whole history (a backup, an export), which
+/// must not be fetched by another site's `<img>` or link: its handler takes
+/// this first. A browser says where a request comes from even when it sends
+/// no Origin; a program that is not a browser says `none` (page scripts
+/// cannot set this header) or sends the token.
+pub struct ArchiveRead;
+
+impl FromRequestParts<AppState> for ArchiveRead {
+    type Rejection = Response;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Response> {
+        let same_origin = parts
+            .headers
+            .get("sec-fetch-site")
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| matches!(v, "same-origin" | "none"));
+        if same_origin || state.guard.bearer_ok(&parts.headers) {
+            return Ok(ArchiveRead);
+        }
+        tracing::warn!(
+            path = parts.uri.path(),
+            "refused an archive read that is not same-origin"
+        );
+        Err(error_response(
+            StatusCode::FORBIDDEN,
+            "forbidden",
+            "backups and exports are given only to this server's own page (Sec-Fetch-Site: same-origin), \
+             to a program that says Sec-Fetch-Site: none, or with the API token",
+        ))
+    }
 }
 
 /// The middleware.
@@ -324,47 +329,6 @@ pub async fn guard(State(sec): State<Arc<Guard>>, req: Request, next: Next) -> R
             "requests from other web origins are refused",
         );
     }
-    // Any method: the router answers 405 for one an upload route lacks.
-    let upload = is_upload(req.uri().path()) && super::attachments::is_multipart(headers);
-    // An import is an export file sent as it is: JSON, or a bundle as a tar
-    // (types a cross-site page cannot send without a preflight, which fails).
-    let import = req.uri().path() == super::import::PATH;
-    let limit = if upload {
-        super::attachments::MAX_UPLOAD_BODY_BYTES
-    } else if import {
-        super::import::MAX_IMPORT_BODY_BYTES
-    } else {
-        MAX_BODY_BYTES
-    };
-    let too_big = headers
-        .get(header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<u64>().ok())
-        .is_some_and(|n| n > limit as u64);
-    if too_big {
-        return error_response(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            "payload_too_large",
-            &format!("request body is larger than {limit} bytes"),
-        );
-    }
-    // A write that carries a body, or names a type, must be JSON: no cross-site
-    // "simple" form or text posts. A body-less request goes on to the router,
-    // which answers 405 for a method the route lacks, 400 for a missing body.
-    let writes = matches!(*req.method(), Method::POST | Method::PUT | Method::PATCH);
-    let has_body = headers
-        .get(header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .is_none_or(|v| v.trim() != "0")
-        && (headers.contains_key(header::CONTENT_LENGTH) || headers.contains_key(header::TRANSFER_ENCODING));
-    let tar = import && super::import::is_bundle(headers);
-    if writes && (has_body || headers.contains_key(header::CONTENT_TYPE)) && !is_json(headers) && !upload && !tar {
-        return error_response(
-            StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            "unsupported_media_type",
-            "send the request body as Content-Type: application/json",
-        );
-    }
     let cookie_counts = sec.other_account(peer).await.is_none();
     if needs_token(req.uri().path()) && !sec.token_ok(headers, cookie_counts) {
         return error_response(
@@ -373,32 +337,7 @@ pub async fn guard(State(sec): State<Arc<Guard>>, req: Request, next: Next) -> R
             "a valid Authorization: Bearer token is required",
         );
     }
-    // What holds the whole history (a backup, an export) must not be fetched
-    // by another site's <img> or link: a browser says where a request comes
-    // from even when it sends no Origin; a program that is not a browser
-    // says `none` (page scripts cannot set this header) or sends the token.
-    let same_origin = headers
-        .get("sec-fetch-site")
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| matches!(v, "same-origin" | "none"));
-    if is_archive(req.uri().path()) && !same_origin && !sec.bearer_ok(headers) {
-        tracing::warn!(
-            path = req.uri().path(),
-            "refused an archive read that is not same-origin"
-        );
-        return error_response(
-            StatusCode::FORBIDDEN,
-            "forbidden",
-            "backups and exports are given only to this server's own page (Sec-Fetch-Site: same-origin), \
-             to a program that says Sec-Fetch-Site: none, or with the API token",
-        );
-    }
-
-    let mcp_json_body = is_mcp(req.uri().path()).then(|| is_json(headers));
     let mut response = next.run(req).await;
-    if let Some(sent_json) = mcp_json_body {
-        response = super::mcp_errors::json_errors(sent_json, response).await;
-    }
     let h = response.headers_mut();
     // A served attachment sets its own, stricter policy (`sandbox`).
     h.entry(header::CONTENT_SECURITY_POLICY)

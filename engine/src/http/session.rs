@@ -13,14 +13,15 @@ use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
+use super::body;
 use super::error::{error_response, ErrorBody};
 use super::{ApiJson, AppState};
 use crate::auth::{session_set_cookie, TokenState};
 
 pub fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
-        .routes(routes!(get, create, delete))
-        .routes(routes!(token_state, change_token))
+        .routes(body::json(routes!(get, create, delete)))
+        .routes(body::json(routes!(token_state, change_token)))
 }
 
 #[derive(Serialize, ToSchema)]

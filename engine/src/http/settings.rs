@@ -9,6 +9,7 @@ use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
+use super::body;
 use super::error::ErrorBody;
 use super::{ApiJson, AppState};
 use crate::model::{Field, Settings, SettingsPatch, FIELDS};
@@ -16,8 +17,8 @@ use crate::Result;
 
 pub fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
-        .routes(routes!(get_config, patch_config))
-        .routes(routes!(fields))
+        .routes(body::json(routes!(get_config, patch_config)))
+        .routes(body::json(routes!(fields)))
 }
 
 /// Read the settings.

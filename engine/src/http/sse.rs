@@ -23,13 +23,14 @@ use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
+use super::body;
 use super::AppState;
 use crate::events::Event;
 use crate::queue::Queue;
 use crate::Result;
 
 pub fn routes() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new().routes(routes!(events))
+    OpenApiRouter::new().routes(body::json(routes!(events)))
 }
 
 /// One server-sent event on `/api/events` (its `data` is the JSON described in the README).

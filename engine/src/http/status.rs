@@ -8,6 +8,7 @@ use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
+use super::body;
 use super::{ApiQuery, AppState};
 use crate::model::QueueName;
 use crate::model::StatusSnapshot;
@@ -16,9 +17,9 @@ use crate::{time, Result};
 
 pub fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
-        .routes(routes!(healthz))
-        .routes(routes!(status))
-        .routes(routes!(clients))
+        .routes(body::json(routes!(healthz)))
+        .routes(body::json(routes!(status)))
+        .routes(body::json(routes!(clients)))
 }
 
 #[derive(Serialize, ToSchema)]

@@ -10,7 +10,8 @@ use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::attachments::FilesForm;
+use super::attachments::{FilesForm, UPLOAD_BODY};
+use super::body;
 use super::error::ErrorBody;
 use super::{ApiJson, ApiPath, AppState};
 use crate::model::{Template, TemplateBody};
@@ -18,10 +19,10 @@ use crate::{Error, Result};
 
 pub fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
-        .routes(routes!(list))
-        .routes(routes!(get_one, put, delete))
-        .routes(routes!(add_files))
-        .routes(routes!(get_file, delete_file))
+        .routes(body::json(routes!(list)))
+        .routes(body::json(routes!(get_one, put, delete)))
+        .routes(body::with(UPLOAD_BODY, routes!(add_files)))
+        .routes(body::json(routes!(get_file, delete_file)))
 }
 
 /// `{"items": […]}`
