@@ -34,6 +34,18 @@ struct Incoming {
     report: Option<Report>,
 }
 
+/// The file's instructions, each with its report, and the reports that stand alone.
+type Checked = (Vec<(Instruction, Option<Report>)>, Vec<Report>);
+
+/// What the ids phase made of the file: what to write, and how many items
+/// were skipped (already here) or given a new id.
+struct Placed {
+    items: Vec<(Instruction, Option<Report>)>,
+    loose: Vec<Report>,
+    skipped: usize,
+    renewed: usize,
+}
+
 impl Queue {
     /// Import the export at `path`; with `dry_run`, check everything and say
     /// what would change without changing anything. Messages call the file
@@ -54,279 +66,28 @@ impl Queue {
             queues_created: Vec::new(),
             attachments_not_in_file: 0,
         };
-
-        // 1. Every item checked on its own, before the database is asked anything.
-        let mut items = Vec::with_capacity(export.instructions.len());
-        for (n, raw) in export.instructions.into_iter().enumerate() {
-            let place = format!("instruction {} ({})", n + 1, raw.id);
-            items.push(check_instruction(raw).map_err(|e| at(&place, e))?);
-        }
-        let mut loose = Vec::with_capacity(export.reports.len());
-        for (n, raw) in export.reports.into_iter().enumerate() {
-            let place = format!("report {} ({})", n + 1, raw.id);
-            loose.push(check_report(raw, None).map_err(|e| at(&place, e))?);
-        }
+        let (items, loose) = check_items(export)?;
 
         // From here to the commit, one import at a time (see `Inner::importing`).
         let _one_at_a_time = self.inner.importing.lock().await;
 
-        // 2. Ids: kept where free, skipped where the same item is here, renewed otherwise.
-        let (items, loose, skipped, renewed) = self
-            .blocking(move |i| {
-                i.store.read(|db| {
-                    let mut seen = HashSet::new();
-                    let (mut skipped, mut renewed) = (0, 0);
-                    let mut kept = Vec::new();
-                    for (mut item, report) in items {
-                        match db.get_instruction(&item.id)? {
-                            Some(here) if here.content == item.content && here.created_at == item.created_at => {
-                                skipped += 1;
-                                continue;
-                            }
-                            Some(_) => {
-                                item.id = uuid::Uuid::new_v4().to_string();
-                                renewed += 1;
-                            }
-                            None if !seen.insert(item.id.clone()) => {
-                                item.id = uuid::Uuid::new_v4().to_string();
-                                renewed += 1;
-                            }
-                            None => {}
-                        }
-                        let report = match report {
-                            Some(mut r) => {
-                                if db.get_report(&r.id)?.is_some() || !seen.insert(r.id.clone()) {
-                                    r.id = uuid::Uuid::new_v4().to_string();
-                                }
-                                r.instruction_id = Some(item.id.clone());
-                                Some(r)
-                            }
-                            None => None,
-                        };
-                        kept.push((item, report));
-                    }
-                    let mut reports = Vec::new();
-                    for mut r in loose {
-                        match db.get_report(&r.id)? {
-                            Some(here) if here.content == r.content && here.created_at == r.created_at => {
-                                skipped += 1;
-                                continue;
-                            }
-                            Some(_) => {
-                                r.id = uuid::Uuid::new_v4().to_string();
-                                renewed += 1;
-                            }
-                            None if !seen.insert(r.id.clone()) => {
-                                r.id = uuid::Uuid::new_v4().to_string();
-                                renewed += 1;
-                            }
-                            None => {}
-                        }
-                        reports.push(r);
-                    }
-                    Ok((kept, reports, skipped, renewed))
-                })
-            })
-            .await?;
-        summary.already_present = skipped;
-        summary.new_ids = renewed;
-
-        // 3. The files: each through the upload's inspection, matched against the export.
-        let mut incoming = Vec::with_capacity(items.len());
-        for (n, (mut item, report)) in items.into_iter().enumerate() {
-            let listed = std::mem::take(&mut item.attachments);
-            let mut uploads = Vec::new();
-            let mut expected = Vec::new();
-            for a in &listed {
-                match bundle.as_ref().map(|b| b.read(&a.id)).transpose()?.flatten() {
-                    Some(bytes) => {
-                        // Before any decoding: a changed file is a damaged bundle, whatever else it is.
-                        if hex::encode(sha2::Sha256::digest(&bytes)) != a.sha256 {
-                            return Err(Error::Invalid(format!(
-                                "instruction {} ({}): the file of attachment {} ({}) is not the one exported (its SHA-256 differs): the bundle is damaged",
-                                n + 1,
-                                item.id,
-                                a.id,
-                                a.name
-                            )));
-                        }
-                        uploads.push(Upload {
-                            name: a.name.clone(),
-                            bytes: bytes.into(),
-                        });
-                        expected.push(a);
-                    }
-                    None if bundle.is_some() => {
-                        return Err(Error::Invalid(format!(
-                            "instruction {} ({}): the bundle has no file for attachment {} ({})",
-                            n + 1,
-                            item.id,
-                            a.id,
-                            a.name
-                        )))
-                    }
-                    None => summary.attachments_not_in_file += 1,
-                }
-            }
-            let place = format!("instruction {} ({})", n + 1, item.id);
-            if uploads.is_empty() && item.content.trim().is_empty() {
-                return Err(Error::Invalid(format!(
-                    "{place}: it has no text, and its files are not in a JSON export: import the bundle instead"
-                )));
-            }
-            let files = if uploads.is_empty() {
-                Vec::new()
-            } else {
-                prepare(item.id.clone(), uploads, 0, 0)
-                    .await
-                    .map_err(|e| at(&place, e))?
-            };
-            let mut files = files;
-            for (ready, listed) in files.iter_mut().zip(&expected) {
-                ready.row.attachment.created_at = listed.created_at.clone();
-            }
-            summary.attachments += files.len();
-            incoming.push(Incoming { item, files, report });
-        }
+        let placed = self.place_ids(items, loose).await?;
+        summary.already_present = placed.skipped;
+        summary.new_ids = placed.renewed;
+        let loose = placed.loose;
+        let incoming = read_files(placed.items, bundle.as_ref(), &mut summary).await?;
         summary.pending = incoming
             .iter()
             .filter(|i| i.item.status == InstructionStatus::Pending)
             .count();
         summary.delivered = incoming.len() - summary.pending;
         summary.reports = incoming.iter().filter(|i| i.report.is_some()).count() + loose.len();
-        let known: HashSet<String> = self
-            .inner
-            .queues
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .keys()
-            .cloned()
-            .collect();
-        let wanted: BTreeSet<String> = incoming
-            .iter()
-            .map(|i| i.item.queue.clone())
-            .chain(loose.iter().map(|r| r.queue.clone()))
-            .collect();
-        summary.queues_created = wanted.into_iter().filter(|q| !known.contains(q)).collect();
+        summary.queues_created = self.queues_created(&incoming, &loose);
         if dry_run {
             return Ok(summary);
         }
 
-        // 4. The write: files first (a crash leaves files without rows, swept at
-        //    the next start), then every row in one transaction, with the
-        //    queues they are in made to exist in that same transaction (a
-        //    rename or archive cannot slip in between).
-        let queues_needed: BTreeSet<String> = incoming
-            .iter()
-            .map(|x| x.item.queue.clone())
-            .chain(loose.iter().map(|r| r.queue.clone()))
-            .collect();
-        let done = summary.clone();
-        let queues = self
-            .blocking(move |i| {
-                let files = i.store.files();
-                let written: Vec<String> = incoming
-                    .iter()
-                    .filter(|x| !x.files.is_empty())
-                    .map(|x| x.item.id.clone())
-                    .collect();
-                let wrote = incoming
-                    .iter()
-                    .filter(|x| !x.files.is_empty())
-                    .try_for_each(|x| write_files(files, &x.item.id, &x.files));
-                let result = wrote.and_then(|()| {
-                    i.store.write(
-                        Durability::Full,
-                        |db| {
-                            let first = db.next_position()?;
-                            let mut events = Vec::new();
-                            let now = time::now();
-                            for q in &queues_needed {
-                                if let Some(record) = db.ensure_queue(q, &now)? {
-                                    let change = crate::events::QueueChange {
-                                        queue: record,
-                                        renamed_from: None,
-                                    };
-                                    events.push(log_event(
-                                        db,
-                                        Event::new(
-                                            EventKind::QueueUpdated,
-                                            now.clone(),
-                                            EventData::Queue(change),
-                                            None,
-                                        ),
-                                    )?);
-                                }
-                            }
-                            for (position, x) in (first..).zip(&incoming) {
-                                let mut item = x.item.clone();
-                                item.position = position;
-                                db.insert_instruction(&item)?;
-                                for f in &x.files {
-                                    db.insert_attachment(&f.row)?;
-                                }
-                                if let Some(r) = &x.report {
-                                    db.insert_report(r)?;
-                                }
-                                if item.status == InstructionStatus::Pending {
-                                    db.fill_attachments(std::slice::from_mut(&mut item))?;
-                                    let pending = db.queue_pending_count(&item.queue)?;
-                                    events.push(log_event(
-                                        db,
-                                        Event::new(
-                                            EventKind::InstructionCreated,
-                                            now.clone(),
-                                            EventData::Instruction(item),
-                                            Some(pending),
-                                        ),
-                                    )?);
-                                }
-                            }
-                            for r in &loose {
-                                db.insert_report(r)?;
-                            }
-                            events.push(log_event(
-                                db,
-                                Event::new(
-                                    EventKind::HistoryImported,
-                                    now,
-                                    EventData::Imported(Box::new(done)),
-                                    None,
-                                ),
-                            )?);
-                            Ok(events)
-                        },
-                        |events| {
-                            for e in events {
-                                if let EventData::Queue(change) = &e.data {
-                                    i.remember(change);
-                                }
-                                i.bus.publish(e.clone());
-                            }
-                        },
-                    )
-                });
-                match result {
-                    Ok(events) => {
-                        let queues: BTreeSet<String> = events
-                            .iter()
-                            .filter_map(|e| e.instruction())
-                            .map(|i| i.queue.clone())
-                            .collect();
-                        for q in &queues {
-                            i.kick_blocking(q);
-                        }
-                        Ok(queues)
-                    }
-                    Err(e) => {
-                        for id in &written {
-                            files.remove_all(id);
-                        }
-                        Err(e)
-                    }
-                }
-            })
-            .await?;
+        let queues = self.write_import(incoming, loose, summary.clone()).await?;
         self.mark_status_dirty();
         tracing::info!(
             pending = summary.pending,
@@ -339,6 +100,283 @@ impl Queue {
         );
         Ok(summary)
     }
+
+    /// 2. Ids: kept where free, skipped where the same item is here, renewed otherwise.
+    async fn place_ids(&self, items: Vec<(Instruction, Option<Report>)>, loose: Vec<Report>) -> Result<Placed> {
+        self.blocking(move |i| {
+            i.store.read(|db| {
+                let mut seen = HashSet::new();
+                let (mut skipped, mut renewed) = (0, 0);
+                let mut kept = Vec::new();
+                for (mut item, report) in items {
+                    match db.get_instruction(&item.id)? {
+                        Some(here) if here.content == item.content && here.created_at == item.created_at => {
+                            skipped += 1;
+                            continue;
+                        }
+                        Some(_) => {
+                            item.id = uuid::Uuid::new_v4().to_string();
+                            renewed += 1;
+                        }
+                        None if !seen.insert(item.id.clone()) => {
+                            item.id = uuid::Uuid::new_v4().to_string();
+                            renewed += 1;
+                        }
+                        None => {}
+                    }
+                    let report = match report {
+                        Some(mut r) => {
+                            if db.get_report(&r.id)?.is_some() || !seen.insert(r.id.clone()) {
+                                r.id = uuid::Uuid::new_v4().to_string();
+                            }
+                            r.instruction_id = Some(item.id.clone());
+                            Some(r)
+                        }
+                        None => None,
+                    };
+                    kept.push((item, report));
+                }
+                let mut reports = Vec::new();
+                for mut r in loose {
+                    match db.get_report(&r.id)? {
+                        Some(here) if here.content == r.content && here.created_at == r.created_at => {
+                            skipped += 1;
+                            continue;
+                        }
+                        Some(_) => {
+                            r.id = uuid::Uuid::new_v4().to_string();
+                            renewed += 1;
+                        }
+                        None if !seen.insert(r.id.clone()) => {
+                            r.id = uuid::Uuid::new_v4().to_string();
+                            renewed += 1;
+                        }
+                        None => {}
+                    }
+                    reports.push(r);
+                }
+                Ok(Placed {
+                    items: kept,
+                    loose: reports,
+                    skipped,
+                    renewed,
+                })
+            })
+        })
+        .await
+    }
+
+    /// The queues the import would bring into being (for the summary).
+    fn queues_created(&self, incoming: &[Incoming], loose: &[Report]) -> Vec<String> {
+        let known: HashSet<String> = self
+            .inner
+            .queues
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .keys()
+            .cloned()
+            .collect();
+        queues_of(incoming, loose)
+            .into_iter()
+            .filter(|q| !known.contains(q))
+            .collect()
+    }
+
+    /// 4. The write: files first (a crash leaves files without rows, swept at
+    ///    the next start), then every row in one transaction, with the
+    ///    queues they are in made to exist in that same transaction (a
+    ///    rename or archive cannot slip in between). Returns the queues that
+    ///    got pending instructions, whose waiting calls were offered them.
+    async fn write_import(
+        &self,
+        incoming: Vec<Incoming>,
+        loose: Vec<Report>,
+        done: ImportSummary,
+    ) -> Result<BTreeSet<String>> {
+        let queues_needed = queues_of(&incoming, &loose);
+        self.blocking(move |i| {
+            let files = i.store.files();
+            let written: Vec<String> = incoming
+                .iter()
+                .filter(|x| !x.files.is_empty())
+                .map(|x| x.item.id.clone())
+                .collect();
+            let wrote = incoming
+                .iter()
+                .filter(|x| !x.files.is_empty())
+                .try_for_each(|x| write_files(files, &x.item.id, &x.files));
+            let result = wrote.and_then(|()| {
+                i.store.write(
+                    Durability::Full,
+                    |db| {
+                        let first = db.next_position()?;
+                        let mut events = Vec::new();
+                        let now = time::now();
+                        for q in &queues_needed {
+                            if let Some(record) = db.ensure_queue(q, &now)? {
+                                let change = crate::events::QueueChange {
+                                    queue: record,
+                                    renamed_from: None,
+                                };
+                                events.push(log_event(
+                                    db,
+                                    Event::new(EventKind::QueueUpdated, now.clone(), EventData::Queue(change), None),
+                                )?);
+                            }
+                        }
+                        for (position, x) in (first..).zip(&incoming) {
+                            let mut item = x.item.clone();
+                            item.position = position;
+                            db.insert_instruction(&item)?;
+                            for f in &x.files {
+                                db.insert_attachment(&f.row)?;
+                            }
+                            if let Some(r) = &x.report {
+                                db.insert_report(r)?;
+                            }
+                            if item.status == InstructionStatus::Pending {
+                                db.fill_attachments(std::slice::from_mut(&mut item))?;
+                                let pending = db.queue_pending_count(&item.queue)?;
+                                events.push(log_event(
+                                    db,
+                                    Event::new(
+                                        EventKind::InstructionCreated,
+                                        now.clone(),
+                                        EventData::Instruction(item),
+                                        Some(pending),
+                                    ),
+                                )?);
+                            }
+                        }
+                        for r in &loose {
+                            db.insert_report(r)?;
+                        }
+                        events.push(log_event(
+                            db,
+                            Event::new(
+                                EventKind::HistoryImported,
+                                now,
+                                EventData::Imported(Box::new(done)),
+                                None,
+                            ),
+                        )?);
+                        Ok(events)
+                    },
+                    |events| i.publish_committed(events),
+                )
+            });
+            match result {
+                Ok(events) => {
+                    let queues: BTreeSet<String> = events
+                        .iter()
+                        .filter_map(|e| e.instruction())
+                        .map(|i| i.queue.clone())
+                        .collect();
+                    for q in &queues {
+                        i.kick_blocking(q);
+                    }
+                    Ok(queues)
+                }
+                Err(e) => {
+                    for id in &written {
+                        files.remove_all(id);
+                    }
+                    Err(e)
+                }
+            }
+        })
+        .await
+    }
+}
+
+/// 1. Every item checked on its own, before the database is asked anything.
+fn check_items(export: export::Incoming) -> Result<Checked> {
+    let mut items = Vec::with_capacity(export.instructions.len());
+    for (n, raw) in export.instructions.into_iter().enumerate() {
+        let place = format!("instruction {} ({})", n + 1, raw.id);
+        items.push(check_instruction(raw).map_err(|e| at(&place, e))?);
+    }
+    let mut loose = Vec::with_capacity(export.reports.len());
+    for (n, raw) in export.reports.into_iter().enumerate() {
+        let place = format!("report {} ({})", n + 1, raw.id);
+        loose.push(check_report(raw, None).map_err(|e| at(&place, e))?);
+    }
+    Ok((items, loose))
+}
+
+/// 3. The files: each through the upload's inspection, matched against the
+/// export (counted in `summary`).
+async fn read_files(
+    items: Vec<(Instruction, Option<Report>)>,
+    bundle: Option<&export::Bundle>,
+    summary: &mut ImportSummary,
+) -> Result<Vec<Incoming>> {
+    let mut incoming = Vec::with_capacity(items.len());
+    for (n, (mut item, report)) in items.into_iter().enumerate() {
+        let listed = std::mem::take(&mut item.attachments);
+        let mut uploads = Vec::new();
+        let mut expected = Vec::new();
+        for a in &listed {
+            match bundle.map(|b| b.read(&a.id)).transpose()?.flatten() {
+                Some(bytes) => {
+                    // Before any decoding: a changed file is a damaged bundle, whatever else it is.
+                    if hex::encode(sha2::Sha256::digest(&bytes)) != a.sha256 {
+                        return Err(Error::Invalid(format!(
+                            "instruction {} ({}): the file of attachment {} ({}) is not the one exported (its SHA-256 differs): the bundle is damaged",
+                            n + 1,
+                            item.id,
+                            a.id,
+                            a.name
+                        )));
+                    }
+                    uploads.push(Upload {
+                        name: a.name.clone(),
+                        bytes: bytes.into(),
+                    });
+                    expected.push(a);
+                }
+                None if bundle.is_some() => {
+                    return Err(Error::Invalid(format!(
+                        "instruction {} ({}): the bundle has no file for attachment {} ({})",
+                        n + 1,
+                        item.id,
+                        a.id,
+                        a.name
+                    )))
+                }
+                None => summary.attachments_not_in_file += 1,
+            }
+        }
+        let place = format!("instruction {} ({})", n + 1, item.id);
+        if uploads.is_empty() && item.content.trim().is_empty() {
+            return Err(Error::Invalid(format!(
+                "{place}: it has no text, and its files are not in a JSON export: import the bundle instead"
+            )));
+        }
+        let files = if uploads.is_empty() {
+            Vec::new()
+        } else {
+            prepare(item.id.clone(), uploads, 0, 0)
+                .await
+                .map_err(|e| at(&place, e))?
+        };
+        let mut files = files;
+        for (ready, listed) in files.iter_mut().zip(&expected) {
+            ready.row.attachment.created_at = listed.created_at.clone();
+        }
+        summary.attachments += files.len();
+        incoming.push(Incoming { item, files, report });
+    }
+    Ok(incoming)
+}
+
+/// Every queue the import puts something in, by name.
+fn queues_of(incoming: &[Incoming], loose: &[Report]) -> BTreeSet<String> {
+    incoming
+        .iter()
+        .map(|i| i.item.queue.clone())
+        .chain(loose.iter().map(|r| r.queue.clone()))
+        .collect()
 }
 
 /// Check one exported instruction; returns it ready to write (position set later) with its report.

@@ -234,6 +234,18 @@ impl Inner {
             .is_some_and(|q| q.held)
     }
 
+    /// Publish a commit's events, in commit order (while the store is still
+    /// held: see `Store::write`), keeping the queue cache in step with any
+    /// queue change among them.
+    fn publish_committed(&self, events: &[Event]) {
+        for e in events {
+            if let EventData::Queue(change) = &e.data {
+                self.remember(change);
+            }
+            self.bus.publish(e.clone());
+        }
+    }
+
     /// Keep the cache in step with a queue change once it is committed.
     fn remember(&self, change: &crate::events::QueueChange) {
         let mut cache = self.queues.write().unwrap_or_else(|p| p.into_inner());
@@ -300,14 +312,7 @@ impl Inner {
                 }
                 Ok(events)
             },
-            |events| {
-                for e in events {
-                    if let EventData::Queue(change) = &e.data {
-                        self.remember(change);
-                    }
-                    self.bus.publish(e.clone());
-                }
-            },
+            |events| self.publish_committed(events),
         )?;
         let items: Vec<Instruction> = events
             .into_iter()
