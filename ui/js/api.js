@@ -48,6 +48,13 @@ async function request(method, path, body) {
 
 const enc = encodeURIComponent;
 
+/** A stored file as a File, to send again; an HTTP failure is an ApiError saying `failed`. */
+async function fileAt(path, name, type, failed) {
+  const res = await fetch(path, { credentials: "same-origin" });
+  if (!res.ok) throw new ApiError(res.status, `http_${res.status}`, failed);
+  return new File([await res.blob()], name, { type });
+}
+
 const q = (queue) => `queue=${enc(queue)}`;
 
 export const api = {
@@ -108,11 +115,10 @@ export const api = {
   },
   removeTemplateFile: (name, ordinal) => request("DELETE", `/api/templates/${enc(name)}/files/${ordinal}`),
   /** A template's file as a File, to stage like a pasted one. */
-  templateFile: async (name, f) => {
-    const res = await fetch(`/api/templates/${enc(name)}/files/${f.ordinal}`, { credentials: "same-origin" });
-    if (!res.ok) throw new ApiError(res.status, `http_${res.status}`, `The template's file ${f.name} could not be fetched.`);
-    return new File([await res.blob()], f.name, { type: f.mime_type });
-  },
+  templateFile: (name, f) =>
+    fileAt(`/api/templates/${enc(name)}/files/${f.ordinal}`, f.name, f.mime_type, `The template's file ${f.name} could not be fetched.`),
+  /** A stored instruction's file (its original) as a File. */
+  attachmentFile: (a) => fileAt(`/api/attachments/${enc(a.id)}`, a.name, a.mime_type, `The file ${a.name} could not be fetched.`),
   tokenState: () => request("GET", "/api/token"),
   changeToken: (action) => request("POST", "/api/token", { action }),
 };

@@ -7,7 +7,7 @@
 // what it sent back. Thumbnails of stored files are the delivery copy, the
 // full view the original; a staged file shows from a local blob: URL.
 
-import { api } from "./api.js";
+import { api, ApiError } from "./api.js";
 import { $, el } from "./dom.js";
 import { applyAnswer, KIND } from "./state.js";
 import { toast } from "./toast.js";
@@ -180,9 +180,11 @@ function view(name, src) {
 export async function fetchOriginals(item) {
   const files = [];
   for (const a of item.attachments ?? []) {
-    const res = await fetch(fileUrl(a), { credentials: "same-origin" });
-    if (!res.ok) throw new Error(`could not keep ${a.name} for Undo`);
-    files.push(new File([await res.blob()], a.name, { type: a.mime_type }));
+    // An answer that is not the file: say what is lost (a network failure says itself).
+    const file = await api.attachmentFile(a).catch((err) => {
+      throw err instanceof ApiError ? new Error(`could not keep ${a.name} for Undo`) : err;
+    });
+    files.push(file);
   }
   return files;
 }
