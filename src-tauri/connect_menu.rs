@@ -1,12 +1,12 @@
 //! The tray's "Connect ▸" submenu: each MCP client found on this computer
 //! with its state ("VS Code: connected", "Cursor: connect…"), a click that
-//! connects it through the engine's [`engine::connect`] (the same safe edit
+//! connects it through the engine's [`engine::client_files`] (the same safe edit
 //! as the page and the CLI), and "Update all" when a new port or token made
 //! entries outdated. Rebuilt after each action and once a minute.
 
 use std::time::Duration;
 
-use engine::connect::{self, ClientStatus, Env, Request, Site, State};
+use engine::client_files::{self, ClientStatus, Env, Request, Site, State};
 use engine::snippets::{self, Client};
 use tauri::menu::{MenuItem, PredefinedMenuItem, Submenu};
 use tauri::{AppHandle, Manager, Wry};
@@ -35,7 +35,11 @@ pub fn create(app: &AppHandle) -> tauri::Result<Submenu<Wry>> {
 
 fn site(shell: &Shell) -> Site {
     Site {
-        base_url: shell.mcp_url.trim_end_matches('/').trim_end_matches("/mcp").to_owned(),
+        base_url: shell
+            .mcp_url
+            .trim_end_matches('/')
+            .trim_end_matches(engine::model::MCP_PATH)
+            .to_owned(),
         token: shell.credentials.token().filter(|_| shell.credentials.token_required()),
         program: snippets::bridge_program(),
     }
@@ -58,7 +62,7 @@ fn refresh_now(app: &AppHandle) {
     let (Some(shell), Some(env)) = (app.try_state::<Shell>(), Env::from_process()) else {
         return;
     };
-    let list = connect::status(&env, &site(&shell), None);
+    let list = client_files::status(&env, &site(&shell), None);
     let handle = app.clone();
     let _ = app.run_on_main_thread(move || rebuild(&handle, &list));
 }
@@ -117,7 +121,7 @@ fn run(app: &AppHandle, client: Option<Client>) {
         };
         let site = site(&shell);
         match client {
-            Some(client) => match connect::connect(&env, &site, client, &Request::default()) {
+            Some(client) => match client_files::connect(&env, &site, client, &Request::default()) {
                 Ok(changes) => {
                     let body = changes
                         .iter()
@@ -128,7 +132,7 @@ fn run(app: &AppHandle, client: Option<Client>) {
                 }
                 Err(e) => notify::send(&handle, &format!("Could not connect {}", client.name()), &e.to_string()),
             },
-            None => match connect::update_all(&env, &site) {
+            None => match client_files::update_all(&env, &site) {
                 Ok(results) => {
                     let done = results.iter().filter(|r| r.is_ok()).count();
                     let left: Vec<String> = results.into_iter().filter_map(Result::err).collect();

@@ -45,7 +45,7 @@ struct Cli {
     serve: engine::config::ServeArgs,
     /// Where the commands find the running instance (global: before or after the command).
     #[command(flatten)]
-    connect: engine::cli::Connect,
+    address: engine::cli::ServerAddress,
     /// Open the quick-add box (in the running instance, if there is one)
     #[arg(long)]
     quick_add: bool,
@@ -68,7 +68,7 @@ pub struct Shell {
     pub mcp_url: String,
     /// The live token (the page can regenerate or remove it): read it when needed.
     pub credentials: Arc<engine::Credentials>,
-    pub prefs: prefs::Store,
+    pub prefs: prefs::PrefsFile,
     engine: Mutex<Option<Engine>>,
     /// Set when a headless server already held the database at start: this
     /// app is that server's window and tray.
@@ -102,7 +102,7 @@ pub fn run() -> ExitCode {
     let config = match engine::cli::prelude(
         "local-mcp",
         &cli.serve,
-        &cli.connect,
+        &cli.address,
         cli.command.take(),
         &mut Cli::command(),
     ) {
@@ -478,9 +478,9 @@ fn shell_for(
     Ok(Shell {
         quick_url: page_url.join("quick.html")?,
         origin: page_url.origin(),
-        mcp_url: format!("{base}/mcp"),
+        mcp_url: engine::mcp_url(&base),
         credentials: Arc::new(engine::Credentials::new(token)),
-        prefs: prefs::Store::load(),
+        prefs: prefs::PrefsFile::load(),
         page_url,
         engine: Mutex::new(None),
         attached,

@@ -29,20 +29,20 @@ impl Default for Prefs {
 }
 
 /// Preferences plus where they are saved.
-pub struct Store {
+pub struct PrefsFile {
     path: Option<PathBuf>,
     prefs: Mutex<Prefs>,
 }
 
-impl Store {
-    pub fn load() -> Store {
+impl PrefsFile {
+    pub fn load() -> PrefsFile {
         let path = engine::default_desktop_prefs();
         let prefs = path
             .as_ref()
             .and_then(|p| std::fs::read_to_string(p).ok())
             .and_then(|t| serde_json::from_str(&t).ok())
             .unwrap_or_default();
-        Store {
+        PrefsFile {
             path,
             prefs: Mutex::new(prefs),
         }

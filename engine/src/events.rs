@@ -80,6 +80,15 @@ pub struct QueueChange {
     pub renamed_from: Option<String>,
 }
 
+/// An event as the log gives it back for a replay: its id, its kind, and
+/// the JSON the stream sends (what [`Event::json`] was when it was logged).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LoggedEvent {
+    pub id: i64,
+    pub kind: String,
+    pub json: String,
+}
+
 /// One event, with its JSON payload rendered once for every listener.
 #[derive(Debug, Clone)]
 pub struct Event {

@@ -5,29 +5,34 @@
 //!
 //! # Layout
 //! Each module owns one concern, and imports only from the layers below it
-//! (`tests/layers.rs` checks this; `docs/ARCHITECTURE.md` has the map):
+//! (`tests/it/layers.rs` checks this; `docs/ARCHITECTURE.md` has the map):
 //!
-//! 1. `error`, [`time`], [`private_fs`] (the one way files are created), `paths`
-//!    (the file places), `peer` (who owns a local socket), [`process`] (our other
-//!    processes, by pid).
-//! 2. [`model`] — the nouns, plain data; the settings are declared there once.
-//! 3. [`config`] (flags, environment, file) and `store` (SQLite: every SQL statement).
-//! 4. `events` (the domain events and their bus), `auth` (the token and the
-//!    page session), `connection` (the connection-info file), [`snippets`],
-//!    [`connect`] (writing clients' files), `export` (the history as a file).
-//! 5. `queue` — the rules: what a person or an agent can do to the queue.
-//! 6. `mcp` (the tools, resources, prompt) and [`cli`] (commands, the stdio bridge).
-//! 7. `http` — the guard, the API, SSE, the page, and `/mcp` nested.
-//! 8. `server` (bind and serve) and this file, which wires them together.
+//! 0. `error`, [`time`], `sync` (a lock past a panic), [`private_fs`] (the
+//!    one way files are created), `paths` (the file places), `peer` (who owns
+//!    a local socket), [`process`] (our other processes, by pid), `markdown`,
+//!    `media` (what an upload is).
+//! 1. [`model`] — the nouns, plain data, each checked once; the settings are
+//!    declared there once.
+//! 2. [`config`] (flags, environment, file) and `store` (SQLite: every SQL statement).
+//! 3. `events` (the domain events and their bus), `auth` (the token and the
+//!    page session), `connection_info` (the connection-info file), [`lock`]
+//!    (one engine per database), [`snippets`], [`client_files`] (our entry in
+//!    MCP clients' own files), `export` (the history as a file).
+//! 4. `queue` — the rules: what a person or an agent can do to the queue.
+//! 5. `mcp` (the tools, resources, prompt) and [`client`] (a running
+//!    engine's API, typed: found, called, its answers and events decoded).
+//! 6. [`cli`] (parses and prints: the commands, the stdio bridge) and `http`
+//!    (the guard, the API, SSE, the page, and `/mcp` nested).
+//! 7. `server` (bind and serve); this file, above them all, wires them together.
 //!
 //! Only what the binaries, the desktop shell and the tests use is public.
 
 mod auth;
 pub mod cli;
 pub mod client;
+pub mod client_files;
 pub mod config;
-pub mod connect;
-mod connection;
+mod connection_info;
 mod error;
 mod events;
 mod export;
@@ -45,6 +50,7 @@ mod queue;
 mod server;
 pub mod snippets;
 mod store;
+mod sync;
 pub mod time;
 
 use std::net::SocketAddr;
@@ -116,7 +122,7 @@ impl Engine {
     pub async fn stopped(self) {
         let _ = self.task.await;
         if let Some(path) = &self.connection_file {
-            connection::remove_if_ours(path, std::process::id());
+            connection_info::remove_if_ours(path, std::process::id());
         }
         drop(self.lock);
     }
@@ -124,7 +130,8 @@ impl Engine {
 
 /// Open the database, migrate, bind, and serve until `shutdown` is cancelled.
 pub async fn start(config: Config, shutdown: CancellationToken) -> Result<Engine> {
-    let (token, token_source) = auth::Source::from_config(config.api_token.as_deref(), config.token_file.as_deref())?;
+    let (token, token_origin) =
+        auth::TokenOrigin::from_config(config.api_token.as_deref(), config.token_file.as_deref())?;
     if !config.host.is_loopback() && token.is_none() {
         return Err(Error::Invalid(format!(
             "refusing to serve on {} without an API token: anyone on the network could read and feed \
@@ -169,7 +176,7 @@ pub async fn start(config: Config, shutdown: CancellationToken) -> Result<Engine
     queue.doubt_open_claims().await?;
     let credentials = Arc::new(Credentials::new(token));
     let tokens = Arc::new(auth::Tokens::new(
-        token_source,
+        token_origin,
         credentials.clone(),
         !config.host.is_loopback(),
     ));
@@ -180,7 +187,7 @@ pub async fn start(config: Config, shutdown: CancellationToken) -> Result<Engine
         "MCP endpoint registered at {}", mcp_url(&url)
     );
     if let Some(path) = &config.connection_file {
-        let info = connection::ConnectionInfo {
+        let info = connection_info::ConnectionInfo {
             url: url.clone(),
             mcp_url: mcp_url(&url),
             port: addr.port(),
@@ -191,7 +198,7 @@ pub async fn start(config: Config, shutdown: CancellationToken) -> Result<Engine
             started_at: time::now(),
         };
         // Not fatal: the server works without it, only discovery does not.
-        match connection::write(path, &info) {
+        match connection_info::write(path, &info) {
             Ok(()) => tracing::info!(path = %path.display(), "connection info published"),
             Err(e) => e.log(),
         }

@@ -130,9 +130,10 @@ fn in_use(db: &Path, holder: Option<Holder>) -> Error {
         None => format!("another local-mcp (see {})", lock_path(db).display()),
     };
     Error::InUse(format!(
-        "{who} already serves the database {}: use that one (its page, and /mcp for agents), or stop it first; \
+        "{who} already serves the database {}: use that one (its page, and {} for agents), or stop it first; \
          to run a second, separate queue give this one its own DB_PATH",
-        db.display()
+        db.display(),
+        crate::model::MCP_PATH
     ))
 }
 

@@ -1,6 +1,6 @@
 //! Where local-mcp keeps its files on this platform.
 //!
-//! Every default path lives here so that `config`, `connection`, `auth` and the
+//! Every default path lives here so that `config`, `connection_info`, `auth` and the
 //! desktop shell agree on them without depending on one another. This module
 //! depends only on `private_fs`, which creates them.
 

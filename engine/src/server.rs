@@ -41,8 +41,9 @@ pub async fn bind(host: IpAddr, port: u16, fallback: bool) -> Result<(TcpListene
             tracing::warn!(
                 taken = port,
                 serving = candidate,
-                "port {port} is in use; serving on {candidate} — update your agent's MCP URL to http://{}:{candidate}/mcp",
-                url_host(host)
+                "port {port} is in use; serving on {candidate} — update your agent's MCP URL to http://{}:{candidate}{}",
+                url_host(host),
+                crate::model::MCP_PATH
             );
             return Ok((l, Some(port)));
         }

@@ -45,9 +45,9 @@ pub enum Client {
     Goose,
 }
 
-/// Where a snippet goes, for people.
+/// A client with its snippet and where that goes, for people.
 #[derive(Debug, Clone, Serialize)]
-pub struct Target {
+pub struct ClientSnippet {
     pub id: Client,
     pub name: &'static str,
     /// One sentence: where to put it or what to do with it.
@@ -159,8 +159,8 @@ impl Client {
         }
     }
 
-    pub fn target(self, endpoint: &Endpoint<'_>) -> Target {
-        Target {
+    pub fn with_snippet(self, endpoint: &Endpoint<'_>) -> ClientSnippet {
+        ClientSnippet {
             id: self,
             name: self.name(),
             how: self.how(),
@@ -182,9 +182,9 @@ impl Client {
     }
 }
 
-/// Every client's target, in menu order.
-pub fn all(endpoint: &Endpoint<'_>) -> Vec<Target> {
-    Client::ALL.iter().map(|c| c.target(endpoint)).collect()
+/// Every client with its snippet, in menu order.
+pub fn all(endpoint: &Endpoint<'_>) -> Vec<ClientSnippet> {
+    Client::ALL.iter().map(|c| c.with_snippet(endpoint)).collect()
 }
 
 /// Our entry as `client` expects it under its servers key (for Codex, the

@@ -15,7 +15,8 @@ use hmac::{Hmac, Mac};
 use sha2::Sha256;
 use subtle::ConstantTimeEq;
 
-pub use tokens::{Source, TokenState, Tokens};
+use crate::sync::RwLockExt as _;
+pub use tokens::{TokenOrigin, TokenState, Tokens};
 
 /// The page's session cookie. HttpOnly (no script can read it), SameSite=Strict
 /// (no other site can send it), set only after the person typed the token.
@@ -72,7 +73,7 @@ impl Credentials {
     fn read(&self) -> RwLockReadGuard<'_, Current> {
         // Writers replace the whole value in one assignment, so a poisoned
         // lock still holds a consistent one.
-        self.current.read().unwrap_or_else(|p| p.into_inner())
+        self.current.read_anyway()
     }
 
     pub fn token_required(&self) -> bool {
@@ -87,7 +88,7 @@ impl Credentials {
     /// Replace the token; `None` stops requiring one. Sessions signed in with
     /// the old token end with it.
     pub fn set_token(&self, token: Option<String>) {
-        *self.current.write().unwrap_or_else(|p| p.into_inner()) = Current::new(token);
+        *self.current.write_anyway() = Current::new(token);
     }
 
     /// Is `token` the configured one? (constant time)

@@ -12,12 +12,14 @@ use std::sync::{Arc, Mutex};
 use serde::Serialize;
 
 use super::Credentials;
-use crate::connection::{self, ConnectionInfo};
+use crate::connection_info::{self, ConnectionInfo};
+use crate::sync::MutexExt as _;
 use crate::{paths, Error, Result};
 
-/// Where the token comes from.
+/// Where the token comes from, with its file (what the page is told of it
+/// is [`TokenSource`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Source {
+pub enum TokenOrigin {
     /// `API_TOKEN` (flag, environment or config file): changed only there.
     Fixed,
     /// The token file: changeable from the page.
@@ -26,14 +28,14 @@ pub enum Source {
     Unmanaged,
 }
 
-impl Source {
+impl TokenOrigin {
     /// Where the token comes from, per the configuration: `API_TOKEN` wins,
     /// then the token file; neither means no token and nothing to manage.
-    pub fn from_config(api_token: Option<&str>, token_file: Option<&Path>) -> Result<(Option<String>, Source)> {
+    pub fn from_config(api_token: Option<&str>, token_file: Option<&Path>) -> Result<(Option<String>, TokenOrigin)> {
         Ok(match (api_token, token_file) {
-            (Some(t), _) => (Some(t.to_owned()), Source::Fixed),
-            (None, Some(path)) => (read_file(path)?, Source::File(path.to_owned())),
-            (None, None) => (None, Source::Unmanaged),
+            (Some(t), _) => (Some(t.to_owned()), TokenOrigin::Fixed),
+            (None, Some(path)) => (read_file(path)?, TokenOrigin::File(path.to_owned())),
+            (None, None) => (None, TokenOrigin::Unmanaged),
         })
     }
 }
@@ -81,7 +83,7 @@ pub fn generate() -> String {
 }
 
 pub struct Tokens {
-    source: Source,
+    origin: TokenOrigin,
     credentials: Arc<Credentials>,
     /// Served beyond loopback: a token may not be removed.
     exposed: bool,
@@ -90,9 +92,9 @@ pub struct Tokens {
 }
 
 impl Tokens {
-    pub fn new(source: Source, credentials: Arc<Credentials>, exposed: bool) -> Tokens {
+    pub fn new(origin: TokenOrigin, credentials: Arc<Credentials>, exposed: bool) -> Tokens {
         Tokens {
-            source,
+            origin,
             credentials,
             exposed,
             connection: Mutex::new(None),
@@ -100,28 +102,28 @@ impl Tokens {
     }
 
     pub fn publish_to(&self, path: PathBuf, info: ConnectionInfo) {
-        *self.connection.lock().unwrap_or_else(|p| p.into_inner()) = Some((path, info));
+        *self.connection.lock_anyway() = Some((path, info));
     }
 
     pub fn state(&self) -> TokenState {
         TokenState {
             required: self.credentials.token_required(),
-            changeable: matches!(self.source, Source::File(_)),
-            source: match self.source {
-                Source::Fixed => TokenSource::Environment,
-                Source::File(_) => TokenSource::File,
-                Source::Unmanaged => TokenSource::None,
+            changeable: matches!(self.origin, TokenOrigin::File(_)),
+            source: match self.origin {
+                TokenOrigin::Fixed => TokenSource::Environment,
+                TokenOrigin::File(_) => TokenSource::File,
+                TokenOrigin::Unmanaged => TokenSource::None,
             },
         }
     }
 
     fn file(&self) -> Result<&Path> {
-        match &self.source {
-            Source::File(path) => Ok(path),
-            Source::Fixed => Err(Error::Conflict(
+        match &self.origin {
+            TokenOrigin::File(path) => Ok(path),
+            TokenOrigin::Fixed => Err(Error::Conflict(
                 "the token is set by API_TOKEN (flag, environment or config file); change it there".into(),
             )),
-            Source::Unmanaged => Err(Error::Conflict("this server has no token file to manage".into())),
+            TokenOrigin::Unmanaged => Err(Error::Conflict("this server has no token file to manage".into())),
         }
     }
 
@@ -158,10 +160,10 @@ impl Tokens {
     }
 
     fn republish(&self, token: Option<&str>) {
-        let mut published = self.connection.lock().unwrap_or_else(|p| p.into_inner());
+        let mut published = self.connection.lock_anyway();
         if let Some((path, info)) = published.as_mut() {
             info.token = token.map(str::to_owned);
-            if let Err(e) = connection::write(path, info) {
+            if let Err(e) = connection_info::write(path, info) {
                 // Not fatal: the new token is in force; only discovery lags.
                 e.log();
             }
@@ -178,7 +180,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("token");
         let security = Arc::new(Credentials::new(None));
-        let tokens = Tokens::new(Source::File(file.clone()), security.clone(), false);
+        let tokens = Tokens::new(TokenOrigin::File(file.clone()), security.clone(), false);
         assert!(!tokens.state().required && tokens.state().changeable);
 
         let first = tokens.regenerate().unwrap();
@@ -197,9 +199,9 @@ mod tests {
         tokens.remove().unwrap();
         assert!(!security.token_required() && !file.exists());
 
-        let fixed = Tokens::new(Source::Fixed, security.clone(), false);
+        let fixed = Tokens::new(TokenOrigin::Fixed, security.clone(), false);
         assert!(matches!(fixed.regenerate(), Err(Error::Conflict(_))));
-        let exposed = Tokens::new(Source::File(file), security, true);
+        let exposed = Tokens::new(TokenOrigin::File(file), security, true);
         exposed.regenerate().unwrap();
         assert!(matches!(exposed.remove(), Err(Error::Conflict(_))));
     }

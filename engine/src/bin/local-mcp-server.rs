@@ -21,7 +21,7 @@ struct Cli {
     serve: ServeArgs,
     /// Where the commands find the running instance (global: before or after the command).
     #[command(flatten)]
-    connect: engine::cli::Connect,
+    address: engine::cli::ServerAddress,
     #[command(subcommand)]
     command: Option<engine::cli::Command>,
 }
@@ -31,7 +31,7 @@ fn main() -> std::process::ExitCode {
     let config = match prelude(
         "local-mcp-server",
         &cli.serve,
-        &cli.connect,
+        &cli.address,
         cli.command.take(),
         &mut Cli::command(),
     ) {

@@ -9,9 +9,9 @@ use crate::snippets::Client;
 
 /// Where to reach the running instance (defaults to its connection-info file).
 #[derive(Debug, Clone, Default, clap::Args)]
-// Its own group id: the default (the struct's name) would clash with the `connect` command.
+// A fixed group id, so no command or argument of the same name can clash with it.
 #[group(id = "server_address")]
-pub struct Connect {
+pub struct ServerAddress {
     /// URL of a running local-mcp (e.g. http://127.0.0.1:8000/mcp) instead of its connection-info file
     #[arg(long, env = "LOCAL_MCP_URL", global = true)]
     pub url: Option<String>,

@@ -17,7 +17,7 @@
 //!   `notifications/cancelled` drops that one request the same way.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
@@ -28,6 +28,7 @@ use tokio::sync::mpsc;
 use tokio::task::AbortHandle;
 
 use crate::client::target::{http_client, root_cause, Source, Target};
+use crate::sync::MutexExt as _;
 use crate::Result;
 
 /// How long to keep retrying while the app is away (restarting, or not yet
@@ -139,10 +140,6 @@ enum Failed {
     Fatal(String),
 }
 
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
-}
-
 impl Bridge {
     fn send(&self, message: Value) {
         let _ = self.out.send(message.to_string());
@@ -167,19 +164,19 @@ impl Bridge {
             }
         }
         if method == "initialize" {
-            lock(&self.state).initialize = Some(message.clone());
+            self.state.lock_anyway().initialize = Some(message.clone());
         }
         let id = message.get("id").filter(|id| !id.is_null()).cloned();
         match id {
             Some(id) if !method.is_empty() => {
                 let key = id.to_string();
                 // Held across spawn and insert, so a fast task's removal comes after the insert.
-                let mut inflight = lock(&self.inflight);
+                let mut inflight = self.inflight.lock_anyway();
                 let this = Arc::clone(&self);
                 let task_key = key.clone();
                 let task = tokio::spawn(async move {
                     let result = this.forward(&message, Sink::Client).await;
-                    lock(&this.inflight).remove(&task_key);
+                    this.inflight.lock_anyway().remove(&task_key);
                     if let Err(text) = result {
                         tracing::warn!("{text}");
                         this.send(error_response(&id, -32603, &text));
@@ -199,7 +196,7 @@ impl Bridge {
     }
 
     fn abort(&self, key: &str) {
-        if let Some((task, _)) = lock(&self.inflight).remove(key) {
+        if let Some((task, _)) = self.inflight.lock_anyway().remove(key) {
             tracing::debug!(id = key, "request cancelled by the client");
             task.abort();
         }
@@ -210,27 +207,27 @@ impl Bridge {
     /// nobody will read — while quick requests already sent (a script piping
     /// `initialize` and `tools/list`) get a moment to be answered.
     async fn finish(&self) {
-        lock(&self.inflight).retain(|_, (task, tool_call)| {
+        self.inflight.lock_anyway().retain(|_, (task, tool_call)| {
             if *tool_call {
                 task.abort();
             }
             !*tool_call
         });
         let deadline = Instant::now() + FINISH_GRACE;
-        while Instant::now() < deadline && lock(&self.inflight).values().any(|(t, _)| !t.is_finished()) {
+        while Instant::now() < deadline && self.inflight.lock_anyway().values().any(|(t, _)| !t.is_finished()) {
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
-        for (_, (task, _)) in lock(&self.inflight).drain() {
+        for (_, (task, _)) in self.inflight.lock_anyway().drain() {
             task.abort();
         }
     }
 
     fn target(&self) -> Result<Target> {
-        if let Some(t) = lock(&self.state).target.clone() {
+        if let Some(t) = self.state.lock_anyway().target.clone() {
             return Ok(t);
         }
         let t = self.source.resolve()?;
-        lock(&self.state).target = Some(t.clone());
+        self.state.lock_anyway().target = Some(t.clone());
         Ok(t)
     }
 
@@ -263,7 +260,7 @@ impl Bridge {
                         return Err(format!("local-mcp is not reachable: {why}"));
                     }
                     // It may come back on another port: read the connection-info file again.
-                    lock(&self.state).target = None;
+                    self.state.lock_anyway().target = None;
                     tokio::time::sleep(backoff).await;
                     backoff = (backoff * 2).min(BACKOFF_MAX);
                 }
@@ -279,7 +276,7 @@ impl Bridge {
             e => Failed::Away(e.to_string()),
         })?;
         let (session, version) = {
-            let state = lock(&self.state);
+            let state = self.state.lock_anyway();
             (state.session_id.clone(), state.protocol_version.clone())
         };
         let mut request = self
@@ -303,11 +300,11 @@ impl Bridge {
         let status = response.status();
         if status == reqwest::StatusCode::NOT_FOUND && session.is_some() {
             tracing::info!("local-mcp no longer knows this session (restarted?); opening a new one");
-            lock(&self.state).session_id = None;
+            self.state.lock_anyway().session_id = None;
             return Ok(Outcome::SessionLost);
         }
         if let Some(id) = response.headers().get(SESSION_HEADER).and_then(|v| v.to_str().ok()) {
-            lock(&self.state).session_id = Some(id.to_owned());
+            self.state.lock_anyway().session_id = Some(id.to_owned());
         }
         let expects_answer = message.get("id").is_some_and(|id| !id.is_null()) && message.get("method").is_some();
         if status == reqwest::StatusCode::ACCEPTED || (status.is_success() && !expects_answer) {
@@ -371,7 +368,7 @@ impl Bridge {
     /// Write a message from the server to the client, noting what the bridge must remember.
     fn relay(&self, v: Value, sink: Sink) {
         if let Some(version) = v.pointer("/result/protocolVersion").and_then(Value::as_str) {
-            lock(&self.state).protocol_version = Some(version.to_owned());
+            self.state.lock_anyway().protocol_version = Some(version.to_owned());
         }
         if sink == Sink::Client {
             self.send(v);
@@ -380,7 +377,9 @@ impl Bridge {
 
     /// Open a new session by replaying the client's `initialize`.
     async fn reinitialize(&self) -> Result<(), Failed> {
-        let mut init = lock(&self.state)
+        let mut init = self
+            .state
+            .lock_anyway()
             .initialize
             .clone()
             .ok_or_else(|| Failed::Fatal("the server lost the session before it was initialized".into()))?;
@@ -396,7 +395,7 @@ impl Bridge {
     /// Tell the server a session is over (best effort, brief).
     async fn end_session(&self) {
         let (session, target) = {
-            let state = lock(&self.state);
+            let state = self.state.lock_anyway();
             (state.session_id.clone(), state.target.clone())
         };
         let (Some(session), Some(target)) = (session, target) else {

@@ -14,8 +14,8 @@
 
 mod args;
 mod bridge;
+mod client_files;
 mod commands;
-mod connect;
 mod daemon;
 mod hook;
 mod logs;
@@ -32,7 +32,7 @@ use crate::client::Source;
 use crate::config::{Config, ServeArgs};
 use crate::Error;
 
-pub use args::{Command, Connect, HookKind};
+pub use args::{Command, HookKind, ServerAddress};
 pub use bridge::run as run_bridge;
 use process::{end_quietly_when_the_reader_goes, init_logging, raise_descriptor_limit};
 
@@ -72,7 +72,7 @@ pub enum Prelude {
 pub fn prelude(
     program: &str,
     serve: &ServeArgs,
-    connect: &Connect,
+    address: &ServerAddress,
     command: Option<Command>,
     cli: &mut clap::Command,
 ) -> Prelude {
@@ -86,7 +86,7 @@ pub fn prelude(
         if !matches!(command, Command::Stdio { .. }) {
             end_quietly_when_the_reader_goes();
         }
-        return Prelude::Exit(run(command, cli, serve, connect));
+        return Prelude::Exit(run(command, cli, serve, address));
     }
     match serve.resolve() {
         Ok((mut config, log_level)) => {
@@ -111,7 +111,7 @@ pub fn prelude(
 /// Run `command`. `cli` is the whole command line (for completions);
 /// `connection_file` is where a running instance publishes itself;
 /// `log_dir` where this configuration's instance writes its logs.
-pub fn run(command: Command, cli: &mut clap::Command, serve: &ServeArgs, connect: &Connect) -> ExitCode {
+pub fn run(command: Command, cli: &mut clap::Command, serve: &ServeArgs, address: &ServerAddress) -> ExitCode {
     let name = cli.get_name().to_owned();
     let (connection_file, log_dir) = (serve.connection_file(), serve.log_dir());
     // The commands that run no client of the server (and the daemon ones,
@@ -149,7 +149,7 @@ pub fn run(command: Command, cli: &mut clap::Command, serve: &ServeArgs, connect
         }
     };
     let result = runtime.block_on(async move {
-        let source = || Source::new(connect.url.clone(), connect.token.clone(), connection_file.clone());
+        let source = || Source::new(address.url.clone(), address.token.clone(), connection_file.clone());
         let client = || commands::client(&source()?);
         match command {
             Command::Status { queue, json } => show::status(&client()?, queue.as_deref(), json).await,
@@ -220,9 +220,9 @@ pub fn run(command: Command, cli: &mut clap::Command, serve: &ServeArgs, connect
                 backups,
                 update,
                 json,
-            } => connect::connect(
+            } => client_files::connect(
                 &source()?,
-                connect::ConnectArgs {
+                client_files::ConnectArgs {
                     client,
                     project,
                     queue,
@@ -241,7 +241,7 @@ pub fn run(command: Command, cli: &mut clap::Command, serve: &ServeArgs, connect
                 dry_run,
                 allow_shared_folder,
                 json,
-            } => connect::disconnect(client, project, dry_run, allow_shared_folder, json),
+            } => client_files::disconnect(client, project, dry_run, allow_shared_folder, json),
             Command::Stdio { queue } => bridge::run(source()?, queue).await.map_err(Failure::from),
             Command::Hook { hook, queue, agent } => {
                 let shape = match hook {

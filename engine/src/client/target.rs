@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use std::net::{IpAddr, SocketAddr};
 
-use crate::{connection, peer};
+use crate::{connection_info, peer};
 use crate::{Error, Result};
 
 /// How the CLI finds the server.
@@ -64,7 +64,7 @@ impl Source {
                 token: token.clone().filter(|t| !t.is_empty()),
             },
             Source::File(path) => {
-                let info = connection::read(path)?;
+                let info = connection_info::read(path)?;
                 Target {
                     base: base_url(&info.url)?,
                     token: info.token,
@@ -112,7 +112,7 @@ fn loopback_addr(base: &str) -> Option<SocketAddr> {
 /// `http://h:p`, `http://h:p/` and `http://h:p/mcp` all name the same server.
 fn base_url(url: &str) -> Result<String> {
     let trimmed = url.trim().trim_end_matches('/');
-    let base = trimmed.strip_suffix("/mcp").unwrap_or(trimmed);
+    let base = trimmed.strip_suffix(crate::model::MCP_PATH).unwrap_or(trimmed);
     if !(base.starts_with("http://") || base.starts_with("https://")) || base.len() <= "https://".len() {
         return Err(Error::Invalid(format!(
             "{url:?} is not an http:// URL of local-mcp, e.g. http://127.0.0.1:8000/mcp"

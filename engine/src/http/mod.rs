@@ -13,7 +13,7 @@
 mod attachments;
 mod backup;
 mod body;
-mod connect;
+mod client_files;
 mod error;
 mod export;
 mod extract;
@@ -72,7 +72,7 @@ pub struct AppState {
 fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
     let (router, doc) = OpenApiRouter::with_openapi(openapi::ApiDoc::openapi())
         .merge(status::routes())
-        .merge(connect::routes())
+        .merge(client_files::routes())
         .merge(backup::routes())
         .merge(export::routes())
         .merge(import::routes())

@@ -109,7 +109,7 @@ async fn replay(queue: &Queue, mut cursor: i64, tx: &Tx) -> Result<Option<i64>> 
         };
         cursor = last.id;
         for e in &batch {
-            if tx.send(Ok(logged(e.id, &e.kind, &e.data))).await.is_err() {
+            if tx.send(Ok(logged(e.id, &e.kind, &e.json))).await.is_err() {
                 return Ok(Some(cursor));
             }
         }

@@ -12,7 +12,7 @@ use super::body;
 use super::{ApiQuery, AppState};
 use crate::model::QueueName;
 use crate::model::StatusSnapshot;
-use crate::snippets::{self, Target};
+use crate::snippets::{self, ClientSnippet};
 use crate::{time, Result};
 
 pub fn routes() -> OpenApiRouter<AppState> {
@@ -60,7 +60,7 @@ pub struct ClientsBody {
     pub queue: String,
     pub mcp_url: String,
     #[schema(value_type = Vec<Object>)]
-    pub clients: Vec<Target>,
+    pub clients: Vec<ClientSnippet>,
 }
 
 /// What the page shows a person connecting an agent. With a token required,

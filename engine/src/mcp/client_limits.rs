@@ -22,6 +22,7 @@ use rmcp::RoleServer;
 use sha2::Digest as _;
 
 use crate::model::{limit_of, Caller, ClientName};
+use crate::sync::MutexExt as _;
 
 /// How many distinct `User-Agent`s are remembered (a bound on memory; the
 /// oldest is dropped first).
@@ -96,7 +97,7 @@ impl Seen {
             return;
         };
         let tick = self.counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let mut map = self.by_agent.lock().unwrap_or_else(|p| p.into_inner());
+        let mut map = self.by_agent.lock_anyway();
         let known = map.remove(&agent).map(|(c, _)| c);
         let client = match known {
             Some(earlier) => stricter(earlier, named(client)),
@@ -117,7 +118,7 @@ impl Seen {
     pub fn caller(&self, ctx: &RequestContext<RoleServer>) -> Caller {
         let agent = user_agent(ctx);
         let remembered = || {
-            let map = self.by_agent.lock().unwrap_or_else(|p| p.into_inner());
+            let map = self.by_agent.lock_anyway();
             agent.as_ref().and_then(|a| map.get(a)).map(|(c, _)| c.clone())
         };
         // `product/version (comment)`, when the product is a client we know.

@@ -17,6 +17,7 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 
+use crate::sync::MutexExt as _;
 use bytes::Bytes;
 use http_body::{Body, Frame, SizeHint};
 use tokio_util::sync::{CancellationToken, DropGuard};
@@ -37,15 +38,15 @@ pub struct Carried(Arc<Mutex<Option<Settle>>>);
 impl Carried {
     /// The response carries a delivery: settle it when the body ends or is dropped.
     pub fn carry(&self, settle: Settle) {
-        *self.0.lock().unwrap_or_else(|p| p.into_inner()) = Some(settle);
+        *self.0.lock_anyway() = Some(settle);
     }
 
     fn is_carrying(&self) -> bool {
-        self.0.lock().unwrap_or_else(|p| p.into_inner()).is_some()
+        self.0.lock_anyway().is_some()
     }
 
     fn settle(&self, complete: bool) {
-        let settle = self.0.lock().unwrap_or_else(|p| p.into_inner()).take();
+        let settle = self.0.lock_anyway().take();
         if let Some(settle) = settle {
             settle(complete);
         }

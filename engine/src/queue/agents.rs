@@ -11,6 +11,7 @@ use std::sync::Mutex;
 use tokio_util::sync::CancellationToken;
 
 use crate::model::{AgentActivity, AgentState, ResultType};
+use crate::sync::MutexExt as _;
 
 /// How long an agent counts as "working" after it was handed an instruction
 /// and has not called back. Real tasks take minutes, but a state must be
@@ -54,7 +55,7 @@ pub struct CallGuard<'a> {
 
 impl Calls {
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<Key, AgentCalls>> {
-        self.by_agent.lock().unwrap_or_else(|p| p.into_inner())
+        self.by_agent.lock_anyway()
     }
 
     /// Register a call, superseding the agent's previous one in this queue.

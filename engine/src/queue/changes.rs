@@ -11,6 +11,7 @@ use crate::model::{
     RequeuePlace, Settings, SettingsPatch,
 };
 use crate::store::{Durability, PendingChange};
+use crate::sync::RwLockExt as _;
 use crate::{time, Error, Result};
 
 impl Queue {
@@ -237,7 +238,7 @@ impl Queue {
                     Ok(Event { id: Some(id), ..event })
                 },
                 |event| {
-                    *i.settings.write().unwrap_or_else(|p| p.into_inner()) = stored.clone();
+                    *i.settings.write_anyway() = stored.clone();
                     i.bus.publish(event.clone());
                 },
             )

@@ -9,6 +9,7 @@ use super::{log_event, Queue};
 use crate::events::{Event, EventData, EventKind};
 use crate::model::{Caller, DeliveredAttachment, InReplyTo, Instruction, ResultType};
 use crate::store::Durability;
+use crate::sync::RwLockExt as _;
 use crate::{time, Result};
 
 /// A claimed instruction and what its agent is told of its files.
@@ -76,8 +77,7 @@ impl Queue {
                         // broken stream (it lost that answer: a second instruction must not
                         // overtake it).
                         let again = if first.as_ref().is_some_and(|c| c.no_resume)
-                            || (first.is_some()
-                                && i.settings.read().unwrap_or_else(|p| p.into_inner()).redeliver_in_doubt)
+                            || (first.is_some() && i.settings.read_anyway().redeliver_in_doubt)
                         {
                             db.reclaim_in_doubt(&queue, &agent, &now)?
                         } else {

@@ -21,6 +21,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::sync::Notify;
 
 use super::{Inner, Queue};
+use crate::sync::MutexExt as _;
 
 #[derive(Default)]
 pub struct Dispatch {
@@ -52,7 +53,7 @@ pub struct Place {
 
 impl Dispatch {
     fn lock(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
+        self.state.lock_anyway()
     }
 
     /// Join the line of `queue` as `agent`.

@@ -25,6 +25,7 @@ use crate::events::{Event, EventData, EventKind};
 use crate::export::{self, ImportSummary, Opened};
 use crate::model::{agent_id, queue_name, time_bound, Instruction, InstructionStatus, Report, Upload};
 use crate::store::Durability;
+use crate::sync::RwLockExt as _;
 use crate::{markdown, time, Error, Result};
 
 /// An instruction ready to write, with its files and report.
@@ -168,14 +169,7 @@ impl Queue {
 
     /// The queues the import would bring into being (for the summary).
     fn queues_created(&self, incoming: &[Incoming], loose: &[Report]) -> Vec<String> {
-        let known: HashSet<String> = self
-            .inner
-            .queues
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .keys()
-            .cloned()
-            .collect();
+        let known: HashSet<String> = self.inner.queues.read_anyway().keys().cloned().collect();
         queues_of(incoming, loose)
             .into_iter()
             .filter(|q| !known.contains(q))

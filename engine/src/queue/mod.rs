@@ -31,11 +31,12 @@ use std::sync::{Arc, RwLock};
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
-use crate::events::{Bus, Event, EventData, EventKind};
+use crate::events::{Bus, Event, EventData, EventKind, LoggedEvent};
 use crate::model::{Delivery, Instruction, InstructionStatus, Listing, QueueCounts, QueueRecord, Settings};
 use crate::store::{Db, Durability, Store};
 use crate::{time, Error, Result};
 
+use crate::sync::{MutexExt as _, RwLockExt as _};
 pub use agents::agent_state;
 
 /// Facts about the running server that the status report includes.
@@ -196,13 +197,22 @@ impl Queue {
     /// One value of the settings, read without copying the rest (the guard
     /// asks on every request).
     pub fn setting<T>(&self, read: impl FnOnce(&Settings) -> T) -> T {
-        read(&self.inner.settings.read().unwrap_or_else(|p| p.into_inner()))
+        read(&self.inner.settings.read_anyway())
     }
 
     /// Events after `after_id` from the log, oldest first (for SSE replay).
-    pub async fn events_after(&self, after_id: i64, limit: u32) -> Result<Vec<crate::store::StoredEvent>> {
-        self.blocking(move |i| i.store.read(|db| db.events_after(after_id, limit)))
-            .await
+    pub async fn events_after(&self, after_id: i64, limit: u32) -> Result<Vec<LoggedEvent>> {
+        let stored = self
+            .blocking(move |i| i.store.read(|db| db.events_after(after_id, limit)))
+            .await?;
+        Ok(stored
+            .into_iter()
+            .map(|e| LoggedEvent {
+                id: e.id,
+                kind: e.kind,
+                json: e.data,
+            })
+            .collect())
     }
 
     /// The oldest event id still in the log, and the newest ever assigned.
@@ -222,16 +232,12 @@ impl Queue {
 
 impl Inner {
     fn stops(&self) -> std::sync::MutexGuard<'_, std::collections::HashSet<(String, String)>> {
-        self.stops.lock().unwrap_or_else(|p| p.into_inner())
+        self.stops.lock_anyway()
     }
 
     /// Whether `queue` is held (a queue not known yet is not).
     fn is_held(&self, queue: &str) -> bool {
-        self.queues
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(queue)
-            .is_some_and(|q| q.held)
+        self.queues.read_anyway().get(queue).is_some_and(|q| q.held)
     }
 
     /// Publish a commit's events, in commit order (while the store is still
@@ -248,7 +254,7 @@ impl Inner {
 
     /// Keep the cache in step with a queue change once it is committed.
     fn remember(&self, change: &crate::events::QueueChange) {
-        let mut cache = self.queues.write().unwrap_or_else(|p| p.into_inner());
+        let mut cache = self.queues.write_anyway();
         if let Some(old) = &change.renamed_from {
             cache.remove(old);
         }

@@ -7,6 +7,7 @@ use super::{log_event, Inner, Queue};
 use crate::events::{Event, EventData, EventKind, QueueChange};
 use crate::model::{agent_id, queue_name, QueueInfo, QueuePatch, QueueRecord, DEFAULT_QUEUE};
 use crate::store::Durability;
+use crate::sync::RwLockExt as _;
 use crate::{time, Error, Result};
 
 impl Queue {
@@ -65,13 +66,7 @@ impl Queue {
     /// Make sure `queue` exists and is not archived: queues are created on
     /// first use. Costs nothing once the queue is known.
     pub async fn ensure_queue(&self, queue: &str) -> Result<()> {
-        let known = self
-            .inner
-            .queues
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(queue)
-            .is_some_and(|q| !q.archived);
+        let known = self.inner.queues.read_anyway().get(queue).is_some_and(|q| !q.archived);
         if known {
             return Ok(());
         }

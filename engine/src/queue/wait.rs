@@ -20,6 +20,7 @@ use crate::model::{
     agent_id, client_slug, queue_or_default, Caller, DeliveredInstruction, ResultType, UserRequestResult,
     DEFAULT_AGENT_ID, MAX_WAIT_SECONDS,
 };
+use crate::sync::RwLockExt as _;
 use crate::{time, Result};
 
 /// What a stopped agent is told. It names the person's action so a model
@@ -233,8 +234,7 @@ impl Queue {
         let suffix = self
             .inner
             .queues
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
+            .read_anyway()
             .get(&queue)
             .and_then(|r| r.suffix.clone());
         let result = UserRequestResult {

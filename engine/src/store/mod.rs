@@ -26,9 +26,10 @@ use rusqlite::{Connection, TransactionBehavior};
 
 use crate::{paths, private_fs, Error, Result};
 
+use crate::sync::MutexExt as _;
 pub use backup::{restore, DB_ENTRY};
 pub use files::{template_folder, Files, NewFile};
-pub use queries::{AttachmentRow, Db, PendingChange, QueueTally, StoredEvent, TemplateFileRow};
+pub use queries::{AttachmentRow, Db, PendingChange, QueueTally, TemplateFileRow};
 
 /// How hard a commit must try to reach the disk.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -163,7 +164,7 @@ impl Store {
     fn lock(&self) -> MutexGuard<'_, Connection> {
         // A panic while holding the lock cannot leave a half-done transaction
         // behind (rusqlite rolls back on drop), so a poisoned lock is still usable.
-        self.conn.lock().unwrap_or_else(|p| p.into_inner())
+        self.conn.lock_anyway()
     }
 
     /// The attachment files of this database.
@@ -198,14 +199,14 @@ impl Store {
                 None => return e,
             }
         };
-        *self.fault.lock().unwrap_or_else(|p| p.into_inner()) = Some(fault.to_string());
+        *self.fault.lock_anyway() = Some(fault.to_string());
         fault
     }
 
     /// The storage fault met last, until a write succeeds again: what the
     /// page and the tray show while the database cannot be written.
     pub fn fault_now(&self) -> Option<String> {
-        self.fault.lock().unwrap_or_else(|p| p.into_inner()).clone()
+        self.fault.lock_anyway().clone()
     }
 
     /// Run `body` in one `BEGIN IMMEDIATE` transaction committed with the given
@@ -237,7 +238,7 @@ impl Store {
         }
         let value = result.map_err(|e| self.fault(e))?;
         // A write went through: whatever blocked writes has cleared.
-        self.fault.lock().unwrap_or_else(|p| p.into_inner()).take();
+        self.fault.lock_anyway().take();
         on_commit(&value);
         Ok(value)
     }

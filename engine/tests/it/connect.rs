@@ -8,7 +8,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
-use engine::connect::{self, Action, Env, Request, Site, State};
+use engine::client_files::{self, Action, Env, Request, Site, State};
 use engine::snippets::{Client, ENTRY_NAME};
 use serde_json::{json, Value};
 
@@ -114,7 +114,7 @@ fn every_file_client_keeps_everything_but_its_entry() {
         std::fs::write(&file, &original).unwrap();
         let site = site(8123, Some("s3cret"));
 
-        let changes = connect::connect(&env, &site, client, &Request::default()).unwrap();
+        let changes = client_files::connect(&env, &site, client, &Request::default()).unwrap();
         assert_eq!(changes[0].action, Action::Written, "{client:?}");
         let written = std::fs::read_to_string(&file).unwrap();
         let value = parse(client, &written);
@@ -151,19 +151,19 @@ fn every_file_client_keeps_everything_but_its_entry() {
 
         // Identical entry: no write at all (and no second backup).
         let before = std::fs::metadata(&file).unwrap().modified().unwrap();
-        let again = connect::connect(&env, &site, client, &Request::default()).unwrap();
+        let again = client_files::connect(&env, &site, client, &Request::default()).unwrap();
         assert_eq!(again[0].action, Action::Unchanged, "{client:?}");
         assert_eq!(std::fs::read_to_string(&file).unwrap(), written);
         assert_eq!(std::fs::metadata(&file).unwrap().modified().unwrap(), before);
 
         // A new port rewrites the entry; still one backup.
-        connect::connect(&env, &site_with_port(9000), client, &Request::default()).unwrap();
+        client_files::connect(&env, &site_with_port(9000), client, &Request::default()).unwrap();
         assert_eq!(backups_beside(&file).len(), 1, "{client:?}");
 
-        let removed = connect::disconnect(&env, client, &Request::default()).unwrap();
+        let removed = client_files::disconnect(&env, client, &Request::default()).unwrap();
         assert_eq!(removed[0].action, Action::Removed, "{client:?}");
         assert_eq!(std::fs::read_to_string(&file).unwrap(), original, "{client:?}");
-        assert_eq!(connect::backups(&env).unwrap().len(), 1);
+        assert_eq!(client_files::backups(&env).unwrap().len(), 1);
     }
 }
 
@@ -184,7 +184,7 @@ fn missing_and_empty_files_get_just_the_entry() {
                 std::fs::write(&file, text).unwrap();
             }
             let site = site(8123, None);
-            connect::connect(&env, &site, client, &Request::default()).unwrap();
+            client_files::connect(&env, &site, client, &Request::default()).unwrap();
             let value = parse(client, &std::fs::read_to_string(&file).unwrap());
             assert_eq!(
                 entry_in(client, &value),
@@ -214,7 +214,7 @@ fn a_new_file_holding_a_token_is_owner_only() {
     use std::os::unix::fs::PermissionsExt;
     let home = tempfile::tempdir().unwrap();
     let env = env(home.path());
-    connect::connect(&env, &site(8123, Some("t")), Client::Cursor, &Request::default()).unwrap();
+    client_files::connect(&env, &site(8123, Some("t")), Client::Cursor, &Request::default()).unwrap();
     let file = env.user_file(Client::Cursor).unwrap();
     assert_eq!(std::fs::metadata(file).unwrap().permissions().mode() & 0o777, 0o600);
 }
@@ -244,7 +244,7 @@ fn a_file_that_does_not_parse_is_never_written() {
             let file = env.user_file(client).unwrap();
             std::fs::create_dir_all(file.parent().unwrap()).unwrap();
             std::fs::write(&file, text).unwrap();
-            let err = connect::connect(&env, &site(8123, None), client, &Request::default()).unwrap_err();
+            let err = client_files::connect(&env, &site(8123, None), client, &Request::default()).unwrap_err();
             let message = err.to_string();
             assert!(
                 message.contains(&file.display().to_string()),
@@ -254,7 +254,7 @@ fn a_file_that_does_not_parse_is_never_written() {
             assert_eq!(std::fs::read_to_string(&file).unwrap(), *text, "{client:?}");
             assert!(backups_beside(&file).is_empty());
             assert!(!env.records.exists(), "nothing recorded");
-            let status = connect::client_status(&env, &site(8123, None), client, None);
+            let status = client_files::client_status(&env, &site(8123, None), client, None);
             assert!(
                 matches!(status.state, State::Unreadable | State::NotConnected),
                 "{client:?} {text:?}: {status:?}"
@@ -267,7 +267,7 @@ fn a_file_that_does_not_parse_is_never_written() {
     let file = env.user_file(Client::Cursor).unwrap();
     std::fs::create_dir_all(file.parent().unwrap()).unwrap();
     std::fs::write(&file, "{\"mcpServers\": [1]}").unwrap();
-    let err = connect::connect(&env, &site(8123, None), Client::Cursor, &Request::default()).unwrap_err();
+    let err = client_files::connect(&env, &site(8123, None), Client::Cursor, &Request::default()).unwrap_err();
     assert!(err.to_string().contains("\"mcpServers\" is not an object"), "{err}");
     assert_eq!(std::fs::read_to_string(&file).unwrap(), "{\"mcpServers\": [1]}");
 }
@@ -282,7 +282,7 @@ fn a_read_only_file_is_refused() {
     std::fs::create_dir_all(file.parent().unwrap()).unwrap();
     std::fs::write(&file, "{\"servers\": {}}\n").unwrap();
     std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o444)).unwrap();
-    let err = connect::connect(&env, &site(8123, None), Client::Vscode, &Request::default()).unwrap_err();
+    let err = client_files::connect(&env, &site(8123, None), Client::Vscode, &Request::default()).unwrap_err();
     assert!(err.to_string().contains("read-only"), "{err}");
     assert_eq!(std::fs::read_to_string(&file).unwrap(), "{\"servers\": {}}\n");
     assert!(backups_beside(&file).is_empty());
@@ -301,14 +301,14 @@ fn a_symlinked_file_is_edited_through_its_link() {
     std::fs::create_dir_all(link.parent().unwrap()).unwrap();
     std::os::unix::fs::symlink(&real, &link).unwrap();
 
-    connect::connect(&env, &site(8123, None), Client::Cursor, &Request::default()).unwrap();
+    client_files::connect(&env, &site(8123, None), Client::Cursor, &Request::default()).unwrap();
     assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
     let value = parse(Client::Cursor, &std::fs::read_to_string(&real).unwrap());
     assert_eq!(value["mcpServers"]["local-mcp"]["url"], "http://127.0.0.1:8123/mcp");
     assert_eq!(backups_beside(&real).len(), 1, "the backup sits beside the real file");
-    let status = connect::client_status(&env, &site(8123, None), Client::Cursor, None);
+    let status = client_files::client_status(&env, &site(8123, None), Client::Cursor, None);
     assert_eq!(status.state, State::Connected);
-    connect::disconnect(&env, Client::Cursor, &Request::default()).unwrap();
+    client_files::disconnect(&env, Client::Cursor, &Request::default()).unwrap();
     assert_eq!(std::fs::read_to_string(&real).unwrap(), "{\n  \"mcpServers\": {}\n}\n");
 }
 
@@ -321,21 +321,21 @@ fn disconnect_removes_only_what_connect_wrote_and_nobody_edited() {
     // An entry the person wrote by hand.
     let by_hand = "{\"mcpServers\": {\"local-mcp\": {\"serverUrl\": \"http://127.0.0.1:8000/mcp\"}}}";
     std::fs::write(&file, by_hand).unwrap();
-    let err = connect::disconnect(&env, Client::Windsurf, &Request::default()).unwrap_err();
+    let err = client_files::disconnect(&env, Client::Windsurf, &Request::default()).unwrap_err();
     assert!(err.to_string().contains("not written by local-mcp"), "{err}");
     assert_eq!(std::fs::read_to_string(&file).unwrap(), by_hand);
 
     // Ours, then edited by the person: reported, not removed.
-    connect::connect(&env, &site(8123, None), Client::Windsurf, &Request::default()).unwrap();
+    client_files::connect(&env, &site(8123, None), Client::Windsurf, &Request::default()).unwrap();
     let edited = std::fs::read_to_string(&file)
         .unwrap()
         .replace("http://127.0.0.1:8123/mcp", "http://127.0.0.1:8124/mcp");
     std::fs::write(&file, &edited).unwrap();
-    let err = connect::disconnect(&env, Client::Windsurf, &Request::default()).unwrap_err();
+    let err = client_files::disconnect(&env, Client::Windsurf, &Request::default()).unwrap_err();
     assert!(err.to_string().contains("edited since"), "{err}");
     assert_eq!(std::fs::read_to_string(&file).unwrap(), edited);
     // …and "Update all" leaves it alone too.
-    let results = connect::update_all(&env, &site(9999, None)).unwrap();
+    let results = client_files::update_all(&env, &site(9999, None)).unwrap();
     assert!(
         results
             .iter()
@@ -347,7 +347,7 @@ fn disconnect_removes_only_what_connect_wrote_and_nobody_edited() {
     // Nothing there: nothing to do, and that is not an error.
     let home = tempfile::tempdir().unwrap();
     let env2 = self::env(home.path());
-    let r = connect::disconnect(&env2, Client::Windsurf, &Request::default()).unwrap();
+    let r = client_files::disconnect(&env2, Client::Windsurf, &Request::default()).unwrap();
     assert_eq!(r[0].action, Action::Absent);
 }
 
@@ -357,7 +357,7 @@ fn status_says_connected_outdated_or_not_and_update_all_repairs() {
     let env = env(home.path());
     let before = site(8123, Some("old"));
     for client in [Client::Vscode, Client::Codex, Client::GeminiCli] {
-        connect::connect(
+        client_files::connect(
             &env,
             &before,
             client,
@@ -368,8 +368,8 @@ fn status_says_connected_outdated_or_not_and_update_all_repairs() {
         )
         .unwrap();
     }
-    let by_id = |list: Vec<connect::ClientStatus>| list.into_iter().map(|s| (s.id, s)).collect::<HashMap<_, _>>();
-    let now = by_id(connect::status(&env, &before, None));
+    let by_id = |list: Vec<client_files::ClientStatus>| list.into_iter().map(|s| (s.id, s)).collect::<HashMap<_, _>>();
+    let now = by_id(client_files::status(&env, &before, None));
     assert_eq!(now[&Client::Vscode].state, State::Connected);
     assert_eq!(now[&Client::Vscode].queue.as_deref(), Some("repo-a"));
     assert_eq!(now[&Client::Cursor].state, State::NotConnected);
@@ -381,24 +381,24 @@ fn status_says_connected_outdated_or_not_and_update_all_repairs() {
     assert!(now[&Client::Vscode].deep_link && !now[&Client::Codex].deep_link);
 
     let token_changed = site(8123, Some("new"));
-    let later = by_id(connect::status(&env, &token_changed, None));
+    let later = by_id(client_files::status(&env, &token_changed, None));
     assert_eq!(later[&Client::Codex].state, State::Outdated);
     assert!(later[&Client::Codex].detail.as_deref().unwrap().contains("token"));
     let port_changed = site(8200, Some("new"));
-    let later = by_id(connect::status(&env, &port_changed, None));
+    let later = by_id(client_files::status(&env, &port_changed, None));
     assert!(later[&Client::GeminiCli].detail.as_deref().unwrap().contains("8123"));
 
-    let results = connect::update_all(&env, &port_changed).unwrap();
+    let results = client_files::update_all(&env, &port_changed).unwrap();
     assert_eq!(results.len(), 3, "{results:?}");
     assert!(results
         .iter()
         .all(|r| r.as_ref().is_ok_and(|c| c.action == Action::Written)));
-    let repaired = by_id(connect::status(&env, &port_changed, None));
+    let repaired = by_id(client_files::status(&env, &port_changed, None));
     for client in [Client::Vscode, Client::Codex, Client::GeminiCli] {
         assert_eq!(repaired[&client].state, State::Connected, "{client:?}");
         assert_eq!(repaired[&client].queue.as_deref(), Some("repo-a"), "the queue is kept");
     }
-    assert!(connect::update_all(&env, &port_changed).unwrap().is_empty());
+    assert!(client_files::update_all(&env, &port_changed).unwrap().is_empty());
 }
 
 #[test]
@@ -417,7 +417,7 @@ fn project_files_and_the_claude_code_stop_hook() {
         hooks: true,
         ..Request::default()
     };
-    let changes = connect::connect(&env, &site, Client::ClaudeCode, &req).unwrap();
+    let changes = client_files::connect(&env, &site, Client::ClaudeCode, &req).unwrap();
     assert_eq!(changes.len(), 2);
     assert!(changes.iter().all(|c| c.action == Action::Written));
     let mcp = parse(
@@ -437,13 +437,13 @@ fn project_files_and_the_claude_code_stop_hook() {
         stop[1]["hooks"][0]["command"],
         "/opt/local-mcp/local-mcp-server hook claude-stop --queue repo"
     );
-    let status = connect::client_status(&env, &site, Client::ClaudeCode, Some(&project));
+    let status = client_files::client_status(&env, &site, Client::ClaudeCode, Some(&project));
     assert_eq!((status.state, status.hook), (State::Connected, Some(true)));
 
-    let again = connect::connect(&env, &site, Client::ClaudeCode, &req).unwrap();
+    let again = client_files::connect(&env, &site, Client::ClaudeCode, &req).unwrap();
     assert!(again.iter().all(|c| c.action == Action::Unchanged), "{again:?}");
 
-    let gone = connect::disconnect(
+    let gone = client_files::disconnect(
         &env,
         Client::ClaudeCode,
         &Request {
@@ -456,7 +456,7 @@ fn project_files_and_the_claude_code_stop_hook() {
     assert_eq!(std::fs::read_to_string(&settings).unwrap(), theirs);
 
     // Clients without a project file say so; hooks are Claude Code's only.
-    let err = connect::connect(
+    let err = client_files::connect(
         &env,
         &site,
         Client::CopilotCli,
@@ -467,7 +467,7 @@ fn project_files_and_the_claude_code_stop_hook() {
     )
     .unwrap_err();
     assert!(err.to_string().contains("no project-level"), "{err}");
-    let err = connect::connect(
+    let err = client_files::connect(
         &env,
         &site,
         Client::Cursor,
@@ -493,7 +493,7 @@ fn vs_code_gets_its_stop_hook_in_the_projects_github_hooks() {
         hooks: true,
         ..Request::default()
     };
-    let changes = connect::connect(&env, &site, Client::Vscode, &req).unwrap();
+    let changes = client_files::connect(&env, &site, Client::Vscode, &req).unwrap();
     assert_eq!(changes.len(), 2, "{changes:?}");
     assert!(changes.iter().all(|c| c.action == Action::Written), "{changes:?}");
     let file = project.join(".github/hooks/local-mcp.json");
@@ -507,9 +507,9 @@ fn vs_code_gets_its_stop_hook_in_the_projects_github_hooks() {
         }]),
         "VS Code's form: commands, not Claude Code's groups"
     );
-    let status = connect::client_status(&env, &site, Client::Vscode, Some(&project));
+    let status = client_files::client_status(&env, &site, Client::Vscode, Some(&project));
     assert_eq!((status.state, status.hook), (State::Connected, Some(true)));
-    let again = connect::connect(&env, &site, Client::Vscode, &req).unwrap();
+    let again = client_files::connect(&env, &site, Client::Vscode, &req).unwrap();
     assert!(again.iter().all(|c| c.action == Action::Unchanged), "{again:?}");
 
     // A hook of the person's own in the same file stays when ours goes.
@@ -520,7 +520,7 @@ fn vs_code_gets_its_stop_hook_in_the_projects_github_hooks() {
         .insert(0, json!({"type": "command", "command": "./notify.sh"}));
     edited["hooks"]["PostToolUse"] = json!([{"type": "command", "command": "npx prettier --write ."}]);
     std::fs::write(&file, serde_json::to_string_pretty(&edited).unwrap()).unwrap();
-    let gone = connect::disconnect(
+    let gone = client_files::disconnect(
         &env,
         Client::Vscode,
         &Request {
@@ -538,7 +538,7 @@ fn vs_code_gets_its_stop_hook_in_the_projects_github_hooks() {
     assert_eq!(left["hooks"]["PostToolUse"], edited["hooks"]["PostToolUse"]);
 
     // Without a project there is no place VS Code loads by default: refused, nothing written.
-    let err = connect::connect(
+    let err = client_files::connect(
         &env,
         &site,
         Client::Vscode,
@@ -558,7 +558,7 @@ fn dry_run_changes_nothing() {
     let file = env.user_file(Client::Zed).unwrap();
     std::fs::create_dir_all(file.parent().unwrap()).unwrap();
     std::fs::write(&file, "{\n  \"theme\": \"One Dark\"\n}\n").unwrap();
-    let changes = connect::connect(
+    let changes = client_files::connect(
         &env,
         &site(8123, None),
         Client::Zed,
@@ -581,12 +581,12 @@ fn dry_run_changes_nothing() {
 fn goose_is_pointed_to_its_install_link_not_edited() {
     let home = tempfile::tempdir().unwrap();
     let env = env(home.path());
-    let err = connect::connect(&env, &site(8123, None), Client::Goose, &Request::default()).unwrap_err();
+    let err = client_files::connect(&env, &site(8123, None), Client::Goose, &Request::default()).unwrap_err();
     assert!(err.to_string().contains("YAML"), "{err}");
-    let status = connect::client_status(&env, &site(8123, None), Client::Goose, None);
+    let status = client_files::client_status(&env, &site(8123, None), Client::Goose, None);
     assert_eq!(status.state, State::Unavailable);
     assert!(status.deep_link, "without a token, Goose's link is offered");
-    assert!(!connect::client_status(&env, &site(8123, Some("t")), Client::Goose, None).deep_link);
+    assert!(!client_files::client_status(&env, &site(8123, Some("t")), Client::Goose, None).deep_link);
 }
 
 #[test]
@@ -594,7 +594,7 @@ fn claude_code_user_scope_needs_its_own_command() {
     let home = tempfile::tempdir().unwrap();
     let env = env(home.path());
     std::fs::write(env.claude_code_state(), "{\"numStartups\": 3}").unwrap();
-    let err = connect::connect(&env, &site(8123, None), Client::ClaudeCode, &Request::default()).unwrap_err();
+    let err = client_files::connect(&env, &site(8123, None), Client::ClaudeCode, &Request::default()).unwrap_err();
     assert!(err.to_string().contains("never edits ~/.claude.json"), "{err}");
     assert_eq!(
         std::fs::read_to_string(env.claude_code_state()).unwrap(),

@@ -17,7 +17,6 @@ mod templates;
 use rusqlite::Connection;
 
 pub use attachments::AttachmentRow;
-pub use events::StoredEvent;
 #[cfg(test)]
 pub use events::EVENT_LOG_KEEP;
 pub use instructions::PendingChange;

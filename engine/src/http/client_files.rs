@@ -1,4 +1,4 @@
-//! `/api/connect…`: the page's Connect panel over [`crate::connect`] — each
+//! `/api/connect…`: the page's Connect panel over [`crate::client_files`] — each
 //! client's state, connect, disconnect, "Update all", the backups made, and
 //! the install links handed to the OS. The server edits the files of the
 //! account it runs as (the same person: see the same-user guard), with its
@@ -16,7 +16,7 @@ use utoipa_axum::routes;
 use super::body;
 use super::error::ErrorBody;
 use super::{ApiJson, ApiQuery, AppState};
-use crate::connect::{self, Backup, Change, ClientStatus, Env, Request, Site};
+use crate::client_files::{self, Backup, Change, ClientStatus, Env, Request, Site};
 use crate::model::QueueName;
 use crate::snippets::{self, Client};
 use crate::{Error, Result};
@@ -104,7 +104,7 @@ async fn list(State(s): State<AppState>, ApiQuery(q): ApiQuery<ListQuery>) -> Re
         let env = env()?;
         Ok(Json(ClientsState {
             project: project.as_ref().map(|p| p.display().to_string()),
-            clients: connect::status(&env, &site, project.as_deref()),
+            clients: client_files::status(&env, &site, project.as_deref()),
         }))
     })
     .await
@@ -150,7 +150,7 @@ async fn connect_one(State(s): State<AppState>, ApiJson(body): ApiJson<ConnectBo
             allow_shared_folder: false,
         };
         Ok(Json(Changes {
-            changes: connect::connect(&env()?, &site, client, &req)?,
+            changes: client_files::connect(&env()?, &site, client, &req)?,
         }))
     })
     .await
@@ -178,7 +178,7 @@ async fn disconnect_one(State(_s): State<AppState>, ApiJson(body): ApiJson<Disco
             ..Request::default()
         };
         Ok(Json(Changes {
-            changes: connect::disconnect(&env()?, client, &req)?,
+            changes: client_files::disconnect(&env()?, client, &req)?,
         }))
     })
     .await
@@ -201,7 +201,7 @@ async fn update_all(State(s): State<AppState>) -> Result<Json<Updated>> {
             changes: Vec::new(),
             errors: Vec::new(),
         };
-        for r in connect::update_all(&env()?, &site)? {
+        for r in client_files::update_all(&env()?, &site)? {
             match r {
                 Ok(c) => out.changes.push(c),
                 Err(e) => out.errors.push(e),
@@ -224,7 +224,7 @@ pub struct BackupsBody {
 async fn backups() -> Result<Json<BackupsBody>> {
     blocking(|| {
         Ok(Json(BackupsBody {
-            backups: connect::backups(&env()?)?,
+            backups: client_files::backups(&env()?)?,
         }))
     })
     .await
@@ -253,10 +253,10 @@ async fn open_link(State(s): State<AppState>, ApiJson(body): ApiJson<LinkBody>) 
     let client = body.client;
     let queue = queue(body.queue)?.unwrap_or_else(|| crate::model::DEFAULT_QUEUE.to_owned());
     let entry = site(&s).entry(client, &queue);
-    let link = connect::links::link(client, &entry)
+    let link = client_files::links::link(client, &entry)
         .ok_or_else(|| Error::Conflict(format!("{} has no install link; use Connect", client.name())))?;
     blocking(move || {
-        connect::links::open(&link)
+        client_files::links::open(&link)
             .map_err(|e| Error::Conflict(format!("could not open the {} link: {e}", client.name())))?;
         Ok(Json(Opened {
             client: client.id().into(),

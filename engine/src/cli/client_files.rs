@@ -1,4 +1,4 @@
-//! `connect` and `disconnect`: the command-line face of [`crate::connect`].
+//! `connect` and `disconnect`: the command-line face of [`crate::client_files`].
 //! Works on this account's client files directly (no call to the server),
 //! with the running server's address and token from its connection-info file.
 
@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use super::Failure;
 use crate::client::target::Source;
-use crate::connect::{self, Action, Change, ClientStatus, Env, Request, Site, State};
+use crate::client_files::{self, Action, Change, ClientStatus, Env, Request, Site, State};
 use crate::snippets::{self, Client};
 
 /// What `connect` was asked.
@@ -52,7 +52,7 @@ fn project(dir: Option<PathBuf>) -> Result<Option<PathBuf>, Failure> {
 pub fn connect(source: &Source, args: ConnectArgs) -> Result<(), Failure> {
     let env = env()?;
     if args.backups {
-        let backups = connect::backups(&env)?;
+        let backups = client_files::backups(&env)?;
         if args.json {
             println!("{}", serde_json::to_string_pretty(&backups).unwrap_or_default());
         } else if backups.is_empty() {
@@ -68,7 +68,7 @@ pub fn connect(source: &Source, args: ConnectArgs) -> Result<(), Failure> {
     let project = project(args.project)?;
     if args.update {
         let mut failed = false;
-        let results = connect::update_all(&env, &site)?;
+        let results = client_files::update_all(&env, &site)?;
         if results.is_empty() {
             eprintln!("every client local-mcp connected is up to date");
         }
@@ -88,7 +88,7 @@ pub fn connect(source: &Source, args: ConnectArgs) -> Result<(), Failure> {
         };
     }
     let Some(client) = args.client else {
-        let list = connect::status(&env, &site, project.as_deref());
+        let list = client_files::status(&env, &site, project.as_deref());
         if args.json {
             println!("{}", serde_json::to_string_pretty(&list).unwrap_or_default());
         } else {
@@ -99,7 +99,7 @@ pub fn connect(source: &Source, args: ConnectArgs) -> Result<(), Failure> {
     // A client that is not here: writing its file would make a folder of
     // it and claim a connection nobody will use. Said, unless asked.
     if project.is_none() && !args.force {
-        let status = connect::client_status(&env, &site, client, None);
+        let status = client_files::client_status(&env, &site, client, None);
         if !status.installed {
             return Err(Failure(
                 format!(
@@ -119,7 +119,7 @@ pub fn connect(source: &Source, args: ConnectArgs) -> Result<(), Failure> {
         dry_run: args.dry_run,
         allow_shared_folder: args.allow_shared_folder,
     };
-    let changes = connect::connect(&env, &site, client, &req)?;
+    let changes = client_files::connect(&env, &site, client, &req)?;
     report(&changes, args.json);
     Ok(())
 }
@@ -139,7 +139,7 @@ pub fn disconnect(
         allow_shared_folder,
         ..Request::default()
     };
-    let changes = connect::disconnect(&env, client, &req)?;
+    let changes = client_files::disconnect(&env, client, &req)?;
     report(&changes, json);
     Ok(())
 }
