@@ -443,7 +443,8 @@ describe("connect agents", () => {
     assert.equal(context.pages().length, 1);
 
     // An entry connect wrote for another port is outdated; "Update all" repairs it.
-    spawnSync(serverBin, ["connect", "windsurf", "--url", "http://127.0.0.1:9/mcp"], {
+    // Windsurf is not installed in this home: --force, as the CLI asks since issue 25.
+    spawnSync(serverBin, ["connect", "windsurf", "--force", "--url", "http://127.0.0.1:9/mcp"], {
       env: { ...process.env, HOME: server.home, XDG_CONFIG_HOME: join(server.home, ".config") },
     });
     await page.locator("#clients-project-form button").click();
