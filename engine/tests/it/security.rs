@@ -125,6 +125,42 @@ async fn writes_must_be_json_and_no_cors_is_granted() {
     s.stop().await;
 }
 
+/// Each route brings its body policy (`http/body.rs`), and it covers the
+/// route's 405 answer too: a method a route lacks is answered only past the
+/// policy, as when the guard applied it to every request.
+#[tokio::test]
+async fn a_routes_body_policy_comes_before_its_405() {
+    let s = common::start(|_| {}).await;
+    let send = |method: reqwest::Method, path: &str, ct: &str, body: Vec<u8>| {
+        s.http
+            .request(method, s.api(path))
+            .header("content-type", ct)
+            .body(body)
+            .send()
+    };
+    // A JSON-only route, a method it lacks: the text body is refused first.
+    let r = send(reqwest::Method::PUT, "/api/status", "text/plain", b"x".to_vec()).await.unwrap();
+    assert_eq!(r.status(), 415);
+    let r = send(reqwest::Method::PUT, "/api/status", "application/json", b"{}".to_vec()).await.unwrap();
+    assert_eq!(r.status(), 405);
+    // An upload route takes its form whatever the method: the missing one is 405.
+    let form = "multipart/form-data; boundary=x";
+    let r = send(reqwest::Method::PUT, "/api/instructions", form, b"--x--".to_vec()).await.unwrap();
+    assert_eq!(r.status(), 405);
+    // Its form may be larger than JSON; a JSON body there may not.
+    let big = vec![b' '; 2 * 1024 * 1024];
+    let r = send(reqwest::Method::PUT, "/api/instructions", form, big.clone()).await.unwrap();
+    assert_eq!(r.status(), 405);
+    let r = send(reqwest::Method::PUT, "/api/instructions", "application/json", big).await.unwrap();
+    assert_eq!(r.status(), 413);
+    // The page and MCP take JSON as the API does.
+    let r = send(reqwest::Method::POST, "/", "text/plain", b"x".to_vec()).await.unwrap();
+    assert_eq!(r.status(), 415);
+    let r = send(reqwest::Method::POST, "/mcp/q/other", "text/plain", b"x".to_vec()).await.unwrap();
+    assert_eq!(r.status(), 415);
+    s.stop().await;
+}
+
 #[tokio::test]
 async fn a_token_guards_the_api_and_mcp_but_not_health() {
     let token = "correct-horse-battery-staple";
