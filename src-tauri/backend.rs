@@ -4,6 +4,7 @@
 
 use engine::client::remote::Remote;
 use engine::model::{NewInstruction, Upload};
+use engine::sync::MutexExt;
 use tauri::{AppHandle, Manager};
 
 use crate::Shell;
@@ -20,7 +21,7 @@ impl Backend {
         if let Some(remote) = &shell.attached {
             return Some(Backend::Remote(remote.clone()));
         }
-        let engine = shell.engine.lock().unwrap_or_else(|p| p.into_inner());
+        let engine = shell.engine.lock_anyway();
         engine.as_ref().map(|e| Backend::Local(e.queue.clone()))
     }
 

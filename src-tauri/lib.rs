@@ -12,21 +12,24 @@ mod connect_menu;
 mod instance;
 mod notify;
 mod prefs;
+mod relaunch;
 mod tray;
 mod view;
 mod webview_helpers;
+
+use relaunch::{hand_over, leave_on_terminate, leaving, relaunch, watchdog, Held, CHANNEL_PATIENCE, RELAUNCH_VAR};
 mod windows;
 
+use engine::sync::MutexExt;
 use std::collections::HashSet;
-use std::path::Path;
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use clap::{CommandFactory, Parser};
 use engine::EventData;
-use engine::{process, Engine, EventKind};
+use engine::{Engine, EventKind};
 use tauri::{AppHandle, Manager, RunEvent};
 use tauri_plugin_global_shortcut::{GlobalShortcutExt, ShortcutState};
 use tokio_util::sync::CancellationToken;
@@ -81,15 +84,6 @@ enum Started {
     Engine(Engine),
     Attached(engine::client::remote::Remote),
 }
-
-/// This app's hold on the desktop lock, for the exit to say it is leaving.
-struct Held(Mutex<Option<instance::Instance>>);
-
-/// Set on the copy of the app that `relaunch` starts: how many starts
-/// came before it.
-const RELAUNCH_VAR: &str = "LOCAL_MCP_RELAUNCH";
-/// Starts tried before giving up (the first and three relaunches, over ~2 s of pauses).
-const STARTS: u32 = 4;
 
 pub fn run() -> ExitCode {
     let attempt = std::env::var(RELAUNCH_VAR)
@@ -174,7 +168,7 @@ pub fn run() -> ExitCode {
     let app = builder()
         .setup(move |app| {
             let handle = app.handle().clone();
-            let shown = match in_setup.lock().unwrap_or_else(|p| p.into_inner()).take() {
+            let shown = match in_setup.lock_anyway().take() {
                 Some(Started::Engine(engine)) => run_engine(app, engine),
                 Some(Started::Attached(remote)) => run_attached(app, remote, setup_shutdown.clone()),
                 None => Err("the engine was not there to show".into()),
@@ -186,7 +180,7 @@ pub fn run() -> ExitCode {
                 return Ok(());
             }
             app.manage(Held(Mutex::new(held)));
-            if let Some(held) = app.state::<Held>().0.lock().unwrap_or_else(|p| p.into_inner()).as_mut() {
+            if let Some(held) = app.state::<Held>().0.lock_anyway().as_mut() {
                 held.mark(instance::Phase::Ready);
             }
             tauri::async_runtime::spawn(leave_on_terminate(handle.clone()));
@@ -213,7 +207,7 @@ pub fn run() -> ExitCode {
             // answers (one that just left, whose name the bus has not dropped
             // yet): start again, with this engine stopped first.
             shutdown.cancel();
-            let taken = started.lock().unwrap_or_else(|p| p.into_inner()).take();
+            let taken = started.lock_anyway().take();
             if let Some(Started::Engine(engine)) = taken {
                 let _ = tauri::async_runtime::block_on(async {
                     tokio::time::timeout(Duration::from_secs(6), engine.stopped()).await
@@ -281,138 +275,6 @@ fn builder() -> tauri::Builder<tauri::Wry> {
         )
 }
 
-/// A second launch: the single-instance plugin gives the running app this
-/// launch's arguments (it brings its window forward, opens quick add…) and
-/// ends this process. If the running app does not answer, it has hung: take
-/// over from it and start again.
-fn hand_over(running: instance::State, lock_path: &Path, context: tauri::Context, attempt: u32) -> ExitCode {
-    // The plugin's call waits for the answer with no bound of its own, and an
-    // app that is stopped or wedged never answers: past our patience, end it
-    // (the call then fails, and this start goes on from there).
-    let pid = running.pid;
-    let answered = watchdog(HAND_OVER_PATIENCE, move || {
-        instance::take_over(
-            pid,
-            &format!(
-                "it did not take a launch's arguments in {} s",
-                HAND_OVER_PATIENCE.as_secs()
-            ),
-        );
-    });
-    let built = builder().build(context);
-    answered.store(true, Ordering::SeqCst);
-    match built {
-        // Not reached when the hand-over worked: the plugin exits the process.
-        // Here nobody held the channel: the app has left it on its way out
-        // (start again, which waits for it to be gone), or never had one.
-        Ok(_) => match instance::read_state(lock_path) {
-            Some(now) if now == running && process::alive(running.pid) => {
-                eprintln!(
-                    "local-mcp is already running (process {}), and it offers no way to be shown: \
-                     open its window from the tray",
-                    running.pid
-                );
-                ExitCode::FAILURE
-            }
-            _ => relaunch("the running local-mcp was leaving", attempt),
-        },
-        Err(e) => {
-            if process::alive(running.pid) {
-                instance::take_over(running.pid, &e.to_string());
-            }
-            relaunch(&e.to_string(), attempt)
-        }
-    }
-}
-
-/// How long a second launch waits for the running app to take its arguments.
-const HAND_OVER_PATIENCE: Duration = Duration::from_secs(10);
-/// How long this app's own single-instance channel may take to come up: the
-/// bus name is held by a process that neither answers nor leaves (not one of
-/// ours by the desktop lock: another copy of the app, with other settings).
-const CHANNEL_PATIENCE: Duration = Duration::from_secs(20);
-
-/// Run `on_timeout` on a thread of its own unless the returned flag is set
-/// within `patience`.
-fn watchdog(patience: Duration, on_timeout: impl FnOnce() + Send + 'static) -> Arc<AtomicBool> {
-    let done = Arc::new(AtomicBool::new(false));
-    let flag = done.clone();
-    std::thread::spawn(move || {
-        std::thread::sleep(patience);
-        if !flag.load(Ordering::SeqCst) {
-            on_timeout();
-        }
-    });
-    done
-}
-
-/// Start this app again in a fresh process (a Tauri app is built once per
-/// process), with the same arguments, after a pause that grows each time.
-fn relaunch(why: &str, attempt: u32) -> ExitCode {
-    if attempt + 1 >= STARTS {
-        eprintln!("local-mcp: could not start: {why} (tried {STARTS} times)");
-        return ExitCode::FAILURE;
-    }
-    tracing::warn!(attempt, "starting again: {why}");
-    std::thread::sleep(Duration::from_millis(250 << attempt));
-    let exe = match std::env::current_exe() {
-        Ok(exe) => exe,
-        Err(e) => {
-            eprintln!("local-mcp: could not start: {why}; and cannot find this program to try again: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
-    let mut again = std::process::Command::new(exe);
-    again
-        .args(std::env::args_os().skip(1))
-        .env(RELAUNCH_VAR, (attempt + 1).to_string());
-    #[cfg(unix)]
-    {
-        use std::os::unix::process::CommandExt;
-        // Same pid, so whoever started this app (a launcher, a test) still has it.
-        let e = again.exec();
-        eprintln!("local-mcp: could not start: {why}; and could not start again: {e}");
-        ExitCode::FAILURE
-    }
-    #[cfg(not(unix))]
-    match again.spawn() {
-        Ok(_) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("local-mcp: could not start: {why}; and could not start again: {e}");
-            ExitCode::FAILURE
-        }
-    }
-}
-
-/// The app is on its way out: a start from now on waits for it to be gone
-/// instead of handing it arguments it would drop.
-fn leaving(app: &AppHandle) {
-    if let Some(held) = app.try_state::<Held>() {
-        if let Some(held) = held.0.lock().unwrap_or_else(|p| p.into_inner()).as_mut() {
-            held.mark(instance::Phase::Leaving);
-        }
-    }
-    tauri_plugin_single_instance::destroy(app);
-}
-
-/// SIGTERM (a logout, `kill`, a new start taking over) quits like the tray's
-/// Quit: waiting agents are answered and the database is closed.
-async fn leave_on_terminate(app: AppHandle) {
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{signal, SignalKind};
-        let Ok(mut term) = signal(SignalKind::terminate()) else {
-            return;
-        };
-        if term.recv().await.is_some() {
-            tracing::info!("SIGTERM: quitting");
-            app.exit(0);
-        }
-    }
-    #[cfg(not(unix))]
-    let _ = app;
-}
-
 /// The shell around the desktop's own engine.
 fn run_engine(app: &mut tauri::App, engine: Engine) -> Result<(), Box<dyn std::error::Error>> {
     let handle = app.handle().clone();
@@ -426,7 +288,7 @@ fn run_engine(app: &mut tauri::App, engine: Engine) -> Result<(), Box<dyn std::e
     let recovered = engine.queue.facts().recovered.clone();
     let events = engine.subscribe();
     let mcp_url = engine.mcp_url();
-    *shell.engine.lock().unwrap_or_else(|p| p.into_inner()) = Some(engine);
+    *shell.engine.lock_anyway() = Some(engine);
     app.manage(shell);
     let items = tray::create(&handle)?;
     tauri::async_runtime::spawn(follow_engine(handle.clone(), items, events));
@@ -524,7 +386,7 @@ fn stop_engine(app: &AppHandle, shutdown: &CancellationToken) {
     let Some(shell) = app.try_state::<Shell>() else {
         return;
     };
-    let engine = shell.engine.lock().unwrap_or_else(|p| p.into_inner()).take();
+    let engine = shell.engine.lock_anyway().take();
     if let Some(engine) = engine {
         let _ = tauri::async_runtime::block_on(async {
             tokio::time::timeout(Duration::from_secs(6), engine.stopped()).await
@@ -550,10 +412,7 @@ async fn follow_engine(
         let prefs = app.state::<Shell>().prefs.get();
         match (&event.kind, &event.data) {
             (EventKind::StatusChanged, EventData::Status(status)) => {
-                tray::LOG_DIR
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .clone_from(&status.server.log_dir);
+                tray::LOG_DIR.lock_anyway().clone_from(&status.server.log_dir);
                 let mut tray_view = view::tray_view(status);
                 if let Some(remote) = &app.state::<Shell>().attached {
                     tray_view = view::attached(tray_view, &remote.base);

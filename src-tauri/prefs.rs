@@ -2,6 +2,7 @@
 //! `desktop.json` in the platform config folder. The queue's settings live in
 //! the engine; these only concern this desktop.
 
+use engine::sync::MutexExt;
 use std::path::PathBuf;
 use std::sync::Mutex;
 
@@ -49,11 +50,11 @@ impl PrefsFile {
     }
 
     pub fn get(&self) -> Prefs {
-        *self.prefs.lock().unwrap_or_else(|p| p.into_inner())
+        *self.prefs.lock_anyway()
     }
 
     pub fn update(&self, f: impl FnOnce(&mut Prefs)) -> Prefs {
-        let mut guard = self.prefs.lock().unwrap_or_else(|p| p.into_inner());
+        let mut guard = self.prefs.lock_anyway();
         f(&mut guard);
         let prefs = *guard;
         drop(guard);

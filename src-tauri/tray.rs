@@ -3,6 +3,7 @@
 //! (pending per queue, hold or release all, Connect ▸ from `connect_menu`). Updated from engine events (no
 //! polling).
 
+use engine::sync::MutexExt;
 use tauri::image::Image;
 use tauri::menu::{CheckMenuItem, Menu, MenuItem, PredefinedMenuItem, Submenu};
 use tauri::tray::{MouseButton, MouseButtonState, TrayIcon, TrayIconBuilder, TrayIconEvent};
@@ -188,7 +189,7 @@ fn on_menu(app: &AppHandle, event: tauri::menu::MenuEvent) {
             }
         }
         LOG_FOLDER => {
-            let dir = LOG_DIR.lock().unwrap_or_else(|p| p.into_inner()).clone();
+            let dir = LOG_DIR.lock_anyway().clone();
             match dir {
                 Some(dir) => {
                     use tauri_plugin_opener::OpenerExt;
@@ -229,7 +230,7 @@ pub fn apply(app: &AppHandle, items: &TrayItems, view: &TrayView) {
     }
     let _ = tray.set_tooltip(Some(&view.tooltip));
     let _ = tray.set_title(view.title.as_deref());
-    *crate::windows::ANSWERING.lock().unwrap_or_else(|p| p.into_inner()) = view.answer.clone();
+    *crate::windows::ANSWERING.lock_anyway() = view.answer.clone();
     let _ = items.pending.set_text(&view.pending_label);
     ANY_HELD.store(view.any_held, std::sync::atomic::Ordering::Relaxed);
     let _ = items.hold_all.set_text(if view.any_held {
@@ -237,7 +238,7 @@ pub fn apply(app: &AppHandle, items: &TrayItems, view: &TrayView) {
     } else {
         "Hold all queues"
     });
-    let mut shown = items.queue_labels.lock().unwrap_or_else(|p| p.into_inner());
+    let mut shown = items.queue_labels.lock_anyway();
     if *shown != view.queue_labels {
         if let Ok(old) = items.queues.items() {
             for item in old {

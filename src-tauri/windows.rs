@@ -3,6 +3,7 @@
 //! talk to the engine over HTTP like any browser. Navigation is held to the
 //! engine's origin; other links open in the system browser.
 
+use engine::sync::MutexExt;
 use tauri::webview::Cookie;
 use tauri::{AppHandle, Manager, WebviewUrl, WebviewWindow, WebviewWindowBuilder};
 use tauri_plugin_window_state::{StateFlags, WindowExt};
@@ -93,7 +94,7 @@ pub fn show_quick_add(app: &AppHandle) {
     let shell = app.state::<Shell>();
     let mut url = shell.quick_url.clone();
     // While an agent waits on a question, quick add answers it.
-    if let Some((report, agent)) = ANSWERING.lock().unwrap_or_else(|p| p.into_inner()).clone() {
+    if let Some((report, agent)) = ANSWERING.lock_anyway().clone() {
         url.query_pairs_mut()
             .append_pair("reply", &report)
             .append_pair("agent", &agent);

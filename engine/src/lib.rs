@@ -50,7 +50,7 @@ mod queue;
 mod server;
 pub mod snippets;
 mod store;
-mod sync;
+pub mod sync;
 pub mod time;
 
 use std::net::SocketAddr;

@@ -139,24 +139,38 @@ async fn a_routes_body_policy_comes_before_its_405() {
             .send()
     };
     // A JSON-only route, a method it lacks: the text body is refused first.
-    let r = send(reqwest::Method::PUT, "/api/status", "text/plain", b"x".to_vec()).await.unwrap();
+    let r = send(reqwest::Method::PUT, "/api/status", "text/plain", b"x".to_vec())
+        .await
+        .unwrap();
     assert_eq!(r.status(), 415);
-    let r = send(reqwest::Method::PUT, "/api/status", "application/json", b"{}".to_vec()).await.unwrap();
+    let r = send(reqwest::Method::PUT, "/api/status", "application/json", b"{}".to_vec())
+        .await
+        .unwrap();
     assert_eq!(r.status(), 405);
     // An upload route takes its form whatever the method: the missing one is 405.
     let form = "multipart/form-data; boundary=x";
-    let r = send(reqwest::Method::PUT, "/api/instructions", form, b"--x--".to_vec()).await.unwrap();
+    let r = send(reqwest::Method::PUT, "/api/instructions", form, b"--x--".to_vec())
+        .await
+        .unwrap();
     assert_eq!(r.status(), 405);
     // Its form may be larger than JSON; a JSON body there may not.
     let big = vec![b' '; 2 * 1024 * 1024];
-    let r = send(reqwest::Method::PUT, "/api/instructions", form, big.clone()).await.unwrap();
+    let r = send(reqwest::Method::PUT, "/api/instructions", form, big.clone())
+        .await
+        .unwrap();
     assert_eq!(r.status(), 405);
-    let r = send(reqwest::Method::PUT, "/api/instructions", "application/json", big).await.unwrap();
+    let r = send(reqwest::Method::PUT, "/api/instructions", "application/json", big)
+        .await
+        .unwrap();
     assert_eq!(r.status(), 413);
     // The page and MCP take JSON as the API does.
-    let r = send(reqwest::Method::POST, "/", "text/plain", b"x".to_vec()).await.unwrap();
+    let r = send(reqwest::Method::POST, "/", "text/plain", b"x".to_vec())
+        .await
+        .unwrap();
     assert_eq!(r.status(), 415);
-    let r = send(reqwest::Method::POST, "/mcp/q/other", "text/plain", b"x".to_vec()).await.unwrap();
+    let r = send(reqwest::Method::POST, "/mcp/q/other", "text/plain", b"x".to_vec())
+        .await
+        .unwrap();
     assert_eq!(r.status(), 415);
     s.stop().await;
 }
