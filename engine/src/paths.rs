@@ -8,6 +8,23 @@ use std::path::{Path, PathBuf};
 
 use crate::private_fs;
 
+// Where the home and config folders of the agents' clients are differs by
+// platform: one file each, whose header says how it is verified.
+#[cfg(not(windows))]
+#[path = "paths/unix.rs"]
+mod platform;
+#[cfg(windows)]
+#[path = "paths/windows.rs"]
+mod platform;
+
+/// The home folder and the platform config folder the agents' clients keep
+/// their files under (`connect` edits them): `$HOME` and XDG's config folder
+/// on Linux, `~/Library/Application Support` on macOS, `%USERPROFILE%` and
+/// `%APPDATA%` on Windows.
+pub fn client_folders() -> Option<(PathBuf, PathBuf)> {
+    platform::client_folders()
+}
+
 /// The platform folders (XDG on Linux, `~/Library/…` on macOS, `%APPDATA%` on Windows).
 fn project_dirs() -> Option<directories::ProjectDirs> {
     directories::ProjectDirs::from("dev", "local-mcp", "local-mcp")

@@ -28,7 +28,7 @@ const MOVED_BY: [&str; 3] = ["CODEX_HOME", "CLAUDE_CONFIG_DIR", "COPILOT_HOME"];
 impl Env {
     /// This process's home, folders and variables.
     pub fn from_process() -> Option<Env> {
-        let base = directories::BaseDirs::new()?;
+        let (home, config) = crate::paths::client_folders()?;
         let vars = MOVED_BY
             .iter()
             .filter_map(|k| {
@@ -42,8 +42,8 @@ impl Env {
             .map(|p| std::env::split_paths(&p).collect())
             .unwrap_or_default();
         Some(Env {
-            home: base.home_dir().to_path_buf(),
-            config: base.config_dir().to_path_buf(),
+            home,
+            config,
             vars,
             path,
             records: crate::paths::default_connections_file()?,

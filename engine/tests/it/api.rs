@@ -495,6 +495,8 @@ async fn clients_snippets_come_from_the_engine_and_never_carry_the_token() {
 #[tokio::test]
 async fn connect_requests_are_checked_first() {
     let s = common::start(|_| {}).await;
+    // A folder that exists, absolute on every platform (`/` is not on Windows).
+    let folder = std::env::temp_dir();
     for (path, body, status, says) in [
         ("/api/connect", json!({"client": "emacs"}), 422, "unknown variant"),
         (
@@ -511,7 +513,7 @@ async fn connect_requests_are_checked_first() {
         ),
         (
             "/api/connect",
-            json!({"client": "cline", "project": "/"}),
+            json!({"client": "cline", "project": folder}),
             409,
             "no project-level",
         ),

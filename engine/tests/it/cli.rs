@@ -295,8 +295,11 @@ fn a_first_run_prints_no_error() {
 fn connect_does_not_invent_a_client_and_disconnect_takes_away_what_it_made() {
     let home = tempfile::tempdir().unwrap();
     let env = |c: &mut Command| {
+        // The same fresh home on Windows, where clients find theirs by these two.
         c.env("HOME", home.path())
             .env("XDG_CONFIG_HOME", home.path().join(".config"))
+            .env("USERPROFILE", home.path())
+            .env("APPDATA", home.path().join(".config"))
             .env("PATH", "/usr/bin:/bin")
             .env("LOCAL_MCP_CONNECTION_FILE", home.path().join("none.json"));
     };

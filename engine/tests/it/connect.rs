@@ -610,6 +610,9 @@ fn the_connect_command_end_to_end() {
             .args(args)
             .env("HOME", home.path())
             .env("XDG_CONFIG_HOME", home.path().join(".config"))
+            // The same fresh home on Windows, where clients find theirs by these two.
+            .env("USERPROFILE", home.path())
+            .env("APPDATA", home.path().join(".config"))
             .env_remove("LOCAL_MCP_TOKEN")
             .env_remove("LOCAL_MCP_URL")
             .env_remove("CODEX_HOME")
@@ -653,7 +656,8 @@ fn the_connect_command_end_to_end() {
     let out = run(&["connect", "cursor", "--url", "http://127.0.0.1:8765/mcp"]);
     assert_eq!(out.status.code(), Some(1));
     let said = String::from_utf8_lossy(&out.stderr);
-    assert!(said.contains(".cursor/mcp.json does not parse"), "{said}");
+    let named = format!(".cursor{}mcp.json does not parse", std::path::MAIN_SEPARATOR);
+    assert!(said.contains(&named), "{said}");
 
     let out = run(&["disconnect", "codex"]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
