@@ -69,21 +69,33 @@ fn state_path(lock_path: &Path) -> PathBuf {
 
 /// Who holds the lock now, by its own account (`None`: nobody, or a holder
 /// that has not written its state yet).
+/// Only a small regular file of this account's counts (never through a link,
+/// never waiting on a FIFO swapped in at that name).
 pub fn read_state(lock_path: &Path) -> Option<State> {
-    let text = std::fs::read_to_string(state_path(lock_path)).ok()?;
-    serde_json::from_str(&text).ok()
+    let bytes = private_fs::read_ours(&state_path(lock_path), STATE_LIMIT).ok()?;
+    serde_json::from_slice(&bytes).ok()
 }
+
+/// More than a state's JSON ever takes.
+const STATE_LIMIT: u64 = 4096;
 
 /// Take the lock, waiting for (and, past their patience, taking over from) an
 /// app that is starting or leaving; or find the ready app to hand over to.
 pub fn claim(lock_path: &Path) -> Result<Claim, String> {
+    claim_within(lock_path, STARTING_PATIENCE, LEAVING_PATIENCE)
+}
+
+fn claim_within(lock_path: &Path, starting: Duration, leaving: Duration) -> Result<Claim, String> {
+    // Our own folder: refused when another account owns it (it could swap
+    // the state file and make this start signal a process of its choosing).
     if let Some(dir) = lock_path.parent() {
-        private_fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        private_fs::private_dir(dir).map_err(|e| format!("cannot use {}: {e}", dir.display()))?;
     }
     let file =
         private_fs::open_or_create(lock_path).map_err(|e| format!("cannot open {}: {e}", lock_path.display()))?;
     // Since when the holder has been seen in its current phase.
     let mut seen: Option<(Option<State>, Instant)> = None;
+    let mut taken_over = false;
     loop {
         match file.try_lock() {
             Ok(()) => {
@@ -101,7 +113,8 @@ pub fn claim(lock_path: &Path) -> Result<Claim, String> {
             Err(std::fs::TryLockError::WouldBlock) => {}
             Err(std::fs::TryLockError::Error(e)) => return Err(format!("cannot lock {}: {e}", lock_path.display())),
         }
-        let state = read_state(lock_path).filter(|s| s.pid != std::process::id());
+        // A state naming a process that is not local-mcp says nothing of who holds the lock.
+        let state = read_state(lock_path).filter(|s| s.pid != std::process::id() && process::same_program(s.pid));
         if let Some(s) = state.filter(|s| s.phase == Phase::Ready && process::alive(s.pid)) {
             return Ok(Claim::Running(s));
         }
@@ -117,20 +130,21 @@ pub fn claim(lock_path: &Path) -> Result<Claim, String> {
             }
         };
         let patience = match state.map(|s| s.phase) {
-            Some(Phase::Leaving) => LEAVING_PATIENCE,
-            _ => STARTING_PATIENCE,
+            Some(Phase::Leaving) => leaving,
+            _ => starting,
         };
         if since.elapsed() >= patience {
-            match state {
-                Some(s) => take_over(s.pid, &format!("{:?} for {} s", s.phase, patience.as_secs())),
-                None => {
-                    return Err(format!(
-                        "another local-mcp holds {} and has not said who it is for {} s",
-                        lock_path.display(),
-                        patience.as_secs()
-                    ))
-                }
-            }
+            let Some(s) = state.filter(|_| !taken_over) else {
+                return Err(format!(
+                    "another program holds {} and has not said it is local-mcp for {} s{}",
+                    lock_path.display(),
+                    patience.as_secs(),
+                    if taken_over { " (after local-mcp was ended)" } else { "" }
+                ));
+            };
+            take_over(s.pid, &format!("{:?} for {} s", s.phase, patience.as_secs()))?;
+            // Once: whoever holds the lock after that is not the app that was ended.
+            taken_over = true;
             seen = None;
         }
         std::thread::sleep(Duration::from_millis(50));
@@ -138,18 +152,25 @@ pub fn claim(lock_path: &Path) -> Result<Claim, String> {
 }
 
 /// End the app `pid`, which did not leave or answer in time: SIGTERM (it
-/// leaves gracefully if it still can), then SIGKILL.
-pub fn take_over(pid: u32, why: &str) {
+/// leaves gracefully if it still can), then SIGKILL. Refused unless `pid`
+/// runs this very program: a pid read from a file is not proof of who it is.
+pub fn take_over(pid: u32, why: &str) -> Result<(), String> {
+    if !process::same_program(pid) {
+        return Err(format!(
+            "the desktop lock's holder named process {pid}, which is not local-mcp; not ending it"
+        ));
+    }
     tracing::warn!(
         pid,
         "the running local-mcp does not answer ({why}); ending it to take over"
     );
     eprintln!("local-mcp: the running local-mcp (process {pid}) does not answer ({why}); ending it to take over");
     if process::terminate(pid).is_ok() && process::wait_until(TERM_PATIENCE, || !process::alive(pid)) {
-        return;
+        return Ok(());
     }
     let _ = process::kill(pid);
     process::wait_until(TERM_PATIENCE, || !process::alive(pid));
+    Ok(())
 }
 
 impl Instance {
@@ -244,6 +265,71 @@ mod tests {
         assert!(started.elapsed() < LEAVING_PATIENCE, "it did not need to take over");
         ender.join().unwrap();
         assert!(!process::alive(pid));
+    }
+
+    /// A state file naming a process that is not local-mcp (a stale number,
+    /// or one another program wrote) is never signalled: the start ends in
+    /// an error, once, and the process lives on.
+    #[test]
+    fn a_state_naming_another_program_is_never_signalled() {
+        let dir = tempfile::tempdir().unwrap();
+        let lock = lock_in(dir.path());
+        std::fs::create_dir_all(lock.parent().unwrap()).unwrap();
+        let _holder = LockHolder::start(&lock);
+        let mut bystander = std::process::Command::new("sleep").arg("30").spawn().unwrap();
+        for phase in [Phase::Starting, Phase::Leaving, Phase::Ready] {
+            std::fs::write(
+                state_path(&lock),
+                serde_json::to_vec(&State {
+                    pid: bystander.id(),
+                    phase,
+                })
+                .unwrap(),
+            )
+            .unwrap();
+            match claim_within(&lock, Duration::from_millis(300), Duration::from_millis(300)) {
+                Err(e) => assert!(e.contains("has not said it is local-mcp"), "{phase:?}: {e}"),
+                Ok(Claim::Mine(_)) => panic!("{phase:?}: granted a lock another process holds"),
+                Ok(Claim::Running(s)) => panic!("{phase:?}: handed over to {}", s.pid),
+            }
+            assert!(process::alive(bystander.id()), "{phase:?}: the bystander was signalled");
+        }
+        assert!(take_over(bystander.id(), "a test").is_err());
+        assert!(process::alive(bystander.id()));
+        bystander.kill().unwrap();
+        bystander.wait().unwrap();
+    }
+
+    /// The state is read only from a small regular file of ours: a FIFO at
+    /// its name does not block the start, a link is not followed, a huge
+    /// file is read no further than a state can be.
+    #[cfg(unix)]
+    #[test]
+    fn a_hostile_state_file_is_not_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let lock = lock_in(dir.path());
+        std::fs::create_dir_all(lock.parent().unwrap()).unwrap();
+        let state = state_path(&lock);
+        let fifo = std::process::Command::new("mkfifo").arg(&state).status().unwrap();
+        assert!(fifo.success());
+        let started = Instant::now();
+        assert_eq!(read_state(&lock), None);
+        assert!(
+            started.elapsed() < Duration::from_secs(1),
+            "a FIFO did not hold the read"
+        );
+        std::fs::remove_file(&state).unwrap();
+
+        let real = dir.path().join("elsewhere.json");
+        std::fs::write(&real, br#"{"pid":1,"phase":"ready"}"#).unwrap();
+        std::os::unix::fs::symlink(&real, &state).unwrap();
+        assert_eq!(read_state(&lock), None, "a link is not followed");
+        std::fs::remove_file(&state).unwrap();
+
+        // Whole, this is a valid state; its first 4 KiB are not.
+        let huge = format!(r#"{{"pid":1,"phase":"ready","padding":"{}"}}"#, "x".repeat(10 << 20));
+        std::fs::write(&state, huge).unwrap();
+        assert_eq!(read_state(&lock), None, "only the first 4 KiB are read");
     }
 
     /// Set in the environment of a copy of this test binary that holds the

@@ -17,8 +17,9 @@ mod tray;
 mod view;
 mod webview_helpers;
 
-use relaunch::{hand_over, leave_on_terminate, leaving, relaunch, watchdog, Held, CHANNEL_PATIENCE, RELAUNCH_VAR};
 mod windows;
+
+use relaunch::{hand_over, leave_on_terminate, leaving, relaunch, watchdog, Held, CHANNEL_PATIENCE, RELAUNCH_VAR};
 
 use engine::sync::MutexExt;
 use std::collections::HashSet;

@@ -36,13 +36,15 @@ pub(crate) fn hand_over(running: instance::State, lock_path: &Path, context: tau
     // (the call then fails, and this start goes on from there).
     let pid = running.pid;
     let answered = watchdog(HAND_OVER_PATIENCE, move || {
-        instance::take_over(
-            pid,
-            &format!(
-                "it did not take a launch's arguments in {} s",
-                HAND_OVER_PATIENCE.as_secs()
-            ),
+        let why = format!(
+            "it did not take a launch's arguments in {} s",
+            HAND_OVER_PATIENCE.as_secs()
         );
+        if let Err(e) = instance::take_over(pid, &why) {
+            // The call would wait for ever on a process that is not ours to end.
+            eprintln!("local-mcp: could not start: {e}");
+            std::process::exit(1);
+        }
     });
     let built = crate::builder().build(context);
     answered.store(true, Ordering::SeqCst);
@@ -63,7 +65,10 @@ pub(crate) fn hand_over(running: instance::State, lock_path: &Path, context: tau
         },
         Err(e) => {
             if process::alive(running.pid) {
-                instance::take_over(running.pid, &e.to_string());
+                if let Err(refused) = instance::take_over(running.pid, &e.to_string()) {
+                    eprintln!("local-mcp: could not start: {refused}");
+                    return ExitCode::FAILURE;
+                }
             }
             relaunch(&e.to_string(), attempt)
         }
@@ -94,8 +99,12 @@ pub(crate) fn watchdog(patience: Duration, on_timeout: impl FnOnce() + Send + 's
 /// Start this app again in a fresh process (a Tauri app is built once per
 /// process), with the same arguments, after a pause that grows each time.
 pub(crate) fn relaunch(why: &str, attempt: u32) -> ExitCode {
-    if attempt + 1 >= STARTS {
-        eprintln!("local-mcp: could not start: {why} (tried {STARTS} times)");
+    // The count comes from the environment: any number must do no harm.
+    if attempt.saturating_add(1) >= STARTS {
+        eprintln!(
+            "local-mcp: could not start: {why} (tried {} times)",
+            attempt.saturating_add(1)
+        );
         return ExitCode::FAILURE;
     }
     tracing::warn!(attempt, "starting again: {why}");

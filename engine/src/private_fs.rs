@@ -70,6 +70,24 @@ pub fn open_no_follow(path: &Path) -> io::Result<File> {
     options().read(true).open(path)
 }
 
+/// Read a small file of ours: not through a link, never waiting on a FIFO
+/// or a device at that name, only a regular file this account owns, and at
+/// most `limit` bytes (a state file another program could have swapped).
+pub fn read_ours(path: &Path, limit: u64) -> io::Result<Vec<u8>> {
+    let mut options = options();
+    options.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK);
+    }
+    let file = options.open(path)?;
+    check_ours(&file, path)?;
+    let mut bytes = Vec::new();
+    io::Read::read_to_end(&mut io::Read::take(file, limit), &mut bytes)?;
+    Ok(bytes)
+}
+
 /// A regular file that we own, or an error naming why not.
 fn check_ours(file: &File, path: &Path) -> io::Result<()> {
     let meta = file.metadata()?;

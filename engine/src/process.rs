@@ -23,6 +23,18 @@ pub fn kill(pid: u32) -> std::io::Result<()> {
     imp::kill(pid)
 }
 
+/// Whether the process `pid` runs this very program (the same executable
+/// file) — so a pid read from a state file is signalled only when it is
+/// another copy of us, never a process that merely took over a stale number.
+/// A process of another account is never "the same": its executable cannot
+/// be read.
+pub fn same_program(pid: u32) -> bool {
+    let Ok(me) = std::env::current_exe().and_then(std::fs::canonicalize) else {
+        return false;
+    };
+    imp::executable(pid).is_some_and(|exe| exe == me)
+}
+
 /// Wait up to `patience` for `gone` to hold, checking every 50 ms; whether it did.
 pub fn wait_until(patience: Duration, mut gone: impl FnMut() -> bool) -> bool {
     let deadline = Instant::now() + patience;
@@ -79,13 +91,43 @@ mod imp {
     pub fn kill(p: u32) -> std::io::Result<()> {
         signal(p, libc::SIGKILL)
     }
+
+    /// The executable `p` runs, as the kernel knows it.
+    #[cfg(target_os = "linux")]
+    pub fn executable(p: u32) -> Option<std::path::PathBuf> {
+        let p = pid(p).ok()?;
+        let exe = std::fs::read_link(format!("/proc/{p}/exe")).ok()?;
+        // A binary replaced on disk while it runs (an update) reads "… (deleted)".
+        let text = exe.to_str()?;
+        Some(text.strip_suffix(" (deleted)").unwrap_or(text).into())
+    }
+
+    #[cfg(target_os = "macos")]
+    pub fn executable(p: u32) -> Option<std::path::PathBuf> {
+        use std::os::unix::ffi::OsStrExt;
+        let p = pid(p).ok()?;
+        let mut buf = vec![0u8; libc::PROC_PIDPATHINFO_MAXSIZE as usize];
+        // SAFETY: the buffer is writable for the length given.
+        let n = unsafe { libc::proc_pidpath(p, buf.as_mut_ptr().cast(), buf.len() as u32) };
+        if n <= 0 {
+            return None;
+        }
+        buf.truncate(n as usize);
+        std::fs::canonicalize(std::ffi::OsStr::from_bytes(&buf)).ok()
+    }
+
+    #[cfg(not(any(target_os = "linux", target_os = "macos")))]
+    pub fn executable(_: u32) -> Option<std::path::PathBuf> {
+        None
+    }
 }
 
 #[cfg(windows)]
 mod imp {
     use windows_sys::Win32::Foundation::{CloseHandle, HANDLE, STILL_ACTIVE};
     use windows_sys::Win32::System::Threading::{
-        GetExitCodeProcess, OpenProcess, TerminateProcess, PROCESS_QUERY_LIMITED_INFORMATION, PROCESS_TERMINATE,
+        GetExitCodeProcess, OpenProcess, QueryFullProcessImageNameW, TerminateProcess, PROCESS_NAME_WIN32,
+        PROCESS_QUERY_LIMITED_INFORMATION, PROCESS_TERMINATE,
     };
 
     /// An open process handle, closed when dropped.
@@ -118,6 +160,21 @@ mod imp {
         // SAFETY: a live handle and a valid out-pointer.
         let ok = unsafe { GetExitCodeProcess(process.0, &mut code) } != 0;
         ok && code == STILL_ACTIVE as u32
+    }
+
+    /// The executable `pid` runs (another account's process cannot be opened).
+    pub fn executable(pid: u32) -> Option<std::path::PathBuf> {
+        use std::os::windows::ffi::OsStringExt;
+        let process = Process::open(pid, PROCESS_QUERY_LIMITED_INFORMATION).ok()?;
+        let mut buf = vec![0u16; 32_768];
+        let mut len = buf.len() as u32;
+        // SAFETY: a live handle; the buffer holds `len` UTF-16 units and `len` is updated.
+        let ok = unsafe { QueryFullProcessImageNameW(process.0, PROCESS_NAME_WIN32, buf.as_mut_ptr(), &mut len) } != 0;
+        if !ok {
+            return None;
+        }
+        buf.truncate(len as usize);
+        std::fs::canonicalize(std::ffi::OsString::from_wide(&buf)).ok()
     }
 
     pub fn terminate(pid: u32) -> std::io::Result<()> {
@@ -163,6 +220,46 @@ mod tests {
         kill(pid).unwrap();
         child.wait().unwrap();
         assert!(!alive(pid), "a reaped child is gone");
+    }
+
+    #[test]
+    fn only_a_copy_of_this_program_is_the_same_program() {
+        // Another program (a pid a stale state file could name) is not.
+        let mut other = std::process::Command::new(if cfg!(windows) { "cmd" } else { "sleep" })
+            .args(if cfg!(windows) {
+                &["/C", "ping -n 30 127.0.0.1 >NUL"][..]
+            } else {
+                &["30"][..]
+            })
+            .spawn()
+            .unwrap();
+        assert!(!same_program(other.id()));
+        kill(other.id()).unwrap();
+        other.wait().unwrap();
+        assert!(!same_program(other.id()), "nor a pid that is gone");
+        // A copy of this test binary is.
+        let mut copy = std::process::Command::new(std::env::current_exe().unwrap())
+            .args(["--exact", "process::tests::a_copy_that_waits", "--ignored"])
+            .env("LOCAL_MCP_TEST_WAIT", "1")
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let same = same_program(copy.id());
+        let _ = kill(copy.id());
+        copy.wait().unwrap();
+        if cfg!(any(target_os = "linux", target_os = "macos", windows)) {
+            assert!(same, "a copy of this program");
+        }
+        assert!(!same_program(0) && !same_program(u32::MAX));
+    }
+
+    /// What the copy in the test above runs: it waits to be killed.
+    #[test]
+    #[ignore = "run by only_a_copy_of_this_program_is_the_same_program in a child process"]
+    fn a_copy_that_waits() {
+        if std::env::var_os("LOCAL_MCP_TEST_WAIT").is_some() {
+            std::thread::sleep(Duration::from_secs(30));
+        }
     }
 
     #[test]
