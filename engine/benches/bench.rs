@@ -286,448 +286,471 @@ async fn main() {
     let dir = tempfile::tempdir().unwrap();
     let mut rows: Vec<(String, String, String)> = Vec::new();
 
-    // Launch → ready, idle memory, round trip.
-    let mut launches = Vec::new();
-    for i in 0..5 {
-        let s = Server::launch(&dir.path().join(format!("launch{i}.sqlite3"))).await;
-        launches.push(s.ready_after);
-    }
-    launches.sort();
-    rows.push((
-        "launch → ready (median of 5, fresh database)".into(),
-        ms(pct(&launches, 0.5)),
-        "< 50 ms".into(),
-    ));
+    // LOCAL_MCP_BENCH_ONLY=claims,memory… runs only those sections (to profile one).
+    let only = std::env::var("LOCAL_MCP_BENCH_ONLY").ok();
+    let wants = |section: &str| {
+        only.as_deref()
+            .is_none_or(|o| o.split(',').any(|x| x.trim() == section))
+    };
 
-    let s = Server::launch(&dir.path().join("main.sqlite3")).await;
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    rows.push((
-        "idle RSS".into(),
-        format!("{:.1} MiB", s.rss_kib() as f64 / 1024.0),
-        "< 15 MiB".into(),
-    ));
-
-    s.config(json!({"default_wait_seconds": 0})).await;
-    for _ in 0..200 {
-        s.call("warmup").await;
-    }
-    let mut rtt = Vec::new();
-    for _ in 0..2000 {
-        let t = Instant::now();
-        s.call("rtt").await;
-        rtt.push(t.elapsed());
-    }
-    rtt.sort();
-    rows.push((
-        "MCP round trip, tools/call on an empty queue, p50".into(),
-        ms(pct(&rtt, 0.5)),
-        "< 0.5 ms".into(),
-    ));
-    rows.push(("MCP round trip, p99".into(), ms(pct(&rtt, 0.99)), String::new()));
-
-    // The same-user check reads the kernel's socket table once per connection
-    // (keep-alive requests skip it): a fresh connection per request, check on and off.
-    let fresh = reqwest::Client::builder().pool_max_idle_per_host(0).build().unwrap();
-    for on in [true, false] {
-        s.config(json!({ "same_user_only": on })).await;
-        let mut took = Vec::new();
-        for i in 0..550 {
-            let t = Instant::now();
-            let r = fresh.get(format!("{}/healthz", s.url)).send().await.unwrap();
-            assert!(r.status().is_success());
-            if i >= 50 {
-                took.push(t.elapsed());
-            }
+    // Start, memory, latency.
+    if wants("start") || wants("memory") {
+        // Launch → ready, idle memory, round trip.
+        let mut launches = Vec::new();
+        for i in 0..5 {
+            let s = Server::launch(&dir.path().join(format!("launch{i}.sqlite3"))).await;
+            launches.push(s.ready_after);
         }
-        took.sort();
+        launches.sort();
         rows.push((
-            format!(
-                "new connection + GET /healthz, same-user check {}, p50",
-                if on { "on" } else { "off" }
-            ),
-            ms(pct(&took, 0.5)),
-            String::new(),
+            "launch → ready (median of 5, fresh database)".into(),
+            ms(pct(&launches, 0.5)),
+            "< 50 ms".into(),
         ));
-    }
-    s.config(json!({ "same_user_only": true })).await;
 
-    // Wake latency: POST acknowledged → the waiting caller has its result.
-    s.config(json!({"default_wait_seconds": 60})).await;
-    let s = Arc::new(s);
-    let mut wake = Vec::new();
-    for i in 0..200 {
-        let waiter = {
-            let s = s.clone();
-            tokio::spawn(async move {
-                let r = s.call("waker").await;
-                (r, Instant::now())
-            })
-        };
-        s.until_status(|st| st["agent"]["waiting"] == true, Duration::from_millis(1))
-            .await;
-        s.add(&format!("wake {i}")).await;
-        let acked = Instant::now();
-        let (r, got) = waiter.await.unwrap();
-        assert_eq!(r, "instruction");
-        wake.push(got.saturating_duration_since(acked));
-    }
-    wake.sort();
-    rows.push((
-        "wake latency (POST acked → waiting client has it), p50".into(),
-        ms(pct(&wake, 0.5)),
-        "< 1 ms".into(),
-    ));
-    rows.push(("wake latency, p99".into(), ms(pct(&wake, 0.99)), String::new()));
+        let s = Server::launch(&dir.path().join("main.sqlite3")).await;
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        rows.push((
+            "idle RSS".into(),
+            format!("{:.1} MiB", s.rss_kib() as f64 / 1024.0),
+            "< 15 MiB".into(),
+        ));
 
-    // The same for an instruction addressed to one agent while 31 others wait
-    // in 4 queues (7 of them in its own): only its agent is woken.
-    let mut crowd = Vec::new();
-    for a in 0..31 {
-        let s = s.clone();
-        crowd.push(tokio::spawn(async move {
-            s.call_in(&format!("q{}", a % 4), &format!("crowd-{a}")).await
-        }));
-    }
-    s.until_status(
-        |st| {
-            st["agents"]
-                .as_array()
-                .is_some_and(|a| a.iter().filter(|a| a["waiting"] == true).count() >= 31)
-        },
-        Duration::from_millis(5),
-    )
-    .await;
-    let mut targeted = Vec::new();
-    for i in 0..200 {
-        let waiter = {
+        s.config(json!({"default_wait_seconds": 0})).await;
+        for _ in 0..200 {
+            s.call("warmup").await;
+        }
+        let mut rtt = Vec::new();
+        for _ in 0..2000 {
+            let t = Instant::now();
+            s.call("rtt").await;
+            rtt.push(t.elapsed());
+        }
+        rtt.sort();
+        rows.push((
+            "MCP round trip, tools/call on an empty queue, p50".into(),
+            ms(pct(&rtt, 0.5)),
+            "< 0.5 ms".into(),
+        ));
+        rows.push(("MCP round trip, p99".into(), ms(pct(&rtt, 0.99)), String::new()));
+
+        // The same-user check reads the kernel's socket table once per connection
+        // (keep-alive requests skip it): a fresh connection per request, check on and off.
+        let fresh = reqwest::Client::builder().pool_max_idle_per_host(0).build().unwrap();
+        for on in [true, false] {
+            s.config(json!({ "same_user_only": on })).await;
+            let mut took = Vec::new();
+            for i in 0..550 {
+                let t = Instant::now();
+                let r = fresh.get(format!("{}/healthz", s.url)).send().await.unwrap();
+                assert!(r.status().is_success());
+                if i >= 50 {
+                    took.push(t.elapsed());
+                }
+            }
+            took.sort();
+            rows.push((
+                format!(
+                    "new connection + GET /healthz, same-user check {}, p50",
+                    if on { "on" } else { "off" }
+                ),
+                ms(pct(&took, 0.5)),
+                String::new(),
+            ));
+        }
+        s.config(json!({ "same_user_only": true })).await;
+
+        // Wake latency: POST acknowledged → the waiting caller has its result.
+        s.config(json!({"default_wait_seconds": 60})).await;
+        let s = Arc::new(s);
+        let mut wake = Vec::new();
+        for i in 0..200 {
+            let waiter = {
+                let s = s.clone();
+                tokio::spawn(async move {
+                    let r = s.call("waker").await;
+                    (r, Instant::now())
+                })
+            };
+            s.until_status(|st| st["agent"]["waiting"] == true, Duration::from_millis(1))
+                .await;
+            s.add(&format!("wake {i}")).await;
+            let acked = Instant::now();
+            let (r, got) = waiter.await.unwrap();
+            assert_eq!(r, "instruction");
+            wake.push(got.saturating_duration_since(acked));
+        }
+        wake.sort();
+        rows.push((
+            "wake latency (POST acked → waiting client has it), p50".into(),
+            ms(pct(&wake, 0.5)),
+            "< 1 ms".into(),
+        ));
+        rows.push(("wake latency, p99".into(), ms(pct(&wake, 0.99)), String::new()));
+
+        // The same for an instruction addressed to one agent while 31 others wait
+        // in 4 queues (7 of them in its own): only its agent is woken.
+        let mut crowd = Vec::new();
+        for a in 0..31 {
             let s = s.clone();
-            tokio::spawn(async move {
-                let r = s.call_in("q0", "target").await;
-                (r, Instant::now())
-            })
-        };
+            crowd.push(tokio::spawn(async move {
+                s.call_in(&format!("q{}", a % 4), &format!("crowd-{a}")).await
+            }));
+        }
         s.until_status(
             |st| {
                 st["agents"]
                     .as_array()
-                    .is_some_and(|a| a.iter().any(|a| a["agent_id"] == "target" && a["waiting"] == true))
+                    .is_some_and(|a| a.iter().filter(|a| a["waiting"] == true).count() >= 31)
             },
-            Duration::from_millis(1),
+            Duration::from_millis(5),
         )
         .await;
-        s.add_to(&format!("for target {i}"), "q0", Some("target")).await;
-        let acked = Instant::now();
-        let (r, got) = waiter.await.unwrap();
-        assert_eq!(r, "instruction");
-        targeted.push(got.saturating_duration_since(acked));
-    }
-    for c in crowd {
-        c.abort();
-    }
-    targeted.sort();
-    rows.push((
-        "wake latency, targeted, 31 others waiting in 4 queues, p50".into(),
-        ms(pct(&targeted, 0.5)),
-        "< 1 ms".into(),
-    ));
-
-    // Memory with 1,000 concurrent waiting calls.
-    let mut held = Vec::new();
-    for i in 0..1000 {
-        let s = s.clone();
-        held.push(tokio::spawn(async move { s.call(&format!("holder-{i}")).await }));
-    }
-    // The report lists 50 agents; once 50 are waiting, let RSS settle for the rest.
-    s.until_status(
-        |st| {
-            st["agents"]
-                .as_array()
-                .is_some_and(|a| a.iter().filter(|a| a["waiting"] == true).count() >= 50)
-        },
-        Duration::from_millis(20),
-    )
-    .await;
-    tokio::time::sleep(Duration::from_secs(2)).await;
-    rows.push((
-        "RSS with 1,000 concurrent waiting calls".into(),
-        format!("{:.1} MiB", s.rss_kib() as f64 / 1024.0),
-        String::new(),
-    ));
-    for h in &held {
-        h.abort();
-    }
-    drop(held);
-    drop(s);
-
-    // Claims per second with 1, 8 and 64 agents draining a prefilled queue.
-    for agents in [1usize, 8, 64] {
-        let n = 4000;
-        let db = dir.path().join(format!("claims{agents}.sqlite3"));
-        prefill(&db, n);
-        let s = Arc::new(Server::launch(&db).await);
-        s.config(json!({"default_wait_seconds": 0})).await;
-        let t = Instant::now();
-        let mut tasks = Vec::new();
-        for a in 0..agents {
-            let s = s.clone();
-            tasks.push(tokio::spawn(async move {
-                let mut got = 0usize;
-                while s.call(&format!("claimer-{a}")).await == "instruction" {
-                    got += 1;
-                }
-                got
-            }));
+        let mut targeted = Vec::new();
+        for i in 0..200 {
+            let waiter = {
+                let s = s.clone();
+                tokio::spawn(async move {
+                    let r = s.call_in("q0", "target").await;
+                    (r, Instant::now())
+                })
+            };
+            s.until_status(
+                |st| {
+                    st["agents"]
+                        .as_array()
+                        .is_some_and(|a| a.iter().any(|a| a["agent_id"] == "target" && a["waiting"] == true))
+                },
+                Duration::from_millis(1),
+            )
+            .await;
+            s.add_to(&format!("for target {i}"), "q0", Some("target")).await;
+            let acked = Instant::now();
+            let (r, got) = waiter.await.unwrap();
+            assert_eq!(r, "instruction");
+            targeted.push(got.saturating_duration_since(acked));
         }
-        let mut total = 0;
-        for t in tasks {
-            total += t.await.unwrap();
+        for c in crowd {
+            c.abort();
         }
-        let secs = t.elapsed().as_secs_f64();
-        assert_eq!(total, n);
+        targeted.sort();
         rows.push((
-            format!("claims/s, {agents} agent(s), {n} instructions"),
-            format!("{:.0}", total as f64 / secs),
+            "wake latency, targeted, 31 others waiting in 4 queues, p50".into(),
+            ms(pct(&targeted, 0.5)),
+            "< 1 ms".into(),
+        ));
+
+        // Memory with 1,000 concurrent waiting calls.
+        let mut held = Vec::new();
+        for i in 0..1000 {
+            let s = s.clone();
+            held.push(tokio::spawn(async move { s.call(&format!("holder-{i}")).await }));
+        }
+        // The report lists 50 agents; once 50 are waiting, let RSS settle for the rest.
+        s.until_status(
+            |st| {
+                st["agents"]
+                    .as_array()
+                    .is_some_and(|a| a.iter().filter(|a| a["waiting"] == true).count() >= 50)
+            },
+            Duration::from_millis(20),
+        )
+        .await;
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        rows.push((
+            "RSS with 1,000 concurrent waiting calls".into(),
+            format!("{:.1} MiB", s.rss_kib() as f64 / 1024.0),
+            String::new(),
+        ));
+        for h in &held {
+            h.abort();
+        }
+        drop(held);
+        drop(s);
+    }
+
+    if wants("claims") {
+        // Claims per second with 1, 8 and 64 agents draining a prefilled queue.
+        for agents in [1usize, 8, 64] {
+            let n = 4000;
+            let db = dir.path().join(format!("claims{agents}.sqlite3"));
+            prefill(&db, n);
+            let s = Arc::new(Server::launch(&db).await);
+            s.config(json!({"default_wait_seconds": 0})).await;
+            let t = Instant::now();
+            let mut tasks = Vec::new();
+            for a in 0..agents {
+                let s = s.clone();
+                tasks.push(tokio::spawn(async move {
+                    let mut got = 0usize;
+                    while s.call(&format!("claimer-{a}")).await == "instruction" {
+                        got += 1;
+                    }
+                    got
+                }));
+            }
+            let mut total = 0;
+            for t in tasks {
+                total += t.await.unwrap();
+            }
+            let secs = t.elapsed().as_secs_f64();
+            assert_eq!(total, n);
+            rows.push((
+                format!("claims/s, {agents} agent(s), {n} instructions"),
+                format!("{:.0}", total as f64 / secs),
+                String::new(),
+            ));
+        }
+    }
+
+    if wants("history") {
+        // 100,000 delivered instructions with reports: the page's first load,
+        // a search, and adds and claims, as fast as with an empty history?
+        let db = dir.path().join("history.sqlite3");
+        let n = 100_000;
+        prefill_history(&db, n);
+        let s = Server::launch(&db).await;
+        s.config(json!({"default_wait_seconds": 0})).await;
+        let timed = |times: &mut Vec<Duration>| {
+            times.sort();
+            ms(pct(times, 0.5))
+        };
+        let mut first = Vec::new();
+        for _ in 0..20 {
+            let t = Instant::now();
+            let (a, b, c) = tokio::join!(
+                s.http
+                    .get(format!("{}/api/instructions?status=pending&queue=default", s.url))
+                    .send(),
+                s.http
+                    .get(format!(
+                        "{}/api/instructions?status=consumed&queue=default&limit=20",
+                        s.url
+                    ))
+                    .send(),
+                s.http.get(format!("{}/api/status", s.url)).send(),
+            );
+            for r in [a, b, c] {
+                r.unwrap().bytes().await.unwrap();
+            }
+            first.push(t.elapsed());
+        }
+        rows.push((
+            format!("page's first load (its 3 requests), {n} delivered, p50"),
+            timed(&mut first),
+            "< 300 ms".into(),
+        ));
+        match paint_in_chromium(&s.url, 10).await {
+            Ok((mut fcp, mut ledger)) => {
+                rows.push((
+                    format!("page in Chromium, {n} delivered: first contentful paint, p50"),
+                    timed(&mut fcp),
+                    "< 300 ms".into(),
+                ));
+                rows.push((
+                    format!("page in Chromium, {n} delivered: ledger drawn, p50"),
+                    timed(&mut ledger),
+                    String::new(),
+                ));
+            }
+            Err(why) => rows.push((
+                "page in Chromium: first paint".into(),
+                format!("skipped ({why})"),
+                "< 300 ms".into(),
+            )),
+        }
+        let mut searches = Vec::new();
+        for (i, q) in ["flaky", "reconnect tray", "migr", "pass run 99", "nothingmatches"]
+            .iter()
+            .cycle()
+            .take(50)
+            .enumerate()
+        {
+            let t = Instant::now();
+            let r = s
+                .http
+                .get(format!(
+                    "{}/api/instructions?status=consumed&limit=50&q={}",
+                    s.url,
+                    q.replace(' ', "%20")
+                ))
+                .send()
+                .await
+                .unwrap();
+            assert!(r.status().is_success(), "search {i}");
+            r.bytes().await.unwrap();
+            searches.push(t.elapsed());
+        }
+        rows.push((
+            format!("ledger search (instructions + reports), {n} delivered, p50"),
+            timed(&mut searches),
+            "< 50 ms".into(),
+        ));
+        let mut reports = Vec::new();
+        for _ in 0..50 {
+            let t = Instant::now();
+            s.http
+                .get(format!("{}/api/status", s.url))
+                .send()
+                .await
+                .unwrap()
+                .bytes()
+                .await
+                .unwrap();
+            reports.push(t.elapsed());
+        }
+        rows.push((
+            format!("status report (GET /api/status), {n} delivered, p50"),
+            timed(&mut reports),
+            String::new(),
+        ));
+        // A backup of that database while adds go on: how long it takes, and
+        // the slowest add meanwhile (the copy reads a snapshot of its own, so
+        // writes should not wait for it).
+        let done = std::cell::Cell::new(false);
+        let ((took, size), mut during) = tokio::join!(
+            async {
+                let t = Instant::now();
+                // A program, as the CLI is: not a page of another site (issue 24).
+                let archive = s
+                    .http
+                    .get(format!("{}/api/backup", s.url))
+                    .header("sec-fetch-site", "none")
+                    .send()
+                    .await
+                    .unwrap();
+                assert!(archive.status().is_success(), "backup: {}", archive.status());
+                let size = archive.bytes().await.unwrap().len();
+                done.set(true);
+                (t.elapsed(), size)
+            },
+            async {
+                let mut times = Vec::new();
+                let mut i = 0;
+                while !done.get() {
+                    let t = Instant::now();
+                    s.add(&format!("during the backup {i}")).await;
+                    times.push(t.elapsed());
+                    i += 1;
+                }
+                times
+            }
+        );
+        during.sort();
+        rows.push((
+            format!(
+                "backup (GET /api/backup, {:.0} MiB archive), {n} delivered",
+                size as f64 / 1_048_576.0
+            ),
+            ms(took),
+            String::new(),
+        ));
+        rows.push((
+            format!("…the slowest of the {} adds made meanwhile", during.len()),
+            during.last().map_or_else(|| "none made".into(), |d| ms(*d)),
+            String::new(),
+        ));
+        let (add_full, claim_full) = add_and_claim(&s).await;
+        let empty = Server::launch(&dir.path().join("no-history.sqlite3")).await;
+        empty.config(json!({"default_wait_seconds": 0})).await;
+        let (add_empty, claim_empty) = add_and_claim(&empty).await;
+        drop(empty);
+        rows.push(("add, empty history, p50 / p99".into(), add_empty, String::new()));
+        rows.push((format!("add, with {n} delivered, p50 / p99"), add_full, String::new()));
+        rows.push((
+            "get_user_request claim, empty history, p50 / p99".into(),
+            claim_empty,
+            String::new(),
+        ));
+        rows.push((
+            format!("get_user_request claim, with {n} delivered, p50 / p99"),
+            claim_full,
+            String::new(),
+        ));
+        // Stopped, then opened and closed once more: the last connection to
+        // close folds the WAL into the database (it grew while the backup above
+        // held its snapshot and adds went on), so the size is the data's.
+        let Server { mut child, .. } = s;
+        let _ = child.kill().await;
+        drop(engine::Store::open(&db).unwrap());
+        let size: u64 = ["", "-wal"]
+            .iter()
+            .filter_map(|suffix| std::fs::metadata(format!("{}{suffix}", db.display())).ok())
+            .map(|m| m.len())
+            .sum();
+        rows.push((
+            format!("database size, {n} delivered with reports"),
+            format!("{:.0} MiB", size as f64 / 1_048_576.0),
             String::new(),
         ));
     }
 
-    // 100,000 delivered instructions with reports: the page's first load,
-    // a search, and adds and claims, as fast as with an empty history?
-    let db = dir.path().join("history.sqlite3");
-    let n = 100_000;
-    prefill_history(&db, n);
-    let s = Server::launch(&db).await;
-    s.config(json!({"default_wait_seconds": 0})).await;
-    let timed = |times: &mut Vec<Duration>| {
-        times.sort();
-        ms(pct(times, 0.5))
-    };
-    let mut first = Vec::new();
-    for _ in 0..20 {
-        let t = Instant::now();
-        let (a, b, c) = tokio::join!(
-            s.http
-                .get(format!("{}/api/instructions?status=pending&queue=default", s.url))
-                .send(),
-            s.http
-                .get(format!(
-                    "{}/api/instructions?status=consumed&queue=default&limit=20",
-                    s.url
-                ))
-                .send(),
-            s.http.get(format!("{}/api/status", s.url)).send(),
-        );
-        for r in [a, b, c] {
-            r.unwrap().bytes().await.unwrap();
-        }
-        first.push(t.elapsed());
-    }
-    rows.push((
-        format!("page's first load (its 3 requests), {n} delivered, p50"),
-        timed(&mut first),
-        "< 300 ms".into(),
-    ));
-    match paint_in_chromium(&s.url, 10).await {
-        Ok((mut fcp, mut ledger)) => {
-            rows.push((
-                format!("page in Chromium, {n} delivered: first contentful paint, p50"),
-                timed(&mut fcp),
-                "< 300 ms".into(),
-            ));
-            rows.push((
-                format!("page in Chromium, {n} delivered: ledger drawn, p50"),
-                timed(&mut ledger),
-                String::new(),
-            ));
-        }
-        Err(why) => rows.push((
-            "page in Chromium: first paint".into(),
-            format!("skipped ({why})"),
-            "< 300 ms".into(),
-        )),
-    }
-    let mut searches = Vec::new();
-    for (i, q) in ["flaky", "reconnect tray", "migr", "pass run 99", "nothingmatches"]
-        .iter()
-        .cycle()
-        .take(50)
-        .enumerate()
-    {
-        let t = Instant::now();
-        let r = s
-            .http
-            .get(format!(
-                "{}/api/instructions?status=consumed&limit=50&q={}",
-                s.url,
-                q.replace(' ', "%20")
-            ))
-            .send()
-            .await
-            .unwrap();
-        assert!(r.status().is_success(), "search {i}");
-        r.bytes().await.unwrap();
-        searches.push(t.elapsed());
-    }
-    rows.push((
-        format!("ledger search (instructions + reports), {n} delivered, p50"),
-        timed(&mut searches),
-        "< 50 ms".into(),
-    ));
-    let mut reports = Vec::new();
-    for _ in 0..50 {
-        let t = Instant::now();
-        s.http
-            .get(format!("{}/api/status", s.url))
-            .send()
-            .await
-            .unwrap()
-            .bytes()
-            .await
-            .unwrap();
-        reports.push(t.elapsed());
-    }
-    rows.push((
-        format!("status report (GET /api/status), {n} delivered, p50"),
-        timed(&mut reports),
-        String::new(),
-    ));
-    // A backup of that database while adds go on: how long it takes, and
-    // the slowest add meanwhile (the copy reads a snapshot of its own, so
-    // writes should not wait for it).
-    let done = std::cell::Cell::new(false);
-    let ((took, size), mut during) = tokio::join!(
-        async {
+    if wants("images") {
+        // A 4-megapixel screenshot (2560×1600: flat panels, lines of "text"):
+        // upload → stored with its delivery copy (201), then delivered over MCP.
+        let shot = {
+            let img = image::RgbImage::from_fn(2560, 1600, |x, y| {
+                let panel = if x < 480 { [38, 42, 52] } else { [250, 250, 248] };
+                let text = y % 22 < 12 && (x / 7 + y / 22) % 9 != 0 && x % 7 < 5 && (x % 480) > 24 && (x % 480) < 440;
+                image::Rgb(if text { [90, 90, 96] } else { panel })
+            });
+            let mut out = Vec::new();
+            image::DynamicImage::ImageRgb8(img)
+                .write_to(&mut std::io::Cursor::new(&mut out), image::ImageFormat::Png)
+                .unwrap();
+            out
+        };
+        let s = Server::launch(&dir.path().join("images.sqlite3")).await;
+        s.config(json!({"default_wait_seconds": 0})).await;
+        let (mut upload, mut deliver) = (Vec::new(), Vec::new());
+        for i in 0..20 {
+            let form = reqwest::multipart::Form::new()
+                .text("content", format!("what is wrong here? {i}"))
+                .part(
+                    "files",
+                    reqwest::multipart::Part::bytes(shot.clone()).file_name("screenshot.png"),
+                );
             let t = Instant::now();
-            let archive = s.http.get(format!("{}/api/backup", s.url)).send().await.unwrap();
-            assert!(archive.status().is_success());
-            let size = archive.bytes().await.unwrap().len();
-            done.set(true);
-            (t.elapsed(), size)
-        },
-        async {
-            let mut times = Vec::new();
-            let mut i = 0;
-            while !done.get() {
-                let t = Instant::now();
-                s.add(&format!("during the backup {i}")).await;
-                times.push(t.elapsed());
-                i += 1;
-            }
-            times
+            let r = s
+                .http
+                .post(format!("{}/api/instructions", s.url))
+                .multipart(form)
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(r.status(), 201);
+            upload.push(t.elapsed());
+            let t = Instant::now();
+            assert_eq!(s.call("vision").await, "instruction");
+            deliver.push(t.elapsed());
         }
-    );
-    during.sort();
-    rows.push((
-        format!(
-            "backup (GET /api/backup, {:.0} MiB archive), {n} delivered",
-            size as f64 / 1_048_576.0
-        ),
-        ms(took),
-        String::new(),
-    ));
-    rows.push((
-        format!("…the slowest of the {} adds made meanwhile", during.len()),
-        during.last().map_or_else(|| "none made".into(), |d| ms(*d)),
-        String::new(),
-    ));
-    let (add_full, claim_full) = add_and_claim(&s).await;
-    let empty = Server::launch(&dir.path().join("no-history.sqlite3")).await;
-    empty.config(json!({"default_wait_seconds": 0})).await;
-    let (add_empty, claim_empty) = add_and_claim(&empty).await;
-    drop(empty);
-    rows.push(("add, empty history, p50 / p99".into(), add_empty, String::new()));
-    rows.push((format!("add, with {n} delivered, p50 / p99"), add_full, String::new()));
-    rows.push((
-        "get_user_request claim, empty history, p50 / p99".into(),
-        claim_empty,
-        String::new(),
-    ));
-    rows.push((
-        format!("get_user_request claim, with {n} delivered, p50 / p99"),
-        claim_full,
-        String::new(),
-    ));
-    // Stopped, then opened and closed once more: the last connection to
-    // close folds the WAL into the database (it grew while the backup above
-    // held its snapshot and adds went on), so the size is the data's.
-    let Server { mut child, .. } = s;
-    let _ = child.kill().await;
-    drop(engine::Store::open(&db).unwrap());
-    let size: u64 = ["", "-wal"]
-        .iter()
-        .filter_map(|suffix| std::fs::metadata(format!("{}{suffix}", db.display())).ok())
-        .map(|m| m.len())
-        .sum();
-    rows.push((
-        format!("database size, {n} delivered with reports"),
-        format!("{:.0} MiB", size as f64 / 1_048_576.0),
-        String::new(),
-    ));
-
-    // A 4-megapixel screenshot (2560×1600: flat panels, lines of "text"):
-    // upload → stored with its delivery copy (201), then delivered over MCP.
-    let shot = {
-        let img = image::RgbImage::from_fn(2560, 1600, |x, y| {
-            let panel = if x < 480 { [38, 42, 52] } else { [250, 250, 248] };
-            let text = y % 22 < 12 && (x / 7 + y / 22) % 9 != 0 && x % 7 < 5 && (x % 480) > 24 && (x % 480) < 440;
-            image::Rgb(if text { [90, 90, 96] } else { panel })
-        });
-        let mut out = Vec::new();
-        image::DynamicImage::ImageRgb8(img)
-            .write_to(&mut std::io::Cursor::new(&mut out), image::ImageFormat::Png)
-            .unwrap();
-        out
-    };
-    let s = Server::launch(&dir.path().join("images.sqlite3")).await;
-    s.config(json!({"default_wait_seconds": 0})).await;
-    let (mut upload, mut deliver) = (Vec::new(), Vec::new());
-    for i in 0..20 {
-        let form = reqwest::multipart::Form::new()
-            .text("content", format!("what is wrong here? {i}"))
-            .part(
-                "files",
-                reqwest::multipart::Part::bytes(shot.clone()).file_name("screenshot.png"),
-            );
-        let t = Instant::now();
-        let r = s
-            .http
-            .post(format!("{}/api/instructions", s.url))
-            .multipart(form)
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(r.status(), 201);
-        upload.push(t.elapsed());
-        let t = Instant::now();
-        assert_eq!(s.call("vision").await, "instruction");
-        deliver.push(t.elapsed());
+        upload.sort();
+        deliver.sort();
+        rows.push((
+            format!(
+                "queue a 4-MP screenshot ({} KiB PNG → copy ready), p50",
+                shot.len() / 1024
+            ),
+            ms(pct(&upload, 0.5)),
+            "< 300 ms".into(),
+        ));
+        rows.push((
+            "queue a 4-MP screenshot, p99".into(),
+            ms(pct(&upload, 0.99)),
+            String::new(),
+        ));
+        rows.push((
+            "deliver it over MCP (image block), p50".into(),
+            ms(pct(&deliver, 0.5)),
+            "< 50 ms".into(),
+        ));
+        rows.push((
+            "deliver it over MCP, p99".into(),
+            ms(pct(&deliver, 0.99)),
+            String::new(),
+        ));
+        drop(s);
     }
-    upload.sort();
-    deliver.sort();
-    rows.push((
-        format!(
-            "queue a 4-MP screenshot ({} KiB PNG → copy ready), p50",
-            shot.len() / 1024
-        ),
-        ms(pct(&upload, 0.5)),
-        "< 300 ms".into(),
-    ));
-    rows.push((
-        "queue a 4-MP screenshot, p99".into(),
-        ms(pct(&upload, 0.99)),
-        String::new(),
-    ));
-    rows.push((
-        "deliver it over MCP (image block), p50".into(),
-        ms(pct(&deliver, 0.5)),
-        "< 50 ms".into(),
-    ));
-    rows.push((
-        "deliver it over MCP, p99".into(),
-        ms(pct(&deliver, 0.99)),
-        String::new(),
-    ));
-    drop(s);
 
     let w = rows.iter().map(|r| r.0.chars().count()).max().unwrap_or(10);
     let v = rows.iter().map(|r| r.1.chars().count()).max().unwrap_or(12).max(12);

@@ -64,6 +64,9 @@ async fn events(
         .get("last-event-id")
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.trim().parse::<i64>().ok());
+    // The page opens this stream once its scripts run: the desktop's
+    // footprint bench times a window's page by this line.
+    tracing::debug!(replay_after = ?last_id, "an event stream opened");
     let (tx, rx) = mpsc::channel(64);
     let live = s.queue.bus().subscribe();
     tokio::spawn(async move {

@@ -266,12 +266,20 @@ impl Store {
     }
 }
 
+/// Compiled statements kept per connection: more than the store has
+/// (`prepare_cached` in `queries/`, 64 at this writing).
+const STATEMENT_CACHE: usize = 256;
+
 /// The connection's settings: a busy timeout, WAL (for a file), full sync
 /// and foreign keys.
 fn prepare(conn: &mut Connection, wal: bool) -> Result<()> {
     // A busy timeout matters only if another process (a CLI, a backup tool)
     // holds the file; five seconds rides out a checkpoint without hanging a caller.
     conn.busy_timeout(Duration::from_secs(5))?;
+    // Every statement the store runs stays compiled: rusqlite keeps 16 by
+    // default, fewer than the store has, so a statement was parsed and
+    // planned again (under the write lock) whenever 16 others had run since.
+    conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
     if wal {
         let mode: String = conn.query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))?;
         if !mode.eq_ignore_ascii_case("wal") {

@@ -208,3 +208,32 @@ fn the_database_and_its_folder_are_owner_only() {
     );
     assert_eq!(mode(path.parent().unwrap()), 0o700);
 }
+
+/// Each `prepare_cached` statement stays compiled: a cache smaller than the
+/// store's statements had every claim parse its statements again.
+#[test]
+fn the_statement_cache_holds_every_statement_the_store_runs() {
+    fn count(dir: &std::path::Path) -> usize {
+        std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .map(|p| {
+                if p.is_dir() {
+                    count(&p)
+                } else {
+                    std::fs::read_to_string(&p).unwrap().matches(".prepare_cached(").count()
+                }
+            })
+            .sum()
+    }
+    let statements = count(&std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/store"));
+    assert!(
+        statements > 16,
+        "fewer statements than rusqlite's default cache: {statements}"
+    );
+    assert!(
+        statements <= super::STATEMENT_CACHE,
+        "{statements} cached statements, room for {}: raise STATEMENT_CACHE",
+        super::STATEMENT_CACHE
+    );
+}

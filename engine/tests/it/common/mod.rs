@@ -349,7 +349,10 @@ pub async fn spawn_binary(db: &std::path::Path, env: &[(&str, &str)]) -> Binary 
 /// which is given the binary's path as its last argument.
 pub async fn spawn_binary_via(wrapper: &[&str], db: &std::path::Path, env: &[(&str, &str)]) -> Binary {
     use tokio::io::AsyncBufReadExt;
-    let binary = env!("CARGO_BIN_EXE_local-mcp-server");
+    // LOCAL_MCP_BENCH_SERVER: another build of the server (the bench measures
+    // an earlier commit's binary beside this one's, same hour).
+    let binary =
+        std::env::var("LOCAL_MCP_BENCH_SERVER").unwrap_or_else(|_| env!("CARGO_BIN_EXE_local-mcp-server").to_owned());
     let mut command = match wrapper {
         [] => tokio::process::Command::new(binary),
         [program, args @ ..] => {

@@ -1,0 +1,217 @@
+// The desktop app's footprint (issue 28), a bench: what the tray app costs
+// while it sits in the tray, with its window open and after it closed, how
+// soon its engine answers after launch, and how soon a re-opened window shows
+// its page. Prints a table; `npm run bench:desktop` runs it under Xvfb and a
+// private D-Bus (scripts/bench-desktop.sh), on release builds.
+//
+//   node tests/desktop/footprint.mjs [LABEL=BINARY ...]
+//
+// Memory is PSS (each shared page split among its users) summed over the
+// app's whole process tree, read 8 s after the state was reached. Launch →
+// /healthz is timed from spawning the app to its engine's first answer,
+// polled every 5 ms (median of 5 fresh starts). A window is opened as a
+// person's second launch opens it (the single-instance hand-over), and its
+// page counts as shown when the page's event stream opens (the engine logs
+// that at debug level; a binary that does not log it gets "-").
+
+import { spawn, spawnSync } from "node:child_process";
+import { mkdtempSync, readdirSync, readlinkSync, rmSync } from "node:fs";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+
+import { closeWindow, processTree, pssKiB, shownWindows, sleep, target, until, webkitProcesses } from "./harness.mjs";
+
+const SETTLE_MS = Number(process.env.LOCAL_MCP_FOOTPRINT_SETTLE_MS ?? 8000);
+const LAUNCHES = 5;
+const REOPENS = 3;
+const TITLE = "local-mcp";
+
+const binaries = process.argv.slice(2).map((a) => {
+  const i = a.indexOf("=");
+  return i > 0 ? { label: a.slice(0, i), path: a.slice(i + 1) } : { label: "this build", path: a };
+});
+if (binaries.length === 0) binaries.push({ label: "this build", path: join(target, "release", "local-mcp") });
+
+function freePort() {
+  return new Promise((ok) => {
+    const s = createServer().listen(0, "127.0.0.1", () => {
+      const { port } = s.address();
+      s.close(() => ok(port));
+    });
+  });
+}
+
+async function setting(home, name) {
+  const port = await freePort();
+  return {
+    base: `http://127.0.0.1:${port}`,
+    env: {
+      ...process.env,
+      XDG_CONFIG_HOME: join(home, name, "config"),
+      XDG_DATA_HOME: join(home, name, "data"),
+      XDG_STATE_HOME: join(home, name, "state"),
+      DB_PATH: join(home, name, "queue.sqlite3"),
+      HTTP_PORT: String(port),
+      LOG_LEVEL: "info,engine::http::sse=debug",
+    },
+  };
+}
+
+function launch(path, args, env) {
+  const child = spawn(path, args, { env, stdio: ["ignore", "pipe", "pipe"] });
+  const run = { child, path, output: "", exited: null, streams: [] };
+  const take = (c) => {
+    const now = performance.now();
+    run.output += c;
+    for (const _ of String(c).matchAll(/an event stream opened/g)) run.streams.push(now);
+  };
+  child.stdout.on("data", take);
+  child.stderr.on("data", take);
+  child.on("exit", (code, signal) => (run.exited = { code, signal }));
+  return run;
+}
+
+/** Wait until no process runs `path` (the previous measurement's app is gone). */
+async function noneRunning(path) {
+  const running = () =>
+    readdirSync("/proc").filter((p) => {
+      try {
+        return /^\d+$/.test(p) && readlinkSync(`/proc/${p}/exe`) === path;
+      } catch {
+        return false;
+      }
+    });
+  await until(() => running().length === 0, `no ${path} running (still: ${running().join(", ")})`, 30000);
+}
+
+const said = (run) => `; the app said:\n${run.output.split("\n").slice(-30).join("\n")}`;
+
+async function quit(run) {
+  if (!run.exited) run.child.kill("SIGTERM");
+  await until(() => run.exited, "the app gone on SIGTERM", 20000).catch(() => run.child.kill("SIGKILL"));
+  await noneRunning(run.path);
+}
+
+/** Spawn → the engine's first answer, polled every 5 ms. */
+async function launchToHealthz(path, env, base) {
+  const started = performance.now();
+  const run = launch(path, ["--hidden"], env);
+  for (;;) {
+    const ok = await fetch(`${base}/healthz`, { signal: AbortSignal.timeout(1000) }).then(
+      (r) => r.ok,
+      () => false,
+    );
+    if (ok) return { run, ms: performance.now() - started };
+    if (run.exited || performance.now() - started > 30000) throw new Error(`the engine at ${base} never answered${said(run)}`);
+    await sleep(5);
+  }
+}
+
+const tree = (run) => processTree(run.child.pid);
+const mib = (kib) => `${(kib / 1024).toFixed(0)} MiB`;
+const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+
+/** Open the window as a second launch does; ms until it is mapped and until its page's stream opens. */
+async function openWindow(path, env, run) {
+  const streamsBefore = run.streams.length;
+  const started = performance.now();
+  const second = spawnSync(path, [], { env, timeout: 30000, encoding: "utf8" });
+  // Judged by the window it brings, not by how the launcher exits (an older
+  // build's hand-over ended its launcher with another status).
+  const launched = `the second launch ended with ${second.status ?? second.signal}: ${second.stderr}`;
+  let mapped = null;
+  await until(
+    () => {
+      if (mapped === null && shownWindows().includes(TITLE)) mapped = performance.now() - started;
+      return mapped !== null && (run.streams.length > streamsBefore || performance.now() - started > 10000);
+    },
+    `the window shown (${launched})`,
+    30000,
+  );
+  const page = run.streams.length > streamsBefore ? run.streams[streamsBefore] - started : null;
+  return { mapped, page };
+}
+
+/** Close the window as its × does; false when it stays (an older build kept it). */
+async function closeIt(run) {
+  if (!closeWindow(TITLE)) return false;
+  const closed = await until(() => !shownWindows().includes(TITLE), "the window closed", 10000).then(
+    () => true,
+    () => false,
+  );
+  if (!closed) return false;
+  // The webview's processes leave after the last window (up to a few seconds).
+  await until(() => webkitProcesses(tree(run)).length === 0, "no webview process left", 15000).catch(() => {});
+  return true;
+}
+
+async function measure({ label, path }) {
+  const home = mkdtempSync(join(tmpdir(), "local-mcp-footprint-"));
+  try {
+    await noneRunning(path);
+    const launches = [];
+    for (let i = 0; i < LAUNCHES; i++) {
+      const { base, env } = await setting(home, `launch${i}`);
+      const { run, ms } = await launchToHealthz(path, env, base);
+      launches.push(ms);
+      await quit(run);
+    }
+
+    const { base, env } = await setting(home, "resident");
+    const { run } = await launchToHealthz(path, env, base);
+    await sleep(SETTLE_MS);
+    const hidden = pssKiB(tree(run));
+    const hiddenProcs = tree(run).length;
+
+    const first = await openWindow(path, env, run);
+    await sleep(SETTLE_MS);
+    const open = pssKiB(tree(run));
+    const openProcs = tree(run).length;
+
+    const closes = await closeIt(run);
+    await sleep(SETTLE_MS);
+    const closed = pssKiB(tree(run));
+    const closedProcs = tree(run).length;
+
+    const reopens = [];
+    for (let i = 0; closes && i < REOPENS; i++) {
+      reopens.push(await openWindow(path, env, run));
+      await sleep(1500);
+      await closeIt(run);
+      await sleep(1000);
+    }
+    await quit(run);
+    const pageMs = reopens.length && reopens.every((r) => r.page !== null) ? `${median(reopens.map((r) => r.page)).toFixed(0)} ms` : "-";
+    const mappedMs = reopens.length ? `${median(reopens.map((r) => r.mapped)).toFixed(0)} ms` : "-";
+    const closedRow = closes ? `${mib(closed)} (${closedProcs} proc.)` : `window stays: ${mib(closed)}`;
+    return {
+      label,
+      rows: [
+        ["tray-resident, started hidden (PSS, process tree)", `${mib(hidden)} (${hiddenProcs} proc.)`, "≤ 60 MiB"],
+        ["window open (PSS, process tree)", `${mib(open)} (${openProcs} proc.)`, "≤ 200 MiB"],
+        ["tray-resident after the window closed", closedRow, "≤ 60 MiB"],
+        ["launch → engine answers /healthz (median of 5)", `${median(launches).toFixed(0)} ms`, "≤ 100 ms"],
+        ["first open → page's event stream", first.page === null ? "-" : `${first.page.toFixed(0)} ms`, ""],
+        ["re-open → window mapped (median of 3)", mappedMs, ""],
+        ["re-open → page's event stream (median of 3)", pageMs, "≤ 300 ms"],
+      ],
+    };
+  } finally {
+    rmSync(home, { recursive: true, force: true });
+  }
+}
+
+const results = [];
+for (const b of binaries) {
+  console.error(`measuring ${b.label}: ${b.path}`);
+  results.push(await measure(b));
+}
+const names = results[0].rows.map((r) => r[0]);
+const header = ["desktop app (release, Xvfb, software rendering)", ...results.map((r) => r.label), "target"];
+const lines = names.map((n, i) => [n, ...results.map((r) => r.rows[i][1]), results[0].rows[i][2]]);
+const widths = header.map((h, c) => Math.max(h.length, ...lines.map((l) => l[c].length)));
+const fmt = (cells) => `| ${cells.map((x, c) => x.padEnd(widths[c])).join(" | ")} |`;
+console.log(fmt(header));
+console.log(`|${widths.map((w) => "-".repeat(w + 2)).join("|")}|`);
+for (const l of lines) console.log(fmt(l));
