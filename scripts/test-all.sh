@@ -51,12 +51,25 @@ if [ ! -x "$venv/bin/python" ]; then
 fi
 "$venv/bin/python" -m pip install --quiet --disable-pip-version-check -r tests/python/requirements.txt
 
+venv1="$root/tests/.venv-mcp1"
+if [ ! -x "$venv1/bin/python" ]; then
+  python3 -m venv "$venv1"
+fi
+"$venv1/bin/python" -m pip install --quiet --disable-pip-version-check -r tests/python/requirements-mcp1.txt
+
 long_pid=""
 long_log="$(mktemp)"
 if [ "$long_wait" != "0" ]; then
-  step "start the ${long_wait}-second wait test in the background"
-  LOCAL_MCP_LONG_WAIT_SECONDS="$long_wait" timeout --kill-after=30 "$((long_wait + 600))" "$venv/bin/python" -m pytest -q -p no:cacheprovider \
-    -k long_wait tests/python >"$long_log" 2>&1 &
+  step "start the ${long_wait}-second wait tests in the background (both SDK lines)"
+  # 1.x: a 600 s wait kept alive past the SDK's 300 s silence limit; 2.x
+  # (2026-07-28, nothing may be sent before the answer): the wait ends inside it.
+  ( LOCAL_MCP_LONG_WAIT_SECONDS="$long_wait" timeout --kill-after=30 "$((long_wait + 600))" "$venv/bin/python" -m pytest -q -p no:cacheprovider \
+      -k long_wait tests/python &
+    LOCAL_MCP_LONG_WAIT_SECONDS="$long_wait" timeout --kill-after=30 "$((long_wait + 600))" "$venv1/bin/python" -m pytest -q -p no:cacheprovider \
+      -k long_wait tests/python &
+    rc=0
+    for job in $(jobs -p); do wait "$job" || rc=1; done
+    exit "$rc" ) >"$long_log" 2>&1 &
   long_pid=$!
 fi
 
@@ -67,11 +80,6 @@ step "official Python MCP SDK tests, 2.x line (and the stdio bridge, the CLI)"
 bounded 1200 "$venv/bin/python" -m pytest -q -p no:cacheprovider -k "not long_wait" tests/python
 
 step "official Python MCP SDK tests, 1.x line (tests/.venv-mcp1)"
-venv1="$root/tests/.venv-mcp1"
-if [ ! -x "$venv1/bin/python" ]; then
-  python3 -m venv "$venv1"
-fi
-"$venv1/bin/python" -m pip install --quiet --disable-pip-version-check -r tests/python/requirements-mcp1.txt
 bounded 1200 "$venv1/bin/python" -m pytest -q -p no:cacheprovider -k "not long_wait" tests/python
 
 step "TypeScript SDK v1 and v2, the Inspector CLI, the conformance suite and the real clients connect writes for (Node 22 from npm)"

@@ -1,5 +1,6 @@
 """The official MCP Python SDK, 1.x line (`pip install "mcp<2"`), against the real server in both modes."""
 
+import os
 import time
 
 import anyio
@@ -91,5 +92,28 @@ def test_attached_images_arrive_as_image_blocks_scaled_and_upright(server):
             r = await session.call_tool("get_user_request", {"agent_id": "py1-eyes"})
             assert r.structuredContent is None
             check_delivery(r, result_json(r))
+
+    anyio.run(main)
+
+
+LONG_WAIT = int(os.environ.get("LOCAL_MCP_LONG_WAIT_SECONDS", "0"))
+
+
+@pytest.mark.skipif(LONG_WAIT == 0, reason="set LOCAL_MCP_LONG_WAIT_SECONDS (CI sets 600) to run the long wait")
+def test_long_wait_outlasts_the_sdk_silence_limit(make_server):
+    """The SDK's HTTP reader gives up after 300 s of silence; keep-alives must keep the stream
+    alive (this line speaks 2025-06-18: the wait's first message opens the stream at once)."""
+    server = make_server(LONG_WAIT)
+
+    async def main():
+        async with streamablehttp_client(server.mcp_url) as (read, write, _), ClientSession(read, write) as session:
+            await session.initialize()
+            started = time.monotonic()
+            result = await call(session, "patient")
+            waited = time.monotonic() - started
+            assert not result.isError
+            assert result_json(result)["result_type"] == "default_response"
+            assert result_json(result)["waited_seconds"] == LONG_WAIT
+            assert waited >= LONG_WAIT - 1
 
     anyio.run(main)

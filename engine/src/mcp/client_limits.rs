@@ -155,6 +155,7 @@ impl Seen {
             session: client_session(ctx),
             // Versions are dates: the 2026-07-28 revision dropped resumable streams.
             no_resume: protocol.is_some_and(|v| v.as_str() >= "2026-07-28"),
+            silent: silent_until_answer(ctx),
         };
         if let Some(limit) = caller.client.as_ref().and_then(|c| limit_of(&c.name)) {
             tracing::debug!(
@@ -166,4 +167,20 @@ impl Seen {
         }
         caller
     }
+}
+
+/// Whether nothing may be sent to this call before its answer: a 2026-07-28
+/// request gets log messages only if it set `_meta.../logLevel` (SEP-2575,
+/// "no notifications/message for requests that didn't set logLevel") and
+/// progress only with a token. `get_user_request` opens its stream with
+/// either, or with nothing.
+#[allow(deprecated)] // LoggingLevel: the request's level is still read (SEP-2577)
+pub fn silent_until_answer(ctx: &RequestContext<RoleServer>) -> bool {
+    let era_2026 = ctx
+        .meta
+        .protocol_version()
+        .is_some_and(|v| v.to_string().as_str() >= "2026-07-28");
+    era_2026
+        && ctx.meta.get_progress_token().is_none()
+        && ctx.meta.log_level() != Some(rmcp::model::LoggingLevel::Debug)
 }

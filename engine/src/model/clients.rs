@@ -169,15 +169,34 @@ pub struct Caller {
     /// instruction again rather than a second one (`docs/ARCHITECTURE.md`,
     /// "Delivery rules").
     pub no_resume: bool,
+    /// Nothing may be sent to it before its answer: a 2026-07-28 call that
+    /// asked for neither progress nor log messages (SEP-2575). Its HTTP
+    /// response cannot even begin (the server's first message opens the
+    /// stream), so no keep-alive reaches it, and its HTTP client's read
+    /// timeout is its limit.
+    pub silent: bool,
 }
 
+/// The read timeout of the HTTP clients MCP SDKs use, for a call that can
+/// be sent nothing before its answer: the Python SDK 2.3.0 waits 300 s for
+/// a response to begin (`httpx` read timeout, `mcp/client/streamable_http.py`)
+/// — measured by `tests/python/test_python_sdk.py`'s long wait.
+pub const SILENT_READ_LIMIT: u32 = 300;
+
 impl Caller {
-    /// The longest this call may wait: inside its client's limit, if known.
+    /// The longest this call may wait: inside its client's limit, if known,
+    /// and inside an HTTP read timeout when nothing can be sent before the answer.
     pub fn max_wait(&self) -> Option<u32> {
-        self.client
+        let client = self
+            .client
             .as_ref()
             .and_then(|c| limit_of(&c.name))
-            .map(|l| safe_wait(l.seconds))
+            .map(|l| safe_wait(l.seconds));
+        let silent = self.silent.then(|| safe_wait(SILENT_READ_LIMIT));
+        match (client, silent) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
     }
 }
 
@@ -292,6 +311,33 @@ mod tests {
         };
         assert_eq!(AgentClient::of(&unknown, 60).wait_seconds, 60);
         assert_eq!(AgentClient::of(&unknown, 60).name, "my-client");
+    }
+
+    #[test]
+    fn a_call_that_can_be_sent_nothing_waits_inside_an_http_read_timeout() {
+        let silent = Caller {
+            silent: true,
+            ..Caller::default()
+        };
+        assert_eq!(
+            silent.max_wait(),
+            Some(270),
+            "nine tenths of the SDKs' 300 s read timeout"
+        );
+        let claude = Caller {
+            client: Some(ClientName {
+                name: "claude-code".into(),
+                version: None,
+            }),
+            silent: true,
+            ..Caller::default()
+        };
+        assert_eq!(claude.max_wait(), Some(108), "a client's own shorter limit still wins");
+        assert_eq!(
+            Caller::default().max_wait(),
+            None,
+            "a stream that can open keeps the setting"
+        );
     }
 
     #[test]

@@ -209,15 +209,14 @@ async fn shape(mut result: UserRequestResult) -> Result<CallToolResult, McpError
 /// gets log messages only if its request set `_meta.../logLevel` (SEP-2575,
 /// "no notifications/message for requests that didn't set logLevel"): one
 /// that set neither gets no first message (the known 2026 clients, Claude
-/// Code and Copilot CLI, always send a progress token).
+/// Code and Copilot CLI, always send a progress token; the Python SDK 2.x
+/// does not, and its wait ends inside its HTTP read timeout).
 #[allow(deprecated)]
 async fn announce_wait(ctx: &RequestContext<RoleServer>, token: Option<ProgressToken>, wait_seconds: u32) {
     let message = format!("queue empty: waiting up to {wait_seconds} s for the user's next instruction");
-    let era_2026 = ctx
-        .meta
-        .protocol_version()
-        .is_some_and(|v| v.to_string().as_str() >= "2026-07-28");
-    if token.is_none() && era_2026 && ctx.meta.log_level() != Some(LoggingLevel::Debug) {
+    // Such a call's wait is bounded by an HTTP read timeout instead
+    // (`Caller::silent`): its response cannot begin before the answer.
+    if crate::mcp::client_limits::silent_until_answer(ctx) {
         return;
     }
     let sent = match token {
