@@ -177,6 +177,15 @@ pub fn stop(serve: &ServeArgs) -> Result<(), Failure> {
         }
         std::thread::sleep(Duration::from_millis(100));
     }
+    // The lock goes with the engine's stop; the process ends a moment later
+    // (its runtime and log writer wind down). "Stopped" means gone.
+    let left = STOP_TIMEOUT.saturating_sub(started.elapsed());
+    if !crate::process::wait_until(left, || !crate::process::alive(holder.pid)) {
+        return Err(Failure(
+            format!("pid {} let go of the database but is still running", holder.pid),
+            1,
+        ));
+    }
     println!("local-mcp stopped (pid {})", holder.pid);
     Ok(())
 }
