@@ -205,16 +205,21 @@ mod imp {
 mod tests {
     use super::*;
 
-    #[test]
-    fn a_child_is_alive_until_it_is_killed_and_reaped() {
-        let mut child = std::process::Command::new(if cfg!(windows) { "cmd" } else { "sleep" })
+    /// A child process that is not this program and lives 30 s.
+    fn another_program() -> std::process::Child {
+        std::process::Command::new(if cfg!(windows) { "cmd" } else { "sleep" })
             .args(if cfg!(windows) {
                 &["/C", "ping -n 30 127.0.0.1 >NUL"][..]
             } else {
                 &["30"][..]
             })
             .spawn()
-            .unwrap();
+            .unwrap()
+    }
+
+    #[test]
+    fn a_child_is_alive_until_it_is_killed_and_reaped() {
+        let mut child = another_program();
         let pid = child.id();
         assert!(alive(pid));
         kill(pid).unwrap();
@@ -225,14 +230,7 @@ mod tests {
     #[test]
     fn only_a_copy_of_this_program_is_the_same_program() {
         // Another program (a pid a stale state file could name) is not.
-        let mut other = std::process::Command::new(if cfg!(windows) { "cmd" } else { "sleep" })
-            .args(if cfg!(windows) {
-                &["/C", "ping -n 30 127.0.0.1 >NUL"][..]
-            } else {
-                &["30"][..]
-            })
-            .spawn()
-            .unwrap();
+        let mut other = another_program();
         assert!(!same_program(other.id()));
         kill(other.id()).unwrap();
         other.wait().unwrap();

@@ -14,18 +14,32 @@
 // page counts as shown when the page's event stream opens (the engine logs
 // that at debug level; a binary that does not log it gets "-").
 
-import { spawn, spawnSync } from "node:child_process";
-import { mkdtempSync, readdirSync, readlinkSync, rmSync } from "node:fs";
-import { createServer } from "node:net";
+import { spawnSync } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
-import { closeWindow, processTree, pssKiB, shownWindows, sleep, target, until, webkitProcesses } from "./harness.mjs";
+import {
+  appSetting,
+  closeWindow,
+  launchApp,
+  noAppRunning,
+  processTree,
+  pssKiB,
+  said,
+  shownWindows,
+  sleep,
+  target,
+  until,
+  webkitProcesses,
+} from "./harness.mjs";
 
 const SETTLE_MS = Number(process.env.LOCAL_MCP_FOOTPRINT_SETTLE_MS ?? 8000);
 const LAUNCHES = 5;
 const REOPENS = 3;
 const TITLE = "local-mcp";
+/** The engine's line for a page's event stream is at debug level. */
+const LOG_LEVEL = "info,engine::http::sse=debug";
 
 const binaries = process.argv.slice(2).map((a) => {
   const i = a.indexOf("=");
@@ -33,64 +47,20 @@ const binaries = process.argv.slice(2).map((a) => {
 });
 if (binaries.length === 0) binaries.push({ label: "this build", path: join(target, "release", "local-mcp") });
 
-function freePort() {
-  return new Promise((ok) => {
-    const s = createServer().listen(0, "127.0.0.1", () => {
-      const { port } = s.address();
-      s.close(() => ok(port));
-    });
-  });
-}
-
-async function setting(home, name) {
-  const port = await freePort();
-  return {
-    base: `http://127.0.0.1:${port}`,
-    env: {
-      ...process.env,
-      XDG_CONFIG_HOME: join(home, name, "config"),
-      XDG_DATA_HOME: join(home, name, "data"),
-      XDG_STATE_HOME: join(home, name, "state"),
-      DB_PATH: join(home, name, "queue.sqlite3"),
-      HTTP_PORT: String(port),
-      LOG_LEVEL: "info,engine::http::sse=debug",
-    },
-  };
-}
-
+/** Start the app, noting when each page event stream opened (the engine's debug line). */
 function launch(path, args, env) {
-  const child = spawn(path, args, { env, stdio: ["ignore", "pipe", "pipe"] });
-  const run = { child, path, output: "", exited: null, streams: [] };
-  const take = (c) => {
+  const run = launchApp(path, args, env, (chunk) => {
     const now = performance.now();
-    run.output += c;
-    for (const _ of String(c).matchAll(/an event stream opened/g)) run.streams.push(now);
-  };
-  child.stdout.on("data", take);
-  child.stderr.on("data", take);
-  child.on("exit", (code, signal) => (run.exited = { code, signal }));
+    for (const _ of chunk.matchAll(/an event stream opened/g)) run.streams.push(now);
+  });
+  run.streams = [];
   return run;
 }
-
-/** Wait until no process runs `path` (the previous measurement's app is gone). */
-async function noneRunning(path) {
-  const running = () =>
-    readdirSync("/proc").filter((p) => {
-      try {
-        return /^\d+$/.test(p) && readlinkSync(`/proc/${p}/exe`) === path;
-      } catch {
-        return false;
-      }
-    });
-  await until(() => running().length === 0, `no ${path} running (still: ${running().join(", ")})`, 30000);
-}
-
-const said = (run) => `; the app said:\n${run.output.split("\n").slice(-30).join("\n")}`;
 
 async function quit(run) {
   if (!run.exited) run.child.kill("SIGTERM");
   await until(() => run.exited, "the app gone on SIGTERM", 20000).catch(() => run.child.kill("SIGKILL"));
-  await noneRunning(run.path);
+  await noAppRunning(30000, run.path);
 }
 
 /** Spawn → the engine's first answer, polled every 5 ms. */
@@ -149,16 +119,16 @@ async function closeIt(run) {
 async function measure({ label, path }) {
   const home = mkdtempSync(join(tmpdir(), "local-mcp-footprint-"));
   try {
-    await noneRunning(path);
+    await noAppRunning(30000, path);
     const launches = [];
     for (let i = 0; i < LAUNCHES; i++) {
-      const { base, env } = await setting(home, `launch${i}`);
+      const { base, env } = await appSetting(home, `launch${i}`, LOG_LEVEL);
       const { run, ms } = await launchToHealthz(path, env, base);
       launches.push(ms);
       await quit(run);
     }
 
-    const { base, env } = await setting(home, "resident");
+    const { base, env } = await appSetting(home, "resident", LOG_LEVEL);
     const { run } = await launchToHealthz(path, env, base);
     await sleep(SETTLE_MS);
     const hidden = pssKiB(tree(run));

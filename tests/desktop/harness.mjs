@@ -5,6 +5,7 @@
 import { spawn, spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, readdirSync, readlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
+import { createServer } from "node:net";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 
@@ -114,13 +115,13 @@ export async function endApps() {
   }
 }
 
-/** Every process running the app's binary (any test's). */
-export function appProcesses() {
+/** Every process running the app's binary (any test's), or the binary at `path`. */
+export function appProcesses(path = app) {
   const pids = [];
   for (const name of readdirSync("/proc")) {
     if (!/^\d+$/.test(name)) continue;
     try {
-      if (readlinkSync(`/proc/${name}/exe`) === app && !isZombie(Number(name))) pids.push(Number(name));
+      if (readlinkSync(`/proc/${name}/exe`) === path && !isZombie(Number(name))) pids.push(Number(name));
     } catch {
       // gone, or not ours to read
     }
@@ -137,10 +138,54 @@ function isZombie(pid) {
   }
 }
 
-/** Wait (up to 30 s) until no app is running: tests start theirs on a clean desktop. */
-export async function noAppRunning(timeout = 30000) {
-  await until(() => appProcesses().length === 0, `the previous app to be gone (still running: ${appProcesses().join(", ")})`, timeout);
+/** Wait (up to 30 s) until no app (of `path`) is running: tests start theirs on a clean desktop. */
+export async function noAppRunning(timeout = 30000, path = app) {
+  await until(() => appProcesses(path).length === 0, `the previous app to be gone (still running: ${appProcesses(path).join(", ")})`, timeout);
 }
+
+/** A TCP port nothing listens on now. */
+export function freePort() {
+  return new Promise((ok) => {
+    const s = createServer().listen(0, "127.0.0.1", () => {
+      const { port } = s.address();
+      s.close(() => ok(port));
+    });
+  });
+}
+
+/** An app's settings: its own folders and database under `home`/`name`, a fixed free port. */
+export async function appSetting(home, name, logLevel = "info") {
+  const port = await freePort();
+  return {
+    base: `http://127.0.0.1:${port}`,
+    env: {
+      ...process.env,
+      XDG_CONFIG_HOME: join(home, name, "config"),
+      XDG_DATA_HOME: join(home, name, "data"),
+      XDG_STATE_HOME: join(home, name, "state"),
+      DB_PATH: join(home, name, "queue.sqlite3"),
+      HTTP_PORT: String(port),
+      LOG_LEVEL: logLevel,
+    },
+  };
+}
+
+/** Start the app at `path` with `args`; its output is kept (for a failure to show), each chunk also given to `onOutput`. */
+export function launchApp(path, args, env, onOutput = () => {}) {
+  const child = spawn(path, args, { env, stdio: ["ignore", "pipe", "pipe"] });
+  const run = { child, path, output: "", exited: null };
+  const take = (c) => {
+    run.output += c;
+    onOutput(String(c));
+  };
+  child.stdout.on("data", take);
+  child.stderr.on("data", take);
+  child.on("exit", (code, signal) => (run.exited = { code, signal }));
+  return run;
+}
+
+/** The end of what an app said, for an error message. */
+export const said = (run) => `; the app said:\n${run.output.split("\n").slice(-30).join("\n")}`;
 
 /** `pid` and every process below it. */
 export function processTree(pid) {

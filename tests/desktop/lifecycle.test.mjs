@@ -5,56 +5,38 @@
 // "could not start". Run by scripts/test-desktop.sh (Xvfb, private D-Bus).
 
 import assert from "node:assert/strict";
-import { spawn, spawnSync } from "node:child_process";
+import { spawnSync } from "node:child_process";
 import { mkdtempSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, test } from "node:test";
 
-import { app, appProcesses, closeWindow, noAppRunning, processTree, shownWindows, sleep, until, webkitProcesses } from "./harness.mjs";
+import {
+  app,
+  appProcesses,
+  appSetting,
+  closeWindow,
+  launchApp,
+  noAppRunning,
+  processTree,
+  said,
+  shownWindows,
+  sleep,
+  until,
+  webkitProcesses,
+} from "./harness.mjs";
 
 const home = mkdtempSync(join(tmpdir(), "local-mcp-lifecycle-"));
 const started = [];
 
-function freePort() {
-  return new Promise((ok) => {
-    const s = createServer().listen(0, "127.0.0.1", () => {
-      const { port } = s.address();
-      s.close(() => ok(port));
-    });
-  });
-}
+const setting = (name) => appSetting(home, name);
 
-/** An app's settings: its own folders and database in `home`, a fixed port. */
-async function setting(name) {
-  const port = await freePort();
-  return {
-    base: `http://127.0.0.1:${port}`,
-    env: {
-      ...process.env,
-      XDG_CONFIG_HOME: join(home, name, "config"),
-      XDG_DATA_HOME: join(home, name, "data"),
-      XDG_STATE_HOME: join(home, name, "state"),
-      DB_PATH: join(home, name, "queue.sqlite3"),
-      HTTP_PORT: String(port),
-      LOG_LEVEL: "info",
-    },
-  };
-}
-
-/** Start the app with `args`; its output is kept for a failure to show. */
+/** Start the app with `args`, to be ended after the test if it is still running. */
 function launch(args, env) {
-  const child = spawn(app, args, { env, stdio: ["ignore", "pipe", "pipe"] });
-  const run = { child, output: "", exited: null };
-  child.stdout.on("data", (c) => (run.output += c));
-  child.stderr.on("data", (c) => (run.output += c));
-  child.on("exit", (code, signal) => (run.exited = { code, signal }));
+  const run = launchApp(app, args, env);
   started.push(run);
   return run;
 }
-
-const said = (run) => `; the app said:\n${run.output.split("\n").slice(-30).join("\n")}`;
 
 /** The pid of the app whose engine answers at `base`. */
 async function servingPid(base) {
