@@ -175,7 +175,7 @@ impl Seen {
 /// progress only with a token. `get_user_request` opens its stream with
 /// either, or with nothing.
 #[allow(deprecated)] // LoggingLevel: the request's level is still read (SEP-2577)
-pub fn silent_until_answer(ctx: &RequestContext<RoleServer>) -> bool {
+fn silent_until_answer(ctx: &RequestContext<RoleServer>) -> bool {
     let era_2026 = ctx
         .meta
         .protocol_version()

@@ -107,6 +107,7 @@ pub async fn call(
         Err(e) => return Ok(tool_error(&e.to_string())),
     };
 
+    let silent = caller.silent;
     let gone = caller_gone_token(&ctx);
     let (waiting_tx, waiting_rx) = tokio::sync::oneshot::channel();
     let call = queue.get_user_request(
@@ -134,7 +135,7 @@ pub async fn call(
                     // keep-alives) until the handler emits a first message; a
                     // silent wait would hit clients' 300 s read timeout. One
                     // message now opens the SSE stream.
-                    announce_wait(&ctx, progress_token.clone(), wait_seconds).await;
+                    announce_wait(&ctx, progress_token.clone(), wait_seconds, silent).await;
                 }
             }
             _ = ticks.tick(), if progress_token.is_some() && waiting_rx.is_none() => {
@@ -212,11 +213,16 @@ async fn shape(mut result: UserRequestResult) -> Result<CallToolResult, McpError
 /// Code and Copilot CLI, always send a progress token; the Python SDK 2.x
 /// does not, and its wait ends inside its HTTP read timeout).
 #[allow(deprecated)]
-async fn announce_wait(ctx: &RequestContext<RoleServer>, token: Option<ProgressToken>, wait_seconds: u32) {
+async fn announce_wait(
+    ctx: &RequestContext<RoleServer>,
+    token: Option<ProgressToken>,
+    wait_seconds: u32,
+    silent: bool,
+) {
     let message = format!("queue empty: waiting up to {wait_seconds} s for the user's next instruction");
     // Such a call's wait is bounded by an HTTP read timeout instead
     // (`Caller::silent`): its response cannot begin before the answer.
-    if crate::mcp::client_limits::silent_until_answer(ctx) {
+    if silent {
         return;
     }
     let sent = match token {
