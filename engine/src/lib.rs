@@ -52,6 +52,7 @@ pub mod snippets;
 mod store;
 pub mod sync;
 pub mod time;
+mod written;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;

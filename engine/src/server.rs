@@ -18,6 +18,7 @@ use tokio_util::sync::CancellationToken;
 use tower::ServiceExt as _;
 
 use crate::http::{Admission, Guard, Peer};
+use crate::written::Watched;
 use crate::{Error, Result};
 
 /// How many ports after the configured one to try when it is taken.
@@ -136,9 +137,12 @@ pub async fn serve(listener: TcpListener, router: Router, guard: Arc<Guard>, shu
                     OTHER_ACCOUNT_HEADER_TIMEOUT
                 }
             };
+            // Tells a response when hyper's buffer has reached the kernel (`crate::written`).
+            let (tcp, written) = Watched::new(tcp);
             let service = TowerToHyperService::new(router.map_request(move |req: axum::http::Request<Incoming>| {
                 let mut req = req.map(axum::body::Body::new);
                 req.extensions_mut().insert(ConnectInfo(peer.clone()));
+                req.extensions_mut().insert(written.clone());
                 req
             }));
             let mut http = hyper::server::conn::http1::Builder::new();

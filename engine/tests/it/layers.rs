@@ -25,6 +25,7 @@ const LAYERS: &[&[&str]] = &[
         "peer",
         "markdown",
         "media",
+        "written",
     ],
     &["model"],
     &["config", "store"],
