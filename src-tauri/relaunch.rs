@@ -120,17 +120,9 @@ pub(crate) fn relaunch(why: &str, attempt: u32) -> ExitCode {
     again
         .args(std::env::args_os().skip(1))
         .env(RELAUNCH_VAR, (attempt + 1).to_string());
-    #[cfg(unix)]
-    {
-        use std::os::unix::process::CommandExt;
-        // Same pid, so whoever started this app (a launcher, a test) still has it.
-        let e = again.exec();
-        eprintln!("local-mcp: could not start: {why}; and could not start again: {e}");
-        ExitCode::FAILURE
-    }
-    #[cfg(not(unix))]
-    match again.spawn() {
-        Ok(_) => ExitCode::SUCCESS,
+    // Unix: in place, the same pid, so whoever started this app (a launcher, a test) still has it.
+    match engine::process::run_again(&mut again) {
+        Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("local-mcp: could not start: {why}; and could not start again: {e}");
             ExitCode::FAILURE
@@ -149,20 +141,11 @@ pub(crate) fn leaving(app: &AppHandle) {
     tauri_plugin_single_instance::destroy(app);
 }
 
-/// SIGTERM (a logout, `kill`, a new start taking over) quits like the tray's
-/// Quit: waiting agents are answered and the database is closed.
+/// SIGTERM (a logout, `kill`, a new start taking over) or Ctrl+C in its
+/// terminal quits like the tray's Quit: waiting agents are answered and the
+/// database is closed.
 pub(crate) async fn leave_on_terminate(app: AppHandle) {
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{signal, SignalKind};
-        let Ok(mut term) = signal(SignalKind::terminate()) else {
-            return;
-        };
-        if term.recv().await.is_some() {
-            tracing::info!("SIGTERM: quitting");
-            app.exit(0);
-        }
-    }
-    #[cfg(not(unix))]
-    let _ = app;
+    engine::process::asked_to_end().await;
+    tracing::info!("asked to end: quitting");
+    app.exit(0);
 }

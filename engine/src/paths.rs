@@ -25,6 +25,19 @@ pub fn client_folders() -> Option<(PathBuf, PathBuf)> {
     platform::client_folders()
 }
 
+/// Claude Desktop's config folder when it was installed from the platform's
+/// store: on Windows, MSIX installs (the default since early 2026) read a
+/// virtualised copy under `%LOCALAPPDATA%\Packages\Claude_*` and never see
+/// `%APPDATA%\Claude`, so that one wins when there is exactly one.
+pub fn claude_desktop_store_folder() -> Option<PathBuf> {
+    platform::claude_desktop_store_folder()
+}
+
+/// Whether `path` is a program one could run (a file; executable, on Unix).
+pub fn is_program(path: &Path) -> bool {
+    platform::is_program(path)
+}
+
 /// The platform folders (XDG on Linux, `~/Library/…` on macOS, `%APPDATA%` on Windows).
 fn project_dirs() -> Option<directories::ProjectDirs> {
     directories::ProjectDirs::from("dev", "local-mcp", "local-mcp")

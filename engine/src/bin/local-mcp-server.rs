@@ -47,7 +47,7 @@ fn main() -> std::process::ExitCode {
     };
     runtime.block_on(async move {
         let shutdown = CancellationToken::new();
-        let signalled = shutdown_signal();
+        let signalled = engine::process::asked_to_end();
         tracing::info!(
             host = %config.host,
             port = config.port,
@@ -80,36 +80,4 @@ fn main() -> std::process::ExitCode {
         tracing::info!("stopped");
         std::process::ExitCode::SUCCESS
     })
-}
-
-/// SIGTERM or Ctrl+C. The handlers are registered when this is called, not
-/// when it is first awaited: a signal sent right after the ready line must
-/// stop the server cleanly rather than kill it.
-fn shutdown_signal() -> impl std::future::Future<Output = ()> {
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{signal, SignalKind};
-        let term = signal(SignalKind::terminate()).ok();
-        let interrupt = signal(SignalKind::interrupt()).ok();
-        async move {
-            let recv = |s: Option<tokio::signal::unix::Signal>| async move {
-                match s {
-                    Some(mut s) => {
-                        s.recv().await;
-                    }
-                    None => std::future::pending().await,
-                }
-            };
-            tokio::select! {
-                _ = recv(term) => {}
-                _ = recv(interrupt) => {}
-            }
-        }
-    }
-    #[cfg(not(unix))]
-    {
-        async {
-            let _ = tokio::signal::ctrl_c().await;
-        }
-    }
 }

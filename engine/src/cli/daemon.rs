@@ -84,7 +84,7 @@ pub fn start(serve: &ServeArgs) -> Result<(), Failure> {
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(err_file);
-    detach(&mut command);
+    crate::process::detach(&mut command);
     let mut child = command
         .spawn()
         .map_err(|e| Failure(format!("cannot start the server: {e}"), 1))?;
@@ -124,23 +124,6 @@ pub fn start(serve: &ServeArgs) -> Result<(), Failure> {
         std::thread::sleep(Duration::from_millis(100));
     };
     outcome
-}
-
-/// Start the child in its own process group (Unix) or detached from this
-/// console (Windows): the terminal's Ctrl+C and closing it do not reach it.
-fn detach(command: &mut Command) {
-    #[cfg(unix)]
-    {
-        use std::os::unix::process::CommandExt;
-        command.process_group(0);
-    }
-    #[cfg(windows)]
-    {
-        use std::os::windows::process::CommandExt;
-        const DETACHED_PROCESS: u32 = 0x0000_0008;
-        const CREATE_NEW_PROCESS_GROUP: u32 = 0x0000_0200;
-        command.creation_flags(DETACHED_PROCESS | CREATE_NEW_PROCESS_GROUP);
-    }
 }
 
 fn healthy(base: &str) -> bool {

@@ -32,9 +32,10 @@ use crate::client::Source;
 use crate::config::{Config, ServeArgs};
 use crate::Error;
 
+use crate::process::{end_quietly_when_the_reader_goes, raise_descriptor_limit};
 pub use args::{Command, HookKind, ServerAddress};
 pub use bridge::run as run_bridge;
-use process::{end_quietly_when_the_reader_goes, init_logging, raise_descriptor_limit};
+use process::init_logging;
 
 /// A command-line failure: the message for stderr and the exit code.
 struct Failure(String, u8);

@@ -1,48 +1,10 @@
 //! What a process of either binary sets up before it runs a command or
-//! serves: SIGPIPE for commands, the descriptor limit for a server, and
-//! logging (stderr, and daily files for a serving instance).
+//! serves: logging (stderr, and daily files for a serving instance). SIGPIPE
+//! and the descriptor limit are the operating system's (`crate::process`).
 
 use std::path::Path;
 
 use crate::config;
-
-/// `local-mcp-server list | head -1`: when whoever reads the output stops,
-/// end as other command-line tools do (SIGPIPE) instead of panicking in
-/// `println!` — Rust starts every program with SIGPIPE ignored. Only for the
-/// commands: a serving engine keeps it ignored (its sockets report EPIPE as an
-/// error), as does the stdio bridge, which must cancel a waiting call first.
-pub(super) fn end_quietly_when_the_reader_goes() {
-    #[cfg(unix)]
-    // SAFETY: restores a signal's default disposition before any thread that
-    // could be writing has started; no handler runs Rust code.
-    unsafe {
-        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
-    }
-}
-
-/// A server holds a descriptor per connection, waiting call and file: lift
-/// the soft limit (often 1024) to the hard one the system allows, as servers
-/// do, so many agents and pages (or a flood of connections) do not run it out.
-pub(super) fn raise_descriptor_limit() {
-    #[cfg(unix)]
-    // SAFETY: getrlimit/setrlimit read and write a plain struct we own.
-    unsafe {
-        let mut limit = libc::rlimit {
-            rlim_cur: 0,
-            rlim_max: 0,
-        };
-        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) == 0 && limit.rlim_cur < limit.rlim_max {
-            // macOS refuses more than OPEN_MAX for the soft limit.
-            let wanted = if cfg!(target_os = "macos") {
-                limit.rlim_max.min(10_240)
-            } else {
-                limit.rlim_max
-            };
-            limit.rlim_cur = wanted;
-            libc::setrlimit(libc::RLIMIT_NOFILE, &limit);
-        }
-    }
-}
 
 /// Logs to stderr, filtered by a `LOG_LEVEL` (an invalid one says so and
 /// falls back to info) — and, for a serving instance, to daily files in

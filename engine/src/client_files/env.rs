@@ -6,6 +6,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use crate::paths;
 use crate::snippets::Client;
 
 /// The facts the client paths are computed from.
@@ -64,7 +65,7 @@ impl Env {
         self.path
             .iter()
             .flat_map(|dir| names.iter().map(move |n| dir.join(n)))
-            .find(|p| is_executable(p))
+            .find(|p| paths::is_program(p))
     }
 
     /// The VS Code user folder (`…/Code/User`), which Cline's settings live under too.
@@ -232,39 +233,10 @@ impl Env {
     }
 }
 
-/// Claude Desktop's file. On Windows, MSIX installs (the default since
-/// early 2026) read a virtualised copy under `%LOCALAPPDATA%\Packages\Claude_*`
-/// and never see `%APPDATA%\Claude`; that one wins when present.
+/// Claude Desktop's file: where the platform's store install keeps it
+/// (`paths::claude_desktop_store_folder`), else its config folder's.
 fn claude_desktop_file(env: &Env) -> PathBuf {
-    #[cfg(windows)]
-    if let Some(local) = std::env::var_os("LOCALAPPDATA") {
-        let packages = PathBuf::from(local).join("Packages");
-        if let Ok(entries) = std::fs::read_dir(&packages) {
-            let mut found: Vec<PathBuf> = entries
-                .filter_map(|e| e.ok())
-                .filter(|e| e.file_name().to_string_lossy().starts_with("Claude_"))
-                .map(|e| e.path().join("LocalCache").join("Roaming").join("Claude"))
-                .filter(|p| p.exists())
-                .collect();
-            if found.len() == 1 {
-                return found.remove(0).join("claude_desktop_config.json");
-            }
-        }
-    }
-    env.config.join("Claude").join("claude_desktop_config.json")
-}
-
-fn is_executable(path: &Path) -> bool {
-    let Ok(meta) = std::fs::metadata(path) else {
-        return false;
-    };
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        meta.is_file() && meta.permissions().mode() & 0o111 != 0
-    }
-    #[cfg(not(unix))]
-    {
-        meta.is_file()
-    }
+    paths::claude_desktop_store_folder()
+        .unwrap_or_else(|| env.config.join("Claude"))
+        .join("claude_desktop_config.json")
 }

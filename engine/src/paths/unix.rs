@@ -12,3 +12,13 @@ pub fn client_folders() -> Option<(PathBuf, PathBuf)> {
     let base = directories::BaseDirs::new()?;
     Some((base.home_dir().to_path_buf(), base.config_dir().to_path_buf()))
 }
+
+/// No store install of Claude Desktop moves its file here.
+pub fn claude_desktop_store_folder() -> Option<PathBuf> {
+    None
+}
+
+pub fn is_program(path: &std::path::Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}

@@ -27,3 +27,20 @@ pub fn client_folders() -> Option<(PathBuf, PathBuf)> {
     let config = folder("APPDATA").or_else(|| base.as_ref().map(|b| b.config_dir().to_path_buf()))?;
     Some((home, config))
 }
+
+pub fn claude_desktop_store_folder() -> Option<PathBuf> {
+    let packages = folder("LOCALAPPDATA")?.join("Packages");
+    let mut found: Vec<PathBuf> = std::fs::read_dir(&packages)
+        .ok()?
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().starts_with("Claude_"))
+        .map(|e| e.path().join("LocalCache").join("Roaming").join("Claude"))
+        .filter(|p| p.exists())
+        .collect();
+    (found.len() == 1).then(|| found.remove(0))
+}
+
+/// Windows has no executable bit: a file on `PATH` with its extension is a program.
+pub fn is_program(path: &std::path::Path) -> bool {
+    std::fs::metadata(path).is_ok_and(|m| m.is_file())
+}

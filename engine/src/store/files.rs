@@ -73,8 +73,8 @@ impl Files {
         for f in files {
             paths::write_private(&dir.join(&f.name), f.bytes)?;
         }
-        sync_dir(&dir)?;
-        sync_dir(&self.root)
+        private_fs::sync_dir_checked(&dir)?;
+        private_fs::sync_dir_checked(&self.root)
     }
 
     /// Link (or copy, where links are not possible) another instruction's
@@ -86,8 +86,8 @@ impl Files {
             let (src, dst) = (self.path(from, old), dir.join(new));
             private_fs::link_or_copy(&src, &dst)?;
         }
-        sync_dir(&dir)?;
-        sync_dir(&self.root)
+        private_fs::sync_dir_checked(&dir)?;
+        private_fs::sync_dir_checked(&self.root)
     }
 
     /// Remove some files of an instruction (best effort: a leftover is swept at start).
@@ -150,19 +150,6 @@ fn remove_any(path: &Path) -> io::Result<()> {
         std::fs::remove_dir_all(path)
     } else {
         std::fs::remove_file(path)
-    }
-}
-
-/// Make a folder's entries durable (Unix; elsewhere renames are durable on their own).
-fn sync_dir(dir: &Path) -> io::Result<()> {
-    #[cfg(unix)]
-    {
-        std::fs::File::open(dir)?.sync_all()
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = dir;
-        Ok(())
     }
 }
 

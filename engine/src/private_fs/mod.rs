@@ -17,27 +17,26 @@
 //! - a folder another account can write into is named before we write there
 //!   ([`shared_writer`]), so a caller can refuse it.
 //!
+//! How each rule is kept differs by platform: one file each (`unix.rs`:
+//! modes, `O_NOFOLLOW`, owner uids; `windows.rs`: a user's own folders are
+//! private by their inherited ACLs, and the platform says what it does not
+//! check), this file holding what is the same everywhere.
+//!
 //! This module depends on nothing else in the crate.
 
 use std::fs::File;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
-/// Owner read and write: the mode of every file we create.
 #[cfg(unix)]
-const FILE_MODE: u32 = 0o600;
-/// Owner only: the mode of every folder we create.
-#[cfg(unix)]
-const DIR_MODE: u32 = 0o700;
+#[path = "unix.rs"]
+mod platform;
+#[cfg(windows)]
+#[path = "windows.rs"]
+mod platform;
 
 fn options() -> std::fs::OpenOptions {
-    let mut options = std::fs::OpenOptions::new();
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        options.mode(FILE_MODE).custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC);
-    }
-    options
+    platform::new_file_options()
 }
 
 /// Create `path`, which must not exist (not even as a link), owner-only, for writing.
@@ -74,14 +73,7 @@ pub fn open_no_follow(path: &Path) -> io::Result<File> {
 /// or a device at that name, only a regular file this account owns, and at
 /// most `limit` bytes (a state file another program could have swapped).
 pub fn read_ours(path: &Path, limit: u64) -> io::Result<Vec<u8>> {
-    let mut options = options();
-    options.read(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        options.custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK);
-    }
-    let file = options.open(path)?;
+    let file = platform::read_ours_options().read(true).open(path)?;
     check_ours(&file, path)?;
     let mut bytes = Vec::new();
     io::Read::read_to_end(&mut io::Read::take(file, limit), &mut bytes)?;
@@ -94,34 +86,20 @@ fn check_ours(file: &File, path: &Path) -> io::Result<()> {
     if !meta.is_file() {
         return Err(io::Error::other(format!("{} is not a regular file", path.display())));
     }
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::MetadataExt;
-        // SAFETY: geteuid has no preconditions and cannot fail.
-        let me = unsafe { libc::geteuid() };
-        if meta.uid() != me {
-            return Err(io::Error::other(format!(
-                "{} belongs to another account (uid {})",
-                path.display(),
-                meta.uid()
-            )));
-        }
+    match platform::other_owner(&meta) {
+        Some(owner) => Err(io::Error::other(format!(
+            "{} belongs to another account ({owner})",
+            path.display()
+        ))),
+        None => Ok(()),
     }
-    Ok(())
 }
 
 /// Create `dir` and its missing parents, each new one owner-only. A folder
 /// that already exists keeps its permissions (the person's own folders are
 /// theirs to set); `dir` itself must be a real folder, not a link to one.
 pub fn create_dir_all(dir: &Path) -> io::Result<()> {
-    let mut builder = std::fs::DirBuilder::new();
-    builder.recursive(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::DirBuilderExt;
-        builder.mode(DIR_MODE);
-    }
-    builder.create(dir)?;
+    platform::new_dir_builder().recursive(true).create(dir)?;
     let meta = std::fs::symlink_metadata(dir)?;
     if !meta.is_dir() {
         return Err(io::Error::other(format!("{} is not a folder", dir.display())));
@@ -132,13 +110,7 @@ pub fn create_dir_all(dir: &Path) -> io::Result<()> {
 /// Create one new folder, owner-only; an error if anything (a link
 /// included) is already at that name.
 pub fn create_dir(dir: &Path) -> io::Result<()> {
-    let mut builder = std::fs::DirBuilder::new();
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::DirBuilderExt;
-        builder.mode(DIR_MODE);
-    }
-    builder.create(dir)
+    platform::new_dir_builder().create(dir)
 }
 
 /// Like [`create_dir_all`], and `dir` itself made owner-only if it is ours
@@ -146,38 +118,19 @@ pub fn create_dir(dir: &Path) -> io::Result<()> {
 /// database's, the configuration's, the logs').
 pub fn private_dir(dir: &Path) -> io::Result<()> {
     create_dir_all(dir)?;
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::{MetadataExt, PermissionsExt};
-        let meta = std::fs::symlink_metadata(dir)?;
-        // SAFETY: geteuid has no preconditions and cannot fail.
-        let me = unsafe { libc::geteuid() };
-        if meta.uid() != me {
-            return Err(io::Error::other(format!(
-                "{} belongs to another account (uid {}); local-mcp keeps its files only in folders of its own account",
-                dir.display(),
-                meta.uid()
-            )));
-        }
-        if meta.mode() & 0o077 != 0 {
-            std::fs::set_permissions(dir, std::fs::Permissions::from_mode(DIR_MODE))?;
-        }
+    let meta = std::fs::symlink_metadata(dir)?;
+    if let Some(owner) = platform::other_owner(&meta) {
+        return Err(io::Error::other(format!(
+            "{} belongs to another account ({owner}); local-mcp keeps its files only in folders of its own account",
+            dir.display()
+        )));
     }
-    Ok(())
+    platform::make_dir_private(dir, &meta)
 }
 
 /// Make a file we own owner-only, through its open descriptor.
 pub fn make_private(file: &File) -> io::Result<()> {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        file.set_permissions(std::fs::Permissions::from_mode(FILE_MODE))
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = file;
-        Ok(())
-    }
+    platform::make_file_private(file)
 }
 
 /// Make every file directly in `dir` (one of our own folders) owner-only.
@@ -194,11 +147,7 @@ pub fn make_files_private(dir: &Path) -> io::Result<()> {
 /// Files and folders this process creates by other means than this module
 /// (a library's, SQLite's) are owner-only too: the process's umask (Unix).
 pub fn restrict_umask() {
-    #[cfg(unix)]
-    // SAFETY: umask only sets the process's file-creation mask; it cannot fail.
-    unsafe {
-        libc::umask(0o077);
-    }
+    platform::restrict_umask()
 }
 
 /// A new, empty file under a random name in `dir`, owner-only (`tempfile`
@@ -267,14 +216,15 @@ pub fn link_or_copy(from: &Path, to: &Path) -> io::Result<()> {
 }
 
 /// The rename of a file reaches the disk with its folder's entry (Unix; a
-/// no-op elsewhere, where folders cannot be opened).
+/// no-op on Windows, where a rename is durable on its own and folders cannot
+/// be opened). Best effort: see [`sync_dir_checked`].
 pub fn sync_dir(dir: &Path) {
-    #[cfg(unix)]
-    if let Ok(d) = File::open(dir) {
-        let _ = d.sync_all();
-    }
-    #[cfg(not(unix))]
-    let _ = dir;
+    let _ = platform::sync_dir(dir);
+}
+
+/// [`sync_dir`], for a caller that must know it failed.
+pub fn sync_dir_checked(dir: &Path) -> io::Result<()> {
+    platform::sync_dir(dir)
 }
 
 fn parent_of(path: &Path) -> &Path {
@@ -294,11 +244,7 @@ impl WorkDir {
     pub fn new_in(parent: &Path) -> io::Result<WorkDir> {
         let mut builder = tempfile::Builder::new();
         builder.prefix("work-");
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::PermissionsExt;
-            builder.permissions(std::fs::Permissions::from_mode(DIR_MODE));
-        }
+        platform::private_temp_dir(&mut builder);
         builder.tempdir_in(parent).map(WorkDir)
     }
 
@@ -307,11 +253,7 @@ impl WorkDir {
     pub fn temporary() -> io::Result<WorkDir> {
         let mut builder = tempfile::Builder::new();
         builder.prefix("local-mcp-");
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::PermissionsExt;
-            builder.permissions(std::fs::Permissions::from_mode(DIR_MODE));
-        }
+        platform::private_temp_dir(&mut builder);
         builder.tempdir().map(WorkDir)
     }
 
@@ -347,47 +289,15 @@ pub fn sweep_work(parent: &Path) {
 /// /tmp included: others cannot replace our files there, but they can plant
 /// names we would use). `None` when only we (and root) can.
 pub fn shared_writer(dir: &Path) -> Option<String> {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::MetadataExt;
-        let meta = std::fs::metadata(dir).ok()?;
-        // SAFETY: geteuid has no preconditions and cannot fail.
-        let me = unsafe { libc::geteuid() };
-        if meta.uid() != me && meta.uid() != 0 {
-            return Some(format!("it belongs to another account (uid {})", meta.uid()));
-        }
-        let mode = meta.mode();
-        if mode & 0o002 != 0 {
-            return Some(format!("every account can write into it (mode {:o})", mode & 0o7777));
-        }
-        if mode & 0o020 != 0 && meta.gid() != unsafe { libc::getegid() } {
-            return Some(format!(
-                "the group {} can write into it (mode {:o})",
-                meta.gid(),
-                mode & 0o7777
-            ));
-        }
-        None
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = dir;
-        None
-    }
+    platform::shared_writer(dir)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    #[cfg(unix)]
-    fn mode(path: &Path) -> u32 {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::symlink_metadata(path).unwrap().permissions().mode() & 0o777
-    }
-
     #[test]
-    fn replace_is_whole_owner_only_and_leaves_nothing_behind() {
+    fn replace_is_whole_and_leaves_nothing_behind() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("a").join("secret");
         private_dir(path.parent().unwrap()).unwrap();
@@ -399,79 +309,5 @@ mod tests {
             1,
             "no temp file left"
         );
-        #[cfg(unix)]
-        {
-            assert_eq!(mode(&path), 0o600);
-            assert_eq!(mode(path.parent().unwrap()), 0o700, "a folder we create is owner-only");
-        }
-    }
-
-    #[cfg(unix)]
-    #[test]
-    fn a_link_planted_at_a_name_is_never_followed() {
-        use std::os::unix::fs::PermissionsExt;
-        let dir = tempfile::tempdir().unwrap();
-        let victim = dir.path().join("victim");
-        std::fs::write(&victim, "precious").unwrap();
-        std::fs::set_permissions(&victim, std::fs::Permissions::from_mode(0o600)).unwrap();
-        let planted = dir.path().join("planted");
-        std::os::unix::fs::symlink(&victim, &planted).unwrap();
-        assert!(create_new(&planted).is_err(), "create_new through a link");
-        assert!(open_or_create(&planted).is_err(), "open_or_create through a link");
-        assert!(open_append(&planted).is_err(), "append through a link");
-        assert!(open_no_follow(&planted).is_err(), "read through a link");
-        let dangling = dir.path().join("dangling");
-        std::os::unix::fs::symlink(dir.path().join("nowhere"), &dangling).unwrap();
-        assert!(create_new(&dangling).is_err(), "a dangling link creates its target");
-        assert!(!dir.path().join("nowhere").exists());
-        assert!(copy_new(&victim, &planted).is_err());
-        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious");
-        assert_eq!(mode(&victim), 0o600);
-    }
-
-    #[cfg(unix)]
-    #[test]
-    fn replacing_keeps_a_persons_mode_or_makes_it_private() {
-        use std::os::unix::fs::PermissionsExt;
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("settings.json");
-        std::fs::write(&path, "{}").unwrap();
-        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o640)).unwrap();
-        replace(&path, b"{ }", Mode::KeepExisting).unwrap();
-        assert_eq!(mode(&path), 0o640);
-        replace(&path, b"{}", Mode::Private).unwrap();
-        assert_eq!(mode(&path), 0o600);
-        let new = dir.path().join("new.json");
-        replace(&new, b"{}", Mode::KeepExisting).unwrap();
-        assert_eq!(mode(&new), 0o600, "a new file is owner-only");
-    }
-
-    #[cfg(unix)]
-    #[test]
-    fn work_folders_are_private_and_go_when_dropped() {
-        let dir = tempfile::tempdir().unwrap();
-        let parent = dir.path().join("work");
-        private_dir(&parent).unwrap();
-        let work = WorkDir::new_in(&parent).unwrap();
-        assert_eq!(mode(&parent), 0o700);
-        assert_eq!(mode(work.path()), 0o700);
-        create_new(&work.join("x")).unwrap();
-        let path = work.path().to_path_buf();
-        drop(work);
-        assert!(!path.exists());
-        let mut named = temp_file_in(&parent, "t").unwrap();
-        named.write_all(b"x").unwrap();
-        assert_eq!(mode(named.path()), 0o600);
-    }
-
-    #[cfg(unix)]
-    #[test]
-    fn shared_folders_are_named() {
-        use std::os::unix::fs::PermissionsExt;
-        let dir = tempfile::tempdir().unwrap();
-        assert_eq!(shared_writer(dir.path()), None);
-        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o1777)).unwrap();
-        assert!(shared_writer(dir.path()).unwrap().contains("every account"));
-        assert!(shared_writer(Path::new("/tmp")).is_some());
     }
 }
