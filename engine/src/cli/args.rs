@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 
-use super::daemon;
+use super::service;
 use crate::snippets::Client;
 
 /// Where to reach the running instance (defaults to its connection-info file).
@@ -251,7 +251,7 @@ pub enum Command {
     /// Start the headless server at login: a systemd user unit (Linux) or a launchd agent (macOS)
     Service {
         #[arg(value_enum)]
-        action: daemon::ServiceAction,
+        action: service::ServiceAction,
         /// Only write (or remove) the file; do not enable, start or stop anything
         #[arg(long)]
         no_start: bool,

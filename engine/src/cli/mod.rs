@@ -21,6 +21,7 @@ mod hook;
 mod logs;
 mod process;
 mod reports;
+mod service;
 mod show;
 mod templates;
 mod transfer;
@@ -125,7 +126,7 @@ pub fn run(command: Command, cli: &mut clap::Command, serve: &ServeArgs, address
         Command::Start => Some(daemon::start(serve)),
         Command::Restart => Some(daemon::restart(serve)),
         Command::Stop { agent: None, .. } => Some(daemon::stop(serve)),
-        Command::Service { action, no_start } => Some(daemon::service(*action, *no_start)),
+        Command::Service { action, no_start } => Some(service::service(*action, *no_start)),
         Command::Restore { file } => Some(daemon::restore(serve, file)),
         _ => None,
     };
