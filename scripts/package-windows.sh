@@ -49,7 +49,7 @@ cat >"$stage/README.txt" <<EOF
 local-mcp $version for Windows (x86_64)
 
 local-mcp.exe         the desktop app: tray icon, the queue window, quick add
-                      (needs Microsoft's WebView2 Runtime, part of Windows 11)
+                      (needs Microsoft's WebView2 Runtime, part of Windows 11 and of current Windows 10)
 local-mcp-server.exe  the headless server and the command line:
                       local-mcp-server.exe            serve on http://127.0.0.1:8000
                       local-mcp-server.exe --help     every command and setting
