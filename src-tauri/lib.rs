@@ -93,6 +93,7 @@ pub fn run() -> ExitCode {
         .unwrap_or(0);
     // Single-threaded still: nothing else reads the environment.
     std::env::remove_var(RELAUNCH_VAR);
+    webview_helpers::before_toolkit();
     let mut cli = Cli::parse();
     let config = match engine::cli::prelude(
         "local-mcp",

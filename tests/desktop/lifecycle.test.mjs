@@ -6,7 +6,7 @@
 
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { mkdtempSync } from "node:fs";
+import { mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, test } from "node:test";
@@ -52,6 +52,22 @@ async function answering(base, run, timeout = 30000) {
   }
 }
 
+/** Which of `pids` map OpenGL's driver (Mesa's DRI/Gallium, its LLVM), as "pid name: library". */
+function openGlMapped(pids) {
+  const found = [];
+  for (const pid of pids) {
+    let maps;
+    try {
+      maps = readFileSync(`/proc/${pid}/maps`, "utf8");
+    } catch {
+      continue; // gone meanwhile
+    }
+    const hit = maps.split("\n").find((l) => /libGLX_mesa|libEGL_mesa|_dri\.so|libgallium|libLLVM/.test(l));
+    if (hit) found.push(`${pid}: ${hit.trim().split(/\s+/).pop()}`);
+  }
+  return found;
+}
+
 /** The app's webview processes, named; an empty list when it has none. */
 const webviewOf = (run) => webkitProcesses(processTree(run.child.pid));
 
@@ -68,6 +84,8 @@ test("the webview lives only while a window is open: none when started hidden, n
   await answering(base, run);
   await sleep(1500);
   assert.deepEqual(webviewOf(run), [], "started hidden, the app has no webview process");
+  // GTK's OpenGL is off (webview_helpers::before_toolkit): its probe loaded Mesa and LLVM, ~31 MiB.
+  assert.deepEqual(openGlMapped([run.child.pid]), [], "started hidden, the app has not loaded OpenGL");
 
   for (const round of [1, 2]) {
     // A second launch brings the window: the running app creates it.
