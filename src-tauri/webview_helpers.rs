@@ -28,7 +28,9 @@ const AFTER: Duration = Duration::from_secs(2);
 /// queue of text draws as fast on the CPU, and WebKitGTK's GPU path is what
 /// leaves windows blank under some drivers (tauri-apps/tauri#9304).
 /// `tests/desktop/lifecycle.test.mjs` checks that the hidden app maps no
-/// Mesa.
+/// Mesa. What the app starts (a browser the tray opens) inherits the
+/// variable: Firefox and Chromium draw with their own OpenGL and ignore it;
+/// a GTK 3 program that uses GTK's would draw without.
 #[cfg(target_os = "linux")]
 pub fn before_toolkit() {
     if std::env::var_os("GDK_GL").is_none() {
