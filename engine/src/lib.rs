@@ -119,9 +119,11 @@ impl Engine {
         self.shutdown.cancel();
     }
 
-    /// Wait until the server has stopped, then withdraw the connection-info file.
+    /// Wait until the server has stopped and what its connections left is
+    /// settled, then withdraw the connection-info file.
     pub async fn stopped(self) {
         let _ = self.task.await;
+        self.queue.finish_settling().await;
         if let Some(path) = &self.connection_file {
             connection_info::remove_if_ours(path, std::process::id());
         }

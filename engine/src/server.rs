@@ -100,8 +100,12 @@ const OTHER_ACCOUNT_CONNECTIONS: usize = 32;
 pub async fn serve(listener: TcpListener, router: Router, guard: Arc<Guard>, shutdown: CancellationToken) {
     let graceful = GracefulShutdown::new();
     let others = Arc::new(AtomicUsize::new(0));
+    // Every connection's task, so that those still open when the grace ends
+    // are ended here, before the engine settles what they carried.
+    let mut connections = tokio::task::JoinSet::new();
     loop {
         let (tcp, addr) = tokio::select! {
+            Some(_) = connections.join_next(), if !connections.is_empty() => continue,
             accepted = listener.accept() => match accepted {
                 Ok(pair) => pair,
                 Err(e) => {
@@ -118,7 +122,7 @@ pub async fn serve(listener: TcpListener, router: Router, guard: Arc<Guard>, shu
         }
         let peer = Peer::new(addr, tcp.local_addr().ok());
         let (router, guard, others, watcher) = (router.clone(), guard.clone(), others.clone(), graceful.watcher());
-        tokio::spawn(async move {
+        connections.spawn(async move {
             let mut counted = None;
             let header_timeout = match guard.admit(&peer).await {
                 Admission::Ours => HEADER_TIMEOUT,
@@ -158,6 +162,8 @@ pub async fn serve(listener: TcpListener, router: Router, guard: Arc<Guard>, shu
     if tokio::time::timeout(SHUTDOWN_GRACE, graceful.shutdown()).await.is_err() {
         tracing::warn!("open connections did not close within {SHUTDOWN_GRACE:?}; dropping them");
     }
+    // Dropping them drops their responses: an answer not written by now is in doubt.
+    connections.shutdown().await;
 }
 
 /// Answer a refused connection without reading its request: a short 403

@@ -35,25 +35,57 @@ pub type Settle = Box<dyn FnOnce(bool) + Send>;
 
 /// Where a tool call leaves the settlement of what its response carries.
 #[derive(Clone, Default)]
-pub struct Carried(Arc<Mutex<Option<Settle>>>);
+pub struct Carried(Arc<Mutex<CarriedState>>);
+
+#[derive(Default)]
+struct CarriedState {
+    settle: Option<Settle>,
+    /// The instruction the answer carries: its id is in the answer's JSON.
+    id: String,
+    /// The response is gone (or finished): a settlement left now is cut off.
+    closed: bool,
+}
 
 impl Carried {
-    /// The response carries a delivery: settle it when the body ends or is dropped.
-    pub fn carry(&self, settle: Settle) {
-        *self.0.lock_anyway() = Some(settle);
+    /// The response carries a delivery: settle it when the body ends or is
+    /// dropped — at once, as cut off, if the response is already gone (the
+    /// client left between the call's last check and its claim).
+    pub fn carry(&self, id: String, settle: Settle) {
+        let mut state = self.0.lock_anyway();
+        if state.closed {
+            drop(state);
+            settle(false);
+        } else {
+            state.settle = Some(settle);
+            state.id = id;
+        }
     }
 
-    fn is_carrying(&self) -> bool {
-        self.0.lock_anyway().is_some()
+    /// The id of the instruction the response still owes its settlement for.
+    fn carrying(&self) -> Option<String> {
+        let state = self.0.lock_anyway();
+        state.settle.is_some().then(|| state.id.clone())
     }
 
     fn take(&self) -> Option<Settle> {
-        self.0.lock_anyway().take()
+        self.0.lock_anyway().settle.take()
     }
 
     fn settle(&self, complete: bool) {
         if let Some(settle) = self.take() {
             settle(complete);
+        }
+    }
+
+    /// The response is gone: what it carries, or is given later, is cut off.
+    fn close(&self) {
+        let settle = {
+            let mut state = self.0.lock_anyway();
+            state.closed = true;
+            state.settle.take()
+        };
+        if let Some(settle) = settle {
+            settle(false);
         }
     }
 
@@ -111,6 +143,12 @@ where
         req.extensions_mut().insert(ClientGone(token.clone()));
         req.extensions_mut().insert(carried.clone());
         let written = req.extensions().get::<Written>().cloned();
+        // Owned by the request's future until the body exists, then by the
+        // body: dropped with either before the end, the caller is gone.
+        let owed = Owed {
+            guard: Some(token.drop_guard()),
+            carried,
+        };
         let fut = self.inner.call(req);
         Box::pin(async move {
             let response = fut.await?;
@@ -118,14 +156,60 @@ where
                 let inner = axum::body::Body::new(body);
                 axum::body::Body::new(GuardedBody {
                     inner,
-                    guard: Some(token.drop_guard()),
-                    carried,
+                    owed,
                     written,
                     handed_over: false,
                 })
             }))
         })
     }
+}
+
+/// What the end of a response owes: cancelling the "caller gone" token and
+/// settling what it carries as cut off — unless it ended normally.
+struct Owed {
+    guard: Option<DropGuard>,
+    carried: Carried,
+}
+
+impl Drop for Owed {
+    fn drop(&mut self) {
+        // After a normal end this finds nothing left to settle; the token's
+        // guard, unless disarmed, cancels it as it drops.
+        self.carried.close();
+    }
+}
+
+/// What an event of the response is to a settlement for instruction `id`:
+/// `None` when it is no JSON-RPC response (a progress or log notification,
+/// which may share the stream — in session mode another call's progress with
+/// the same token, too — or a keep-alive); `Some(true)` for the answer, a
+/// `result` that names the instruction; `Some(false)` for a response without
+/// it (an error, or whatever the call was ended with instead).
+fn answer_in(event: &[u8], id: &str) -> Option<bool> {
+    #[derive(serde::Deserialize)]
+    struct Message {
+        method: Option<serde::de::IgnoredAny>,
+        result: Option<serde::de::IgnoredAny>,
+        error: Option<serde::de::IgnoredAny>,
+    }
+    let text = std::str::from_utf8(event).ok()?;
+    // An SSE event's `data:` lines, or a plain JSON body.
+    let json = if text.trim_start().starts_with('{') {
+        text.to_owned()
+    } else {
+        let data: Vec<&str> = text
+            .lines()
+            .filter_map(|l| l.strip_prefix("data:"))
+            .map(|d| d.strip_prefix(' ').unwrap_or(d))
+            .collect();
+        data.join("\n")
+    };
+    let message: Message = serde_json::from_str(&json).ok()?;
+    if message.method.is_some() || (message.result.is_none() && message.error.is_none()) {
+        return None;
+    }
+    Some(message.result.is_some() && !id.is_empty() && json.contains(id))
 }
 
 /// A body that cancels its token, and settles what it carries as cut off,
@@ -143,19 +227,11 @@ where
 /// that moment lost answers already marked `sent`.)
 struct GuardedBody {
     inner: axum::body::Body,
-    guard: Option<DropGuard>,
-    carried: Carried,
+    owed: Owed,
     /// The connection's flush watch (absent when not served by `crate::server`).
     written: Option<Written>,
     /// Without a flush watch: the event carrying the delivery was handed to hyper.
     handed_over: bool,
-}
-
-impl Drop for GuardedBody {
-    fn drop(&mut self) {
-        // After a normal end this finds nothing left to settle.
-        self.carried.settle(false);
-    }
 }
 
 impl Body for GuardedBody {
@@ -164,25 +240,31 @@ impl Body for GuardedBody {
 
     fn poll_frame(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, axum::Error>>> {
         let this = &mut *self;
+        let carried = &this.owed.carried;
         if this.handed_over {
             // No flush watch: asked for more after the carrying event, it was taken in.
-            this.carried.settle(true);
+            carried.settle(true);
         }
         let polled = Pin::new(&mut this.inner).poll_frame(cx);
         match &polled {
             Poll::Ready(None) => {
                 // Finished normally: nobody went away; what it carried goes out with the end.
-                if let Some(g) = this.guard.take() {
+                if let Some(g) = this.owed.guard.take() {
                     g.disarm();
                 }
-                this.carried.settle_when_written(this.written.as_ref());
+                // Ended without its answer (the server stopped the call): never sent.
+                carried.settle(false);
             }
-            // An event (not a keep-alive comment) after the call settled what it carries: the answer.
-            Poll::Ready(Some(Ok(frame))) if this.carried.is_carrying() => {
-                if frame.data_ref().is_some_and(|d| !d.starts_with(b":")) {
-                    match &this.written {
-                        Some(written) => this.carried.settle_when_written(Some(written)),
-                        None => this.handed_over = true,
+            // The call's response, once the call has left what it carries.
+            Poll::Ready(Some(Ok(frame))) => {
+                if let (Some(id), Some(data)) = (carried.carrying(), frame.data_ref()) {
+                    match answer_in(data, &id) {
+                        Some(true) => match &this.written {
+                            Some(written) => carried.settle_when_written(Some(written)),
+                            None => this.handed_over = true,
+                        },
+                        Some(false) => carried.settle(false),
+                        None => {}
                     }
                 }
             }
@@ -210,34 +292,46 @@ mod tests {
     use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
     use tokio::sync::{mpsc, Notify};
 
-    /// A real hyper connection over an in-memory pipe of 8 KiB that carries a
-    /// response whose answer event is 200 KB — more than the pipe holds, less
-    /// than hyper's write buffer, so hyper takes it in whole and asks for the
-    /// next frame while most of it has not been written. Returns the client's
-    /// end, the settlement's outcome, and a signal that hyper asked for more.
-    async fn serve_an_answer() -> (tokio::io::DuplexStream, mpsc::UnboundedReceiver<bool>, Arc<Notify>) {
-        let (mut client, server) = tokio::io::duplex(8 * 1024);
+    /// A real hyper connection over an in-memory pipe of `pipe` bytes whose
+    /// one response is a tool call's stream: the call leaves a settlement
+    /// (its outcome comes out of the returned receiver), then the body sends
+    /// what the test puts into `frames`, and signals `asked` each time hyper
+    /// asks for a frame that is not there yet. Returns the client's end.
+    struct Served {
+        client: tokio::io::DuplexStream,
+        frames: mpsc::UnboundedSender<Bytes>,
+        outcome: mpsc::UnboundedReceiver<bool>,
+        asked: Arc<Notify>,
+    }
+
+    async fn serve(pipe: usize) -> Served {
+        let (mut client, server) = tokio::io::duplex(pipe);
         let (server, written) = Watched::new(server);
         let (settled, outcome) = mpsc::unbounded_channel();
-        let asked_again = Arc::new(Notify::new());
-        let asked = asked_again.clone();
+        let (frames_tx, frames_rx) = mpsc::unbounded_channel::<Bytes>();
+        let frames_rx = Arc::new(Mutex::new(Some(frames_rx)));
+        let asked = Arc::new(Notify::new());
+        let asked_body = asked.clone();
         let app = DisconnectGuardLayer.layer(tower::service_fn(move |req: http::Request<hyper::body::Incoming>| {
-            let (settled, asked) = (settled.clone(), asked.clone());
+            let (settled, asked) = (settled.clone(), asked_body.clone());
+            let mut frames = frames_rx.lock_anyway().take().expect("one request");
             async move {
                 let carried = req.extensions().get::<Carried>().expect("the guard's slot").clone();
-                carried.carry(Box::new(move |sent| {
-                    let _ = settled.send(sent);
-                }));
-                let mut answer = Some(Bytes::from(format!("data: {}\n\n", "x".repeat(200_000))));
-                // The answer, then a stream that stays open, as rmcp's does for a moment.
-                let frames = futures::stream::poll_fn(move |_| match answer.take() {
-                    Some(a) => Poll::Ready(Some(Ok::<_, std::convert::Infallible>(a))),
-                    None => {
+                carried.carry(
+                    INSTRUCTION.to_owned(),
+                    Box::new(move |sent| {
+                        let _ = settled.send(sent);
+                    }),
+                );
+                let body = futures::stream::poll_fn(move |cx| match frames.poll_recv(cx) {
+                    Poll::Ready(Some(f)) => Poll::Ready(Some(Ok::<_, std::convert::Infallible>(f))),
+                    Poll::Ready(None) => Poll::Ready(None),
+                    Poll::Pending => {
                         asked.notify_one();
                         Poll::Pending
                     }
                 });
-                Ok::<_, std::convert::Infallible>(http::Response::new(axum::body::Body::from_stream(frames)))
+                Ok::<_, std::convert::Infallible>(http::Response::new(axum::body::Body::from_stream(body)))
             }
         }));
         let app = tower::ServiceExt::map_request(app, move |mut req: http::Request<hyper::body::Incoming>| {
@@ -249,7 +343,22 @@ mod tests {
                 .serve_connection(TokioIo::new(server), TowerToHyperService::new(app)),
         );
         client.write_all(b"GET /mcp HTTP/1.1\r\nhost: x\r\n\r\n").await.unwrap();
-        (client, outcome, asked_again)
+        Served {
+            client,
+            frames: frames_tx,
+            outcome,
+            asked,
+        }
+    }
+
+    /// The instruction the tests' call delivers.
+    const INSTRUCTION: &str = "0194d3a2-7c1e-7b3a-9f00-6a1f2e3d4c5b";
+
+    fn answer(size: usize) -> Bytes {
+        Bytes::from(format!(
+            "data: {{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{{\"text\":\"{INSTRUCTION} {}\"}}}}\n\n",
+            "x".repeat(size)
+        ))
     }
 
     async fn within<T>(what: &str, f: impl std::future::Future<Output = T>) -> T {
@@ -258,38 +367,158 @@ mod tests {
             .unwrap_or_else(|_| panic!("waited 10 s for {what}"))
     }
 
-    #[tokio::test]
-    async fn an_answer_still_in_hypers_buffer_is_not_sent_until_it_reaches_the_socket() {
-        let (mut client, mut outcome, asked_again) = serve_an_answer().await;
-        within("hyper to ask for the frame after the answer", asked_again.notified()).await;
-        assert!(
-            outcome.try_recv().is_err(),
-            "settled while most of the answer was still in hyper's buffer"
-        );
-        // The client reads: the answer goes out, and only then is it sent.
+    /// Read from the client until the settlement comes; how many bytes were read.
+    async fn read_until_settled(s: &mut Served) -> (Option<bool>, usize) {
         let mut got = 0;
         let mut chunk = vec![0u8; 16 * 1024];
         let reading = async {
             loop {
                 tokio::select! {
-                    sent = outcome.recv() => return sent,
-                    n = client.read(&mut chunk) => got += n.unwrap(),
+                    sent = s.outcome.recv() => return sent,
+                    n = s.client.read(&mut chunk) => got += n.unwrap(),
                 }
             }
         };
-        assert_eq!(within("the settlement once the client read", reading).await, Some(true));
+        let sent = within("the settlement once the client read", reading).await;
+        (sent, got)
+    }
+
+    // A 200 KB answer into an 8 KiB pipe: more than the pipe holds, less than
+    // hyper's write buffer, so hyper takes it in whole and asks for the next
+    // frame while most of it has not been written.
+    #[tokio::test]
+    async fn an_answer_still_in_hypers_buffer_is_not_sent_until_it_reaches_the_socket() {
+        let mut s = serve(8 * 1024).await;
+        s.frames.send(answer(200_000)).unwrap();
+        within("hyper to ask for the frame after the answer", s.asked.notified()).await;
+        assert!(
+            s.outcome.try_recv().is_err(),
+            "settled while most of the answer was still in hyper's buffer"
+        );
+        // The client reads: the answer goes out, and only then is it sent.
+        let (sent, got) = read_until_settled(&mut s).await;
+        assert_eq!(sent, Some(true));
         // Written means in the pipe (the kernel's socket buffer, on a real connection): at most 8 KiB unread.
         assert!(got + 8 * 1024 >= 200_000, "settled when only {got} bytes had gone out");
     }
 
     #[tokio::test]
     async fn an_answer_whose_connection_ends_before_it_is_written_is_cut_off() {
-        let (client, mut outcome, asked_again) = serve_an_answer().await;
-        within("hyper to ask for the frame after the answer", asked_again.notified()).await;
-        drop(client);
+        let mut s = serve(8 * 1024).await;
+        s.frames.send(answer(200_000)).unwrap();
+        within("hyper to ask for the frame after the answer", s.asked.notified()).await;
+        drop(s.client);
         assert_eq!(
-            within("the settlement after the client hung up", outcome.recv()).await,
+            within("the settlement after the client hung up", s.outcome.recv()).await,
             Some(false)
+        );
+    }
+
+    #[tokio::test]
+    async fn a_notification_before_the_answer_settles_nothing() {
+        let mut s = serve(64 * 1024).await;
+        // Another call's progress (session mode routes it by token) or this
+        // call's own announcement, written out in full while the answer is
+        // still being made.
+        s.frames
+            .send(Bytes::from_static(
+                b"data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{\"progressToken\":\"t\",\"progress\":10}}\n\n",
+            ))
+            .unwrap();
+        within("hyper to ask for the frame after the notification", s.asked.notified()).await;
+        let mut chunk = vec![0u8; 4096];
+        let n = within("the notification at the client", s.client.read(&mut chunk))
+            .await
+            .unwrap();
+        assert!(n > 0);
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert!(s.outcome.try_recv().is_err(), "a notification was taken for the answer");
+        s.frames.send(answer(10)).unwrap();
+        let (sent, _) = read_until_settled(&mut s).await;
+        assert_eq!(sent, Some(true));
+    }
+
+    #[tokio::test]
+    async fn a_stream_that_ends_without_the_answer_is_cut_off() {
+        // The server stopping ends the call's stream with something else, or nothing.
+        let mut s = serve(64 * 1024).await;
+        s.frames
+            .send(Bytes::from_static(
+                b"data: {\"jsonrpc\":\"2.0\",\"id\":1,\"error\":{\"code\":-32603,\"message\":\"stopping\"}}\n\n",
+            ))
+            .unwrap();
+        let (sent, _) = read_until_settled(&mut s).await;
+        assert_eq!(sent, Some(false), "an error answered the call, not the instruction");
+
+        let mut s = serve(64 * 1024).await;
+        s.frames = mpsc::unbounded_channel().0; // the only sender goes: the stream ends
+        let (sent, _) = read_until_settled(&mut s).await;
+        assert_eq!(sent, Some(false), "an empty stream");
+    }
+
+    #[test]
+    fn only_the_response_naming_the_instruction_is_its_answer() {
+        let id = INSTRUCTION;
+        let ours =
+            format!("data: {{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{{\"instruction\":{{\"id\":\"{id}\"}}}}}}\n\n");
+        assert_eq!(answer_in(ours.as_bytes(), id), Some(true));
+        let plain = format!("{{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{{\"text\":\"{id}\"}}}}");
+        assert_eq!(answer_in(plain.as_bytes(), id), Some(true), "a JSON (not SSE) response");
+        // A response without it: the call was ended some other way.
+        assert_eq!(
+            answer_in(b"data: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n\n", id),
+            Some(false)
+        );
+        assert_eq!(
+            answer_in(
+                b"data: {\"jsonrpc\":\"2.0\",\"id\":1,\"error\":{\"code\":-32603,\"message\":\"x\"}}\n\n",
+                id
+            ),
+            Some(false)
+        );
+        // Not a response at all.
+        let progress = format!("data: {{\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{{\"progressToken\":\"{id}\",\"progress\":1}}}}\n\n");
+        assert_eq!(answer_in(progress.as_bytes(), id), None);
+        assert_eq!(answer_in(b": keep-alive\n\n", id), None);
+        assert_eq!(answer_in(b"data: \n\n", id), None);
+        assert_eq!(answer_in(&[0xff, 0xfe], id), None);
+    }
+
+    #[test]
+    fn a_delivery_left_after_its_response_is_gone_is_cut_off_at_once() {
+        let carried = Carried::default();
+        let owed = Owed {
+            guard: Some(CancellationToken::new().drop_guard()),
+            carried: carried.clone(),
+        };
+        drop(owed);
+        let (tx, rx) = std::sync::mpsc::channel();
+        carried.carry(INSTRUCTION.to_owned(), Box::new(move |sent| tx.send(sent).unwrap()));
+        assert_eq!(rx.try_recv(), Ok(false));
+    }
+
+    #[tokio::test]
+    async fn a_request_dropped_before_its_response_cancels_and_cuts_off() {
+        // The inner service never answers; the guard's future is dropped as
+        // hyper drops it when the client leaves before the headers.
+        let (slot_tx, slot_rx) = std::sync::mpsc::channel::<(ClientGone, Carried)>();
+        let mut service = DisconnectGuardLayer.layer(tower::service_fn(move |req: http::Request<()>| {
+            let gone = req.extensions().get::<ClientGone>().unwrap().clone();
+            let carried = req.extensions().get::<Carried>().unwrap().clone();
+            slot_tx.send((gone, carried)).unwrap();
+            std::future::pending::<Result<http::Response<axum::body::Body>, std::convert::Infallible>>()
+        }));
+        let future = Service::call(&mut service, http::Request::new(()));
+        let (gone, carried) = slot_rx.recv().unwrap();
+        assert!(!gone.0.is_cancelled());
+        drop(future);
+        assert!(gone.0.is_cancelled(), "the waiting call learns its caller left");
+        let (tx, rx) = std::sync::mpsc::channel();
+        carried.carry(INSTRUCTION.to_owned(), Box::new(move |sent| tx.send(sent).unwrap()));
+        assert_eq!(
+            rx.try_recv(),
+            Ok(false),
+            "and what it claims after that is in doubt at once"
         );
     }
 }

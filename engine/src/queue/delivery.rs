@@ -18,6 +18,7 @@ use tokio::sync::mpsc::UnboundedReceiver;
 use crate::events::Event;
 use crate::model::Delivery;
 use crate::store::Durability;
+use crate::sync::MutexExt as _;
 use crate::{time, Result};
 
 use super::{fate_event, Queue};
@@ -127,8 +128,22 @@ impl Queue {
 
 /// Write settlements as they come, as many per transaction as are waiting;
 /// at shutdown, write what is queued and stop.
+/// The server has stopped and its connections are gone: settle what they
+/// left and end the settling task (`Engine::stopped`).
+impl Queue {
+    pub async fn finish_settling(&self) {
+        self.inner.serving_done.cancel();
+        let settler = self.inner.settler.lock_anyway().take();
+        if let Some(settler) = settler {
+            let _ = settler.await;
+        }
+    }
+}
+
 pub(super) async fn settle_loop(queue: Queue, mut settling: UnboundedReceiver<(String, Delivery)>) {
-    let shutdown = queue.inner.shutdown.clone();
+    // Not the engine's shutdown: answers still go out (or are cut off) while
+    // the server gives open requests their grace, and each is settled.
+    let shutdown = queue.inner.serving_done.clone();
     loop {
         let first = tokio::select! {
             got = settling.recv() => match got {

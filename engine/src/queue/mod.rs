@@ -80,6 +80,9 @@ struct Inner {
     status_dirty: Notify,
     /// Deliveries to settle (`sent`, `in_doubt`), written in batches by a task.
     settle: tokio::sync::mpsc::UnboundedSender<(String, Delivery)>,
+    /// That task, and what tells it the server has stopped (`finish_settling`).
+    settler: std::sync::Mutex<Option<tokio::task::JoinHandle<()>>>,
+    serving_done: CancellationToken,
     /// One import at a time: two imports of one file would both find its ids
     /// free, write the same attachment folders, and the loser's clean-up
     /// would remove the files the winner's rows name.
@@ -116,13 +119,16 @@ impl Queue {
                 stops: std::sync::Mutex::new(stops.into_iter().collect()),
                 status_dirty: Notify::new(),
                 settle,
+                settler: std::sync::Mutex::new(None),
+                serving_done: CancellationToken::new(),
                 importing: tokio::sync::Mutex::new(()),
                 instance,
                 shutdown,
             }),
         };
         tokio::spawn(status::publish_loop(queue.clone()));
-        tokio::spawn(delivery::settle_loop(queue.clone(), settling));
+        let settler = tokio::spawn(delivery::settle_loop(queue.clone(), settling));
+        *queue.inner.settler.lock_anyway() = Some(settler);
         tokio::spawn(status::fault_watch(queue.clone()));
         Ok(queue)
     }

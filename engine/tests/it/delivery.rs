@@ -205,3 +205,40 @@ async fn a_claim_left_open_by_a_crash_is_in_doubt_at_the_next_start() {
     assert_eq!(status["queue"]["in_doubt_count"], 1);
     server.child.kill().await.unwrap();
 }
+
+/// A client that asks for `get_user_request` over a raw socket with a small
+/// receive buffer and then reads nothing: its answer cannot be written out.
+async fn call_and_stall(s: &common::Server, agent: &str) -> tokio::net::TcpStream {
+    let addr: std::net::SocketAddr = s.url.trim_start_matches("http://").parse().unwrap();
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.set_recv_buffer_size(4096).unwrap();
+    let mut stream = socket.connect(addr).await.unwrap();
+    let body = common::raw_call_body(1, agent);
+    let request = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    stream.write_all(request.as_bytes()).await.unwrap();
+    stream
+}
+
+#[tokio::test]
+async fn an_answer_still_stuck_when_the_server_stops_is_in_doubt_once_it_has_stopped() {
+    let s = common::start(|c| c.settings.default_wait_seconds = 0).await;
+    let id = add_big(&s, "never read").await;
+    let stalled = call_and_stall(&s, "stalled").await;
+    until_delivery(&s, &id, "claimed").await;
+    let db = s.db.clone();
+    // The stop's grace ends with the connection still open; dropping it cuts the answer off.
+    let _dir = s.stop().await;
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    let delivery: String = conn
+        .query_row("SELECT delivery FROM instructions WHERE id = ?1", [&id], |r| r.get(0))
+        .unwrap();
+    assert_eq!(
+        delivery, "in_doubt",
+        "settled by the stop itself, not left for the next start to doubt"
+    );
+    drop(stalled);
+}

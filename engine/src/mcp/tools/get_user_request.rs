@@ -255,10 +255,13 @@ fn settle_when_written(ctx: &RequestContext<RoleServer>, queue: &Queue, id: Stri
         return;
     };
     let queue = queue.clone();
-    carried.carry(Box::new(move |complete| {
-        // Run from the body's poll or its drop: this only queues the settlement.
-        queue.settle_delivery(id, if complete { Delivery::Sent } else { Delivery::InDoubt });
-    }));
+    carried.carry(
+        id.clone(),
+        Box::new(move |complete| {
+            // Run from the body's poll or its drop: this only queues the settlement.
+            queue.settle_delivery(id, if complete { Delivery::Sent } else { Delivery::InDoubt });
+        }),
+    );
 }
 
 /// One token for "this caller has gone": rmcp's request token (cancel
