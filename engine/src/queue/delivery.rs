@@ -126,11 +126,9 @@ impl Queue {
     }
 }
 
-/// Write settlements as they come, as many per transaction as are waiting;
-/// at shutdown, write what is queued and stop.
-/// The server has stopped and its connections are gone: settle what they
-/// left and end the settling task (`Engine::stopped`).
 impl Queue {
+    /// The server has stopped and its connections are gone: settle what they
+    /// left and end the settling task (`Engine::stopped`).
     pub async fn finish_settling(&self) {
         self.inner.serving_done.cancel();
         let settler = self.inner.settler.lock_anyway().take();
@@ -140,6 +138,9 @@ impl Queue {
     }
 }
 
+/// Write settlements as they come, as many per transaction as are waiting;
+/// once the server has stopped (`Queue::finish_settling`), write what is
+/// queued and stop.
 pub(super) async fn settle_loop(queue: Queue, mut settling: UnboundedReceiver<(String, Delivery)>) {
     // Not the engine's shutdown: answers still go out (or are cut off) while
     // the server gives open requests their grace, and each is settled.
