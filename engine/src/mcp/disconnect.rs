@@ -89,9 +89,9 @@ impl Carried {
         }
     }
 
-    /// The answer was handed to hyper: settle it once it is on the socket,
-    /// or at once where the connection cannot say (not served by
-    /// `crate::server`, as in some tests).
+    /// The answer was handed to hyper: settle it once it is on the socket.
+    /// Every connection `crate::server` serves is watched; a response served
+    /// some other way cannot say, and counts as written when handed over.
     fn settle_when_written(&self, written: Option<&Written>) {
         match (self.take(), written) {
             (Some(settle), Some(written)) => written.after_flush(settle),
@@ -154,12 +154,7 @@ where
             let response = fut.await?;
             Ok(response.map(|body| {
                 let inner = axum::body::Body::new(body);
-                axum::body::Body::new(GuardedBody {
-                    inner,
-                    owed,
-                    written,
-                    handed_over: false,
-                })
+                axum::body::Body::new(GuardedBody { inner, owed, written })
             }))
         })
     }
@@ -230,8 +225,6 @@ struct GuardedBody {
     owed: Owed,
     /// The connection's flush watch (absent when not served by `crate::server`).
     written: Option<Written>,
-    /// Without a flush watch: the event carrying the delivery was handed to hyper.
-    handed_over: bool,
 }
 
 impl Body for GuardedBody {
@@ -241,28 +234,22 @@ impl Body for GuardedBody {
     fn poll_frame(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, axum::Error>>> {
         let this = &mut *self;
         let carried = &this.owed.carried;
-        if this.handed_over {
-            // No flush watch: asked for more after the carrying event, it was taken in.
-            carried.settle(true);
-        }
         let polled = Pin::new(&mut this.inner).poll_frame(cx);
         match &polled {
             Poll::Ready(None) => {
-                // Finished normally: nobody went away; what it carried goes out with the end.
+                // Finished normally: nobody went away.
                 if let Some(g) = this.owed.guard.take() {
                     g.disarm();
                 }
-                // Ended without its answer (the server stopped the call): never sent.
+                // Still carrying at the end, the stream ended without its answer
+                // (the server stopped the call): never sent.
                 carried.settle(false);
             }
             // The call's response, once the call has left what it carries.
             Poll::Ready(Some(Ok(frame))) => {
                 if let (Some(id), Some(data)) = (carried.carrying(), frame.data_ref()) {
                     match answer_in(data, &id) {
-                        Some(true) => match &this.written {
-                            Some(written) => carried.settle_when_written(Some(written)),
-                            None => this.handed_over = true,
-                        },
+                        Some(true) => carried.settle_when_written(this.written.as_ref()),
                         Some(false) => carried.settle(false),
                         None => {}
                     }
