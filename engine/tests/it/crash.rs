@@ -129,7 +129,7 @@ async fn writer(http: reqwest::Client, url: String, tag: String, ledger: Arc<Mut
 
 /// One stateless `tools/call` as an agent of `queue`; the instruction id if one was delivered.
 async fn take_one(http: &reqwest::Client, url: &str, queue: &str, agent: &str, id: u64) -> Result<Option<String>, ()> {
-    let mut response = http
+    let response = http
         .post(format!("{url}{}", engine::model::mcp_path(queue)))
         .header("content-type", "application/json")
         .header("accept", "application/json, text/event-stream")
@@ -139,27 +139,12 @@ async fn take_one(http: &reqwest::Client, url: &str, queue: &str, agent: &str, i
         .map_err(|_| ())?;
     // Read as an SSE client does, event by event: an answer that arrived counts
     // even if the kill cuts the stream off before its end.
-    let mut seen = Vec::new();
-    let mut scanned = 0;
-    loop {
-        while let Some(end) = seen[scanned..].iter().position(|&b| b == b'\n') {
-            let line = String::from_utf8_lossy(&seen[scanned..scanned + end]).into_owned();
-            scanned += end + 1;
-            let Some(message) = line
-                .strip_prefix("data: ")
-                .and_then(|data| serde_json::from_str::<Value>(data).ok())
-            else {
-                continue;
-            };
-            if message["id"] == id {
-                let text = message["result"]["content"][0]["text"].as_str().unwrap_or("null");
-                let result: Value = serde_json::from_str(text).unwrap_or(Value::Null);
-                return Ok(result["instruction"]["id"].as_str().map(str::to_owned));
-            }
-        }
-        match response.chunk().await {
-            Ok(Some(chunk)) => seen.extend_from_slice(&chunk),
-            Ok(None) | Err(_) => break,
+    let mut events = common::SseReader::from_response(response);
+    while let Some(event) = events.next().await {
+        if event.data["id"] == id {
+            let text = event.data["result"]["content"][0]["text"].as_str().unwrap_or("null");
+            let result: Value = serde_json::from_str(text).unwrap_or(Value::Null);
+            return Ok(result["instruction"]["id"].as_str().map(str::to_owned));
         }
     }
     // The stream ended without the answer: the server died mid-call.

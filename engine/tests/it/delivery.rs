@@ -83,9 +83,9 @@ async fn add_big(s: &common::Server, content: &str) -> String {
     created["item"]["id"].as_str().unwrap().to_owned()
 }
 
-/// Call `get_user_request` over a raw socket with a small receive buffer,
-/// read only the response's first bytes, and hang up.
-async fn call_and_hang_up(s: &common::Server, agent: &str) {
+/// A client that asks for `get_user_request` over a raw socket with a small
+/// receive buffer and then reads nothing: its answer cannot be written out.
+async fn call_and_stall(s: &common::Server, agent: &str) -> tokio::net::TcpStream {
     let addr: std::net::SocketAddr = s.url.trim_start_matches("http://").parse().unwrap();
     let socket = tokio::net::TcpSocket::new_v4().unwrap();
     socket.set_recv_buffer_size(4096).unwrap();
@@ -97,6 +97,12 @@ async fn call_and_hang_up(s: &common::Server, agent: &str) {
         body.len()
     );
     stream.write_all(request.as_bytes()).await.unwrap();
+    stream
+}
+
+/// The same, reading only the response's first bytes, then hanging up.
+async fn call_and_hang_up(s: &common::Server, agent: &str) {
+    let mut stream = call_and_stall(s, agent).await;
     let mut first = [0u8; 1024];
     let n = stream.read(&mut first).await.unwrap();
     assert!(
@@ -204,23 +210,6 @@ async fn a_claim_left_open_by_a_crash_is_in_doubt_at_the_next_start() {
     let status = common::get_json_with(&http, &format!("{}/api/status", server.url)).await;
     assert_eq!(status["queue"]["in_doubt_count"], 1);
     server.child.kill().await.unwrap();
-}
-
-/// A client that asks for `get_user_request` over a raw socket with a small
-/// receive buffer and then reads nothing: its answer cannot be written out.
-async fn call_and_stall(s: &common::Server, agent: &str) -> tokio::net::TcpStream {
-    let addr: std::net::SocketAddr = s.url.trim_start_matches("http://").parse().unwrap();
-    let socket = tokio::net::TcpSocket::new_v4().unwrap();
-    socket.set_recv_buffer_size(4096).unwrap();
-    let mut stream = socket.connect(addr).await.unwrap();
-    let body = common::raw_call_body(1, agent);
-    let request = format!(
-        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
-         Accept: application/json, text/event-stream\r\nContent-Length: {}\r\n\r\n{body}",
-        body.len()
-    );
-    stream.write_all(request.as_bytes()).await.unwrap();
-    stream
 }
 
 #[tokio::test]

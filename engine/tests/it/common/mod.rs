@@ -277,6 +277,11 @@ impl SseReader {
         let resp = req.send().await.unwrap();
         assert_eq!(resp.status(), 200);
         assert_eq!(resp.headers()["content-type"], "text/event-stream");
+        SseReader::from_response(resp)
+    }
+
+    /// Events as they arrive on any SSE response (an MCP call's, too).
+    pub fn from_response(resp: reqwest::Response) -> SseReader {
         SseReader {
             stream: Box::pin(resp.bytes_stream()),
             buf: String::new(),
