@@ -189,16 +189,21 @@ fn answer_in(event: &[u8], id: &str) -> Option<bool> {
         error: Option<serde::de::IgnoredAny>,
     }
     let text = std::str::from_utf8(event).ok()?;
-    // An SSE event's `data:` lines, or a plain JSON body.
-    let json = if text.trim_start().starts_with('{') {
-        text.to_owned()
+    // An SSE event's `data:` lines, or a plain JSON body. The answer can be
+    // megabytes (inline images): it is read where it lies, copied only when
+    // its data is split over several lines.
+    let json: std::borrow::Cow<'_, str> = if text.trim_start().starts_with('{') {
+        text.into()
     } else {
         let data: Vec<&str> = text
             .lines()
             .filter_map(|l| l.strip_prefix("data:"))
             .map(|d| d.strip_prefix(' ').unwrap_or(d))
             .collect();
-        data.join("\n")
+        match data.as_slice() {
+            [one] => (*one).into(),
+            _ => data.join("\n").into(),
+        }
     };
     let message: Message = serde_json::from_str(&json).ok()?;
     if message.method.is_some() || (message.result.is_none() && message.error.is_none()) {
