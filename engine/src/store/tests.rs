@@ -237,3 +237,51 @@ fn the_statement_cache_holds_every_statement_the_store_runs() {
         super::STATEMENT_CACHE
     );
 }
+
+#[test]
+fn a_cached_statement_keeps_its_plan_whatever_is_bound_to_it() {
+    // A claim's statements run on every agent call, under the write lock:
+    // reused from the cache, never parsed and planned again. Before the
+    // connection asked for plans that ignore bound values (QPSG), SQLite
+    // 3.54 re-planned the claim each time its bindings were cleared — at
+    // every return to rusqlite's cache — ~4 statements per claim.
+    let store = Store::open_in_memory().unwrap();
+    store
+        .write(
+            Durability::Full,
+            |db| (1..=6).try_for_each(|i| db.insert_instruction(&instruction(&format!("i{i}"), i))),
+            |_| (),
+        )
+        .unwrap();
+    for agent in ["a", "b", "c", "a", "d"] {
+        let got = store
+            .write(
+                Durability::Normal,
+                |db| db.claim("default", agent, None, &crate::time::now()),
+                |_| (),
+            )
+            .unwrap();
+        assert!(got.is_some(), "{agent} took one");
+    }
+    let conn = store.lock();
+    let stmt = conn.prepare_cached(&queries::claim_sql()).unwrap();
+    assert_eq!(
+        stmt.get_status(rusqlite::StatementStatus::RePrepare),
+        0,
+        "the claim was planned again on reuse"
+    );
+    // And the plan is still the walk down the pending rail's partial index.
+    let plan: Vec<String> = conn
+        .prepare(&format!("EXPLAIN QUERY PLAN {}", queries::claim_sql()))
+        .unwrap()
+        .query_map(rusqlite::params!["a", "now", "default", None::<String>], |r| {
+            r.get::<_, String>(3)
+        })
+        .unwrap()
+        .collect::<std::result::Result<_, _>>()
+        .unwrap();
+    assert!(
+        plan.iter().any(|p| p.contains("instructions_pending_by_queue")),
+        "the claim no longer uses the pending rail's index: {plan:?}"
+    );
+}

@@ -168,16 +168,7 @@ impl<'c> Db<'c> {
     pub fn claim(&self, queue: &str, agent_id: &str, id: Option<&str>, now: &str) -> Result<Option<Instruction>> {
         Ok(self
             .conn
-            .prepare_cached(&format!(
-                "UPDATE instructions
-                 SET status = 'consumed', consumed_at = ?2, consumed_by_agent_id = ?1, updated_at = ?2,
-                     delivery = 'claimed'
-                 WHERE id = (SELECT id FROM instructions
-                             WHERE status = 'pending' AND queue = ?3 AND (target IS NULL OR target = ?1)
-                               AND (?4 IS NULL OR id = ?4)
-                             ORDER BY position LIMIT 1)
-                 RETURNING {INSTRUCTION_COLUMNS}"
-            ))?
+            .prepare_cached(&claim_sql())?
             .query_row(params![agent_id, now, queue, id], instruction_from_row)
             .optional()?)
     }
@@ -250,4 +241,18 @@ impl<'c> Db<'c> {
             .query_row([], |r| r.get(0))?;
         Ok(n as u64)
     }
+}
+
+/// The claim's statement (its text is also its key in the statement cache).
+pub(in crate::store) fn claim_sql() -> String {
+    format!(
+        "UPDATE instructions
+         SET status = 'consumed', consumed_at = ?2, consumed_by_agent_id = ?1, updated_at = ?2,
+             delivery = 'claimed'
+         WHERE id = (SELECT id FROM instructions
+                     WHERE status = 'pending' AND queue = ?3 AND (target IS NULL OR target = ?1)
+                       AND (?4 IS NULL OR id = ?4)
+                     ORDER BY position LIMIT 1)
+         RETURNING {INSTRUCTION_COLUMNS}"
+    )
 }

@@ -19,6 +19,8 @@ use rusqlite::Connection;
 pub use attachments::AttachmentRow;
 #[cfg(test)]
 pub use events::EVENT_LOG_KEEP;
+#[cfg(test)]
+pub(in crate::store) use instructions::claim_sql;
 pub use instructions::PendingChange;
 pub use queues::QueueTally;
 pub use templates::TemplateFileRow;
