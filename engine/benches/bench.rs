@@ -313,7 +313,7 @@ async fn main() {
         rows.push((
             "idle RSS".into(),
             format!("{:.1} MiB", s.rss_kib() as f64 / 1024.0),
-            "< 15 MiB".into(),
+            "≤ 12 MiB".into(),
         ));
 
         s.config(json!({"default_wait_seconds": 0})).await;
