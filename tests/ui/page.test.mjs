@@ -438,7 +438,8 @@ describe("connect agents", () => {
 
     // The install link goes to the OS handler, never to a browser tab.
     await row("cursor").locator('[data-action="link"]').click();
-    await until(() => existsSync(opened), { what: "the link handed to xdg-open" });
+    // The fake xdg-open's `>` creates the file before `printf` fills it: wait for the content.
+    await until(() => existsSync(opened) && readFileSync(opened, "utf8").length > 0, { what: "the link handed to xdg-open" });
     assert.match(readFileSync(opened, "utf8"), /^cursor:\/\/anysphere\.cursor-deeplink\/mcp\/install\?name=local-mcp&config=/);
     assert.equal(context.pages().length, 1);
 
