@@ -124,9 +124,7 @@ impl Queue {
         }
         Ok(n)
     }
-}
 
-impl Queue {
     /// The server has stopped and its connections are gone: settle what they
     /// left and end the settling task (`Engine::stopped`).
     pub async fn finish_settling(&self) {

@@ -102,8 +102,8 @@ impl<'c> Db<'c> {
 
     /// How many instructions of `queue` are pending: the count the triggers
     /// of migration 8 keep, one row read. Every claim asks; counting the
-    /// queue's index instead took ~160 µs at 4,000 pending, under the store's
-    /// lock, and capped claims at ~1,800/s whatever the number of agents.
+    /// queue's index instead took ~160 µs at 4,000 pending, under the
+    /// store's write lock.
     pub fn queue_pending_count(&self, queue: &str) -> Result<u64> {
         let n: Option<i64> = self
             .conn
