@@ -16,7 +16,7 @@
 use std::collections::HashMap;
 use std::sync::Mutex;
 
-use rmcp::model::Implementation;
+use rmcp::model::{Implementation, RequestMetaObject as Meta};
 use rmcp::service::RequestContext;
 use rmcp::RoleServer;
 use sha2::Digest as _;
@@ -36,18 +36,35 @@ pub struct Seen {
     counter: std::sync::atomic::AtomicU64,
 }
 
-fn header(ctx: &RequestContext<RoleServer>, name: &str) -> Option<String> {
-    ctx.extensions
-        .get::<http::request::Parts>()?
-        .headers
-        .get(name)?
-        .to_str()
-        .ok()
-        .map(str::to_owned)
+/// What a request says about the client that sent it: the request's
+/// `_meta`, its session's `initialize` (session mode only: a stateless
+/// request's stand-in names no client), and its HTTP head.
+pub struct Asking<'a> {
+    pub meta: &'a Meta,
+    pub initialized: Option<Implementation>,
+    pub head: Option<&'a http::request::Parts>,
 }
 
-fn user_agent(ctx: &RequestContext<RoleServer>) -> Option<String> {
-    header(ctx, http::header::USER_AGENT.as_str())
+impl<'a> Asking<'a> {
+    /// A request as rmcp hands it to the handler; `sessions`: whether the
+    /// server keeps sessions (otherwise its peer's `initialize` is rmcp's stand-in).
+    pub fn of(ctx: &'a RequestContext<RoleServer>, sessions: bool) -> Self {
+        Asking {
+            meta: &ctx.meta,
+            initialized: sessions
+                .then(|| ctx.peer.peer_info().map(|info| info.client_info.clone()))
+                .flatten(),
+            head: ctx.extensions.get::<http::request::Parts>(),
+        }
+    }
+
+    fn header(&self, name: &str) -> Option<String> {
+        self.head?.headers.get(name)?.to_str().ok().map(str::to_owned)
+    }
+
+    fn user_agent(&self) -> Option<String> {
+        self.header(http::header::USER_AGENT.as_str())
+    }
 }
 
 fn named(info: &Implementation) -> ClientName {
@@ -71,12 +88,12 @@ fn stricter(a: ClientName, b: ClientName) -> ClientName {
 /// Codex's `_meta.sessionId` (its thread), VS Code's conversation, the stdio
 /// bridge's header, or the MCP session; hashed (it may be a conversation's
 /// id) and shortened. Claude Code and Copilot CLI send none over HTTP.
-fn client_session(ctx: &RequestContext<RoleServer>) -> Option<String> {
-    let from_meta = |key: &str| ctx.meta.get(key).and_then(|v| v.as_str()).map(str::to_owned);
+fn client_session(asking: &Asking<'_>) -> Option<String> {
+    let from_meta = |key: &str| asking.meta.get(key).and_then(|v| v.as_str()).map(str::to_owned);
     let raw = from_meta("sessionId")
         .or_else(|| from_meta("vscode.conversationId"))
-        .or_else(|| header(ctx, crate::model::CLIENT_SESSION_HEADER))
-        .or_else(|| header(ctx, "mcp-session-id"))?;
+        .or_else(|| asking.header(crate::model::CLIENT_SESSION_HEADER))
+        .or_else(|| asking.header("mcp-session-id"))?;
     let digest = sha2::Sha256::digest(raw.as_bytes());
     Some(hex::encode(&digest[..6]))
 }
@@ -84,7 +101,7 @@ fn client_session(ctx: &RequestContext<RoleServer>) -> Option<String> {
 impl Seen {
     /// A client opened (`initialize`, or 2026-07-28's `server/discover`):
     /// say which one, and note it under its `User-Agent` for stateless calls.
-    pub fn started(&self, ctx: &RequestContext<RoleServer>, client: &Implementation) {
+    pub fn started(&self, asking: &Asking<'_>, client: &Implementation) {
         let limit = limit_of(&client.name);
         // Debug-quoted: the names come from the client, and must not forge log lines.
         tracing::info!(
@@ -93,7 +110,7 @@ impl Seen {
             waits_within = limit.map_or("the wait setting", |l| l.client),
             "an MCP client opened"
         );
-        let Some(agent) = user_agent(ctx) else {
+        let Some(agent) = asking.user_agent() else {
             return;
         };
         let tick = self.counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -115,8 +132,8 @@ impl Seen {
     /// own `_meta` (2026-07-28), by its session's `initialize`, by the
     /// `initialize` that came with its `User-Agent`, or by the `User-Agent`
     /// itself (`codex-mcp-client/0.169.0`); and the client session it is in.
-    pub fn caller(&self, ctx: &RequestContext<RoleServer>) -> Caller {
-        let agent = user_agent(ctx);
+    pub fn caller(&self, asking: &Asking<'_>) -> Caller {
+        let agent = asking.user_agent();
         let remembered = || {
             let map = self.by_agent.lock_anyway();
             agent.as_ref().and_then(|a| map.get(a)).map(|(c, _)| c.clone())
@@ -130,12 +147,11 @@ impl Seen {
                 version: Some(version.to_owned()).filter(|v| !v.is_empty()),
             })
         };
-        // In order of trust; the first a limit is known for wins (a
-        // stateless session's stand-in `initialize` names no real client),
-        // else the first that names anything.
+        // In order of trust; the first a limit is known for wins, else the
+        // first that names anything.
         let candidates = [
-            ctx.meta.client_info().map(|info| named(&info)),
-            ctx.peer.peer_info().map(|info| named(&info.client_info)),
+            asking.meta.client_info().map(|info| named(&info)),
+            asking.initialized.as_ref().map(named),
             remembered(),
             from_agent(),
         ];
@@ -145,17 +161,17 @@ impl Seen {
             .find(|c| limit_of(&c.name).is_some())
             .or_else(|| candidates[..3].iter().flatten().find(|c| !c.name.is_empty()))
             .cloned();
-        let protocol = ctx
+        let protocol = asking
             .meta
             .protocol_version()
             .map(|v| v.to_string())
-            .or_else(|| header(ctx, "mcp-protocol-version"));
+            .or_else(|| asking.header("mcp-protocol-version"));
         let caller = Caller {
             client,
-            session: client_session(ctx),
+            session: client_session(asking),
             // Versions are dates: the 2026-07-28 revision dropped resumable streams.
             no_resume: protocol.is_some_and(|v| v.as_str() >= "2026-07-28"),
-            silent: silent_until_answer(ctx),
+            silent: silent_until_answer(asking.meta),
         };
         if let Some(limit) = caller.client.as_ref().and_then(|c| limit_of(&c.name)) {
             tracing::debug!(
@@ -175,12 +191,9 @@ impl Seen {
 /// progress only with a token. `get_user_request` opens its stream with
 /// either, or with nothing.
 #[allow(deprecated)] // LoggingLevel: the request's level is still read (SEP-2577)
-fn silent_until_answer(ctx: &RequestContext<RoleServer>) -> bool {
-    let era_2026 = ctx
-        .meta
+fn silent_until_answer(meta: &Meta) -> bool {
+    let era_2026 = meta
         .protocol_version()
         .is_some_and(|v| v.to_string().as_str() >= "2026-07-28");
-    era_2026
-        && ctx.meta.get_progress_token().is_none()
-        && ctx.meta.log_level() != Some(rmcp::model::LoggingLevel::Debug)
+    era_2026 && meta.get_progress_token().is_none() && meta.log_level() != Some(rmcp::model::LoggingLevel::Debug)
 }

@@ -6,6 +6,7 @@
 
 mod catalog;
 pub mod client_limits;
+mod direct;
 mod disconnect;
 mod logs;
 mod tools;
@@ -30,6 +31,7 @@ use tokio_util::sync::CancellationToken;
 use crate::model::{DEFAULT_QUEUE, MAX_WAIT_SECONDS};
 use crate::queue::Queue;
 
+use direct::encode;
 pub use disconnect::DisconnectGuardLayer;
 pub use tools::names as tool_names;
 
@@ -103,7 +105,7 @@ impl ServerHandler for LocalMcp {
         request: ReadResourceRequestParams,
         ctx: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, McpError> {
-        let queue = url_queue(&ctx)
+        let queue = url_queue(ctx.extensions.get())
             .map_err(|e| McpError::invalid_params(e.to_string(), None))?
             .unwrap_or_else(|| DEFAULT_QUEUE.to_owned());
         catalog::read(&self.queue, &queue, &request.uri).await.map(Into::into)
@@ -133,7 +135,7 @@ impl ServerHandler for LocalMcp {
     #[allow(deprecated)]
     async fn set_level(&self, request: SetLevelRequestParams, ctx: RequestContext<RoleServer>) -> Result<(), McpError> {
         if self.sessions {
-            let queue = url_queue(&ctx)
+            let queue = url_queue(ctx.extensions.get())
                 .map_err(|e| McpError::invalid_params(e.to_string(), None))?
                 .unwrap_or_else(|| DEFAULT_QUEUE.to_owned());
             self.log.set_level(request.level, &self.queue, queue, ctx.peer.clone());
@@ -146,7 +148,8 @@ impl ServerHandler for LocalMcp {
         request: InitializeRequestParams,
         ctx: RequestContext<RoleServer>,
     ) -> Result<InitializeResult, McpError> {
-        self.clients.started(&ctx, &request.client_info);
+        self.clients
+            .started(&client_limits::Asking::of(&ctx, self.sessions), &request.client_info);
         ctx.peer.set_peer_info(request.clone());
         self.negotiate_initialize(&request)
     }
@@ -155,7 +158,8 @@ impl ServerHandler for LocalMcp {
     /// `initialize`): the client names itself in the request's `_meta`.
     async fn discover(&self, ctx: RequestContext<RoleServer>) -> Result<DiscoverResult, McpError> {
         if let Some(info) = ctx.meta.client_info() {
-            self.clients.started(&ctx, &info);
+            self.clients
+                .started(&client_limits::Asking::of(&ctx, self.sessions), &info);
         }
         Ok(DiscoverResult::from_server_info(
             self.supported_protocol_versions().into_owned(),
@@ -172,7 +176,7 @@ impl ServerHandler for LocalMcp {
         request: CallToolRequestParams,
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
-        let caller = self.clients.caller(&ctx);
+        let caller = self.clients.caller(&client_limits::Asking::of(&ctx, self.sessions));
         tools::call(&self.queue, request, ctx, caller).await.map(Into::into)
     }
 }
@@ -180,8 +184,8 @@ impl ServerHandler for LocalMcp {
 /// The queue named by the URL the caller was configured with:
 /// `/mcp/q/<name>`, or `None` for plain `/mcp`. Identity comes from the
 /// configuration, not from the model (`docs/ARCHITECTURE.md`, "Queues and targets").
-pub fn url_queue(ctx: &RequestContext<RoleServer>) -> crate::Result<Option<String>> {
-    let Some(parts) = ctx.extensions.get::<http::request::Parts>() else {
+pub fn url_queue(head: Option<&http::request::Parts>) -> crate::Result<Option<String>> {
+    let Some(parts) = head else {
         return Ok(None);
     };
     crate::model::queue_from_path(parts.uri.path())
@@ -193,21 +197,20 @@ pub fn url_queue(ctx: &RequestContext<RoleServer>) -> crate::Result<Option<Strin
 /// mid-wait would break the agent's loop.
 const SESSION_IDLE: Duration = Duration::from_secs(MAX_WAIT_SECONDS as u64 + 600);
 
-/// The `/mcp` service. Host/Origin checks are done for every route by the
-/// HTTP layer, so rmcp's own (which cover `/mcp` only) are switched off here
-/// to keep one rule in one place.
-pub fn service(
-    queue: Queue,
-    stateless: bool,
-    max_body_bytes: usize,
-    shutdown: CancellationToken,
-) -> StreamableHttpService<LocalMcp, LocalSessionManager> {
+/// How often an SSE answer that is still waiting sends a keep-alive.
+const SSE_KEEP_ALIVE: Duration = Duration::from_secs(15);
+
+/// The `/mcp` service: rmcp's, with `get_user_request` answered directly
+/// in stateless mode (`direct`). Host/Origin checks are done for every
+/// route by the HTTP layer, so rmcp's own (which cover `/mcp` only) are
+/// switched off here to keep one rule in one place.
+pub fn service(queue: Queue, stateless: bool, max_body_bytes: usize, shutdown: CancellationToken) -> direct::Mcp {
     let config = StreamableHttpServerConfig::default()
         .with_legacy_session_mode(!stateless)
         // Always answer tool calls as SSE: keep-alives flow during long waits
         // and a caller hanging up is noticed.
         .with_json_response(false)
-        .with_sse_keep_alive(Some(Duration::from_secs(15)))
+        .with_sse_keep_alive(Some(SSE_KEEP_ALIVE))
         .disable_allowed_hosts()
         .disable_allowed_origins()
         .with_max_request_body_bytes(max_body_bytes)
@@ -215,9 +218,15 @@ pub fn service(
     let mut sessions = LocalSessionManager::default();
     sessions.session_config.keep_alive = Some(SESSION_IDLE);
     let clients = Arc::new(client_limits::Seen::default());
-    StreamableHttpService::new(
+    let direct = stateless.then(|| {
+        let handler = LocalMcp::new(queue.clone(), false, clients.clone());
+        direct::Direct::new(handler, shutdown, max_body_bytes, SSE_KEEP_ALIVE)
+    });
+    // A handler per session (or stateless request): each has its own log level.
+    let rmcp = StreamableHttpService::new(
         move || Ok(LocalMcp::new(queue.clone(), !stateless, clients.clone())),
         Arc::new(sessions),
         config,
-    )
+    );
+    direct::Mcp::new(rmcp, direct)
 }

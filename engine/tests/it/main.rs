@@ -19,6 +19,7 @@ mod connect;
 mod crash;
 mod daemon;
 mod delivery;
+mod direct;
 mod events;
 mod export;
 mod hook;

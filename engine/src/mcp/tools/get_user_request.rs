@@ -16,12 +16,12 @@ use std::time::Duration;
 use base64::Engine as _;
 use rmcp::handler::server::common::schema_for_type;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResult, ContentBlock as Content, ProgressNotificationParam, ProgressToken,
-    ResourceContents, Tool, ToolAnnotations,
+    CallToolRequestParams, CallToolResult, ContentBlock as Content, ProgressNotification, ProgressNotificationParam,
+    ProgressToken, ResourceContents, ServerJsonRpcMessage, ServerNotification, Tool, ToolAnnotations,
 };
 #[allow(deprecated)] // see `announce_wait`
-use rmcp::model::{LoggingLevel, LoggingMessageNotificationParam};
-use rmcp::service::RequestContext;
+use rmcp::model::{LoggingLevel, LoggingMessageNotification, LoggingMessageNotificationParam};
+use rmcp::service::{Peer, RequestContext};
 use rmcp::{ErrorData as McpError, RoleServer};
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -82,10 +82,65 @@ pub fn definition() -> Tool {
         .with_annotations(annotations)
 }
 
+/// What a call needs from the request it came in, however it was served
+/// (by rmcp's handler, or by the direct path of `mcp::direct`).
+pub struct Asked {
+    /// The queue named by the URL the caller was configured with.
+    pub queue_in_url: crate::Result<Option<String>>,
+    pub progress_token: Option<ProgressToken>,
+    /// Cancelled when the caller has gone (or the server stops).
+    pub gone: CancellationToken,
+    /// Where the response's settlement is left (`mcp::disconnect`); none
+    /// when not served over HTTP.
+    pub carried: Option<Carried>,
+    pub notify: Notify,
+}
+
+impl Asked {
+    /// A call as rmcp's handler gets it: its token merged with the
+    /// response-body guard's (session mode does not cancel on a hang-up).
+    pub fn of(ctx: &RequestContext<RoleServer>) -> Self {
+        let head = ctx.extensions.get::<http::request::Parts>();
+        let guard = head
+            .and_then(|parts| parts.extensions.get::<ClientGone>())
+            .map(|g| g.0.clone());
+        Asked {
+            queue_in_url: crate::mcp::url_queue(head),
+            progress_token: ctx.meta.get_progress_token(),
+            gone: either_cancelled(&ctx.ct, guard),
+            carried: head.and_then(|parts| parts.extensions.get::<Carried>()).cloned(),
+            notify: Notify::Peer(ctx.peer.clone()),
+        }
+    }
+}
+
+/// Where a waiting call's notifications go.
+pub enum Notify {
+    /// rmcp's peer of the request.
+    Peer(Peer<RoleServer>),
+    /// The direct path's response stream: each message as its JSON text
+    /// (a channel's first block holds 32 items: of a message type, ~16 KiB
+    /// held by every waiting call).
+    Stream(tokio::sync::mpsc::Sender<String>),
+}
+
+impl Notify {
+    /// Send one notification; `false` if it could not be (the caller left).
+    async fn send(&self, notification: ServerNotification) -> bool {
+        match self {
+            Notify::Peer(peer) => peer.send_notification(notification).await.is_ok(),
+            Notify::Stream(tx) => match crate::mcp::encode(&ServerJsonRpcMessage::notification(notification)) {
+                Some(json) => tx.send(json).await.is_ok(),
+                None => true,
+            },
+        }
+    }
+}
+
 pub async fn call(
     queue: &Queue,
     request: CallToolRequestParams,
-    ctx: RequestContext<RoleServer>,
+    asked: Asked,
     caller: Caller,
 ) -> Result<CallToolResult, McpError> {
     let args: Args = match request.arguments {
@@ -97,7 +152,7 @@ pub async fn call(
     };
 
     // The URL the client was configured with wins over what the model passes.
-    let from_url = match super::super::url_queue(&ctx) {
+    let from_url = match asked.queue_in_url {
         Ok(q) => q,
         Err(e) => return Ok(tool_error(&e.to_string())),
     };
@@ -108,18 +163,19 @@ pub async fn call(
     };
 
     let silent = caller.silent;
-    let gone = caller_gone_token(&ctx);
+    let gone = asked.gone;
     let (waiting_tx, waiting_rx) = tokio::sync::oneshot::channel();
-    let call = queue.get_user_request(
+    // Pinned where it is made: a future moved into `tokio::pin!` keeps its
+    // first place too (each waiting call held two copies, ~3 KiB each).
+    let mut call = std::pin::pin!(queue.get_user_request(
         queue_name.as_deref(),
         args.agent_id.as_deref(),
         caller,
         report,
         gone.clone(),
         Some(waiting_tx),
-    );
-    tokio::pin!(call);
-    let progress_token = ctx.meta.get_progress_token();
+    ));
+    let progress_token = asked.progress_token;
     let mut waiting_rx = Some(waiting_rx);
     let mut ticks = tokio::time::interval_at(tokio::time::Instant::now() + PROGRESS_EVERY, PROGRESS_EVERY);
     let started = tokio::time::Instant::now();
@@ -134,8 +190,12 @@ pub async fn call(
                     // rmcp's stateless transport sends no HTTP headers (so no
                     // keep-alives) until the handler emits a first message; a
                     // silent wait would hit clients' 300 s read timeout. One
-                    // message now opens the SSE stream.
-                    announce_wait(&ctx, progress_token.clone(), wait_seconds, silent).await;
+                    // message now opens the SSE stream (the direct path
+                    // answers the same way).
+                    // Boxed, as the send below: what a send holds (a message,
+                    // rmcp's peer's request) would otherwise be laid out in
+                    // every waiting call's future, for its whole wait.
+                    Box::pin(announce_wait(&asked.notify, progress_token.clone(), wait_seconds, silent)).await;
                 }
             }
             _ = ticks.tick(), if progress_token.is_some() && waiting_rx.is_none() => {
@@ -145,7 +205,7 @@ pub async fn call(
                         .with_total(total)
                         .with_message("waiting for the user's next instruction");
                     // A failed send means the caller left; `gone` covers that.
-                    let _ = ctx.peer.notify_progress(param).await;
+                    Box::pin(asked.notify.send(ProgressNotification::new(param).into())).await;
                 }
             }
         }
@@ -156,7 +216,7 @@ pub async fn call(
     match result {
         Ok((result, _outcome)) => {
             if let Some(item) = &result.instruction {
-                settle_when_written(&ctx, queue, item.id.clone());
+                settle_when_written(asked.carried.as_ref(), queue, item.id.clone());
             }
             shape(result).await
         }
@@ -213,45 +273,36 @@ async fn shape(mut result: UserRequestResult) -> Result<CallToolResult, McpError
 /// Code and Copilot CLI, always send a progress token; the Python SDK 2.x
 /// does not, and its wait ends inside its HTTP read timeout).
 #[allow(deprecated)]
-async fn announce_wait(
-    ctx: &RequestContext<RoleServer>,
-    token: Option<ProgressToken>,
-    wait_seconds: u32,
-    silent: bool,
-) {
+async fn announce_wait(notify: &Notify, token: Option<ProgressToken>, wait_seconds: u32, silent: bool) {
     let message = format!("queue empty: waiting up to {wait_seconds} s for the user's next instruction");
     // Such a call's wait is bounded by an HTTP read timeout instead
     // (`Caller::silent`): its response cannot begin before the answer.
     if silent {
         return;
     }
-    let sent = match token {
+    let notification: ServerNotification = match token {
         Some(token) => {
             let param = ProgressNotificationParam::new(token, 0.0)
                 .with_total(f64::from(wait_seconds))
                 .with_message(message);
-            ctx.peer.notify_progress(param).await
+            ProgressNotification::new(param).into()
         }
         None => {
             let param = LoggingMessageNotificationParam::new(LoggingLevel::Debug, serde_json::Value::String(message))
                 .with_logger("local-mcp");
-            ctx.peer.notify_logging_message(param).await
+            LoggingMessageNotification::new(param).into()
         }
     };
-    if let Err(e) = sent {
-        tracing::debug!(error = %e, "could not announce a wait (caller gone?)");
+    if !notify.send(notification).await {
+        tracing::debug!("could not announce a wait (caller gone?)");
     }
 }
 
 /// Have the response-body guard settle this delivery: `sent` once the
 /// answer is written out in full, `in_doubt` if it is cut off. Without the
 /// guard (not over HTTP) the claim stays open and the next start doubts it.
-fn settle_when_written(ctx: &RequestContext<RoleServer>, queue: &Queue, id: String) {
-    let Some(carried) = ctx
-        .extensions
-        .get::<http::request::Parts>()
-        .and_then(|parts| parts.extensions.get::<Carried>())
-    else {
+fn settle_when_written(carried: Option<&Carried>, queue: &Queue, id: String) {
+    let Some(carried) = carried else {
         return;
     };
     let queue = queue.clone();
@@ -264,16 +315,11 @@ fn settle_when_written(ctx: &RequestContext<RoleServer>, queue: &Queue, id: Stri
     );
 }
 
-/// One token for "this caller has gone": rmcp's request token (cancel
-/// notification, stateless disconnect, shutdown) or, in session mode, our
-/// response-body drop guard.
-fn caller_gone_token(ctx: &RequestContext<RoleServer>) -> CancellationToken {
-    let gone = ctx.ct.child_token();
-    let guard = ctx
-        .extensions
-        .get::<http::request::Parts>()
-        .and_then(|parts| parts.extensions.get::<ClientGone>())
-        .map(|g| g.0.clone());
+/// One token for "this caller has gone": `first` (rmcp's request token —
+/// cancel notification, stateless disconnect, shutdown — or the server's
+/// shutdown) or `guard`, the response-body drop guard's.
+pub fn either_cancelled(first: &CancellationToken, guard: Option<CancellationToken>) -> CancellationToken {
+    let gone = first.child_token();
     if let Some(guard) = guard {
         let gone = gone.clone();
         tokio::spawn(async move {

@@ -31,7 +31,9 @@ pub async fn call(
     caller: crate::model::Caller,
 ) -> Result<CallToolResult, McpError> {
     match request.name.as_ref() {
-        get_user_request::NAME => get_user_request::call(queue, request, ctx, caller).await,
+        get_user_request::NAME => {
+            get_user_request::call(queue, request, get_user_request::Asked::of(&ctx), caller).await
+        }
         other => Err(McpError::invalid_params(
             format!("unknown tool {other:?}; the tools are: {}", names().join(", ")),
             None,

@@ -6,6 +6,7 @@ use std::time::Duration;
 use engine::{Config, Engine};
 use rmcp::model::{CallToolRequestParams, CallToolResult};
 use rmcp::service::RunningService;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::{RoleClient, ServiceExt};
 use serde_json::{json, Value};
@@ -129,14 +130,19 @@ impl Server {
 
     /// A connected official-SDK MCP client.
     pub async fn mcp(&self) -> RunningService<RoleClient, ()> {
-        let transport = StreamableHttpClientTransport::from_uri(format!("{}/mcp", self.url));
-        ().serve(transport).await.expect("MCP client connects")
+        self.mcp_at("/mcp").await
     }
 
     /// An official-SDK MCP client configured with the endpoint at `path`
-    /// (`/mcp/q/<queue>` for a queue's agents).
+    /// (`/mcp/q/<queue>` for a queue's agents). It sends a `User-Agent`, as
+    /// every real client does: that is how a stateless call's client is known.
     pub async fn mcp_at(&self, path: &str) -> RunningService<RoleClient, ()> {
-        let transport = StreamableHttpClientTransport::from_uri(format!("{}{path}", self.url));
+        let http = reqwest::Client::builder()
+            .user_agent("local-mcp-tests")
+            .build()
+            .unwrap();
+        let config = StreamableHttpClientTransportConfig::with_uri(format!("{}{path}", self.url));
+        let transport = StreamableHttpClientTransport::with_client(http, config);
         ().serve(transport).await.expect("MCP client connects")
     }
 
