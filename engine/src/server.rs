@@ -179,7 +179,9 @@ async fn refuse(mut tcp: tokio::net::TcpStream) {
     let said = async {
         tcp.write_all(answer.as_bytes()).await?;
         tcp.shutdown().await?;
-        let mut sink = [0u8; 4096];
+        // On the heap: an array here would be laid out in every
+        // connection's task, refused or not, for the connection's life.
+        let mut sink = vec![0u8; 4096];
         let mut left: usize = 64 * 1024;
         while left > 0 {
             let n = tcp.read(&mut sink).await?;
