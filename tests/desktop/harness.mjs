@@ -243,6 +243,12 @@ export function closeWindow(title) {
   return spawnSync("python3", [join(root, "tests/desktop/xwindow.py"), "close", title], { timeout: 10000 }).status === 0;
 }
 
+/** How many colours the shown window `title` has on the X server (a grid of its pixels; 0 if not shown). */
+export function windowColors(title) {
+  const out = spawnSync("python3", [join(root, "tests/desktop/xwindow.py"), "colors", title], { timeout: 10000, encoding: "utf8" });
+  return out.status === 0 ? Number(out.stdout.trim()) : 0;
+}
+
 /** The titles of the X windows that are shown. */
 export function shownWindows() {
   const out = spawnSync("python3", [join(root, "tests/desktop/xwindow.py"), "list"], { timeout: 10000, encoding: "utf8" }).stdout ?? "";

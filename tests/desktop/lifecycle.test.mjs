@@ -21,6 +21,7 @@ import {
   processTree,
   said,
   shownWindows,
+  windowColors,
   sleep,
   until,
   webkitProcesses,
@@ -93,7 +94,15 @@ test("the webview lives only while a window is open: none when started hidden, n
     assert.equal(second.status, 0, `second launch: ${second.stderr}`);
     await until(() => shownWindows().includes("local-mcp"), `the queue window shown (round ${round})`);
     await until(() => webviewOf(run).length > 0, `its webview processes (round ${round})`);
-    await sleep(1000); // let the page load before it is closed
+    // The page is drawn on the screen, not only loaded: the app's own
+    // process opens no EGL display (webview_helpers::no_egl_here), and the
+    // web process's frames must still reach the window.
+    await until(() => windowColors("local-mcp") >= 8, `the page drawn in the window (round ${round})`);
+    assert.deepEqual(
+      openGlMapped([run.child.pid]),
+      [],
+      "with its window open, the app's own process has not loaded OpenGL's driver (the web process draws)",
+    );
     assert.ok(closeWindow("local-mcp"), "the window took the close request");
     await until(() => !shownWindows().includes("local-mcp"), `the window closed (round ${round})`);
     try {
@@ -102,6 +111,7 @@ test("the webview lives only while a window is open: none when started hidden, n
       throw new Error(`${e.message}; still running: ${webviewOf(run).join(", ")}${said(run)}`);
     }
     assert.equal(run.exited, null, "closing the window keeps the app in the tray");
+    assert.deepEqual(openGlMapped([run.child.pid]), [], "nor after the window closed");
     assert.ok((await fetch(`${base}/healthz`)).ok, "and its engine serving");
   }
 

@@ -3,7 +3,9 @@
 `python3 xwindow.py close TITLE` sends WM_DELETE_WINDOW (the request a
 window manager sends when the person clicks ×) to every window titled TITLE;
 `python3 xwindow.py list` prints the titled windows, one per line (mapped
-ones marked "*"). The desktop tests and the footprint bench run under Xvfb,
+ones marked "*"); `python3 xwindow.py colors TITLE` prints how many colours
+a grid of the shown window TITLE's pixels has, as the X server holds them
+(1 for a window nothing was drawn in, dozens for a page with text). The desktop tests and the footprint bench run under Xvfb,
 where no window manager would send it, and without WebDriver, which would
 add its own processes to what they measure. Only libX11, through ctypes.
 """
@@ -53,6 +55,15 @@ class XWindowAttributes(ctypes.Structure):
 
 
 x11.XGetWindowAttributes.argtypes = [ctypes.c_void_p, Window, ctypes.POINTER(XWindowAttributes)]
+x11.XGetImage.restype = ctypes.c_void_p
+x11.XGetImage.argtypes = [
+    ctypes.c_void_p, Window, ctypes.c_int, ctypes.c_int, ctypes.c_uint, ctypes.c_uint, ctypes.c_ulong, ctypes.c_int,
+]
+x11.XGetPixel.restype = ctypes.c_ulong
+x11.XGetPixel.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_int]
+x11.XDestroyImage.argtypes = [ctypes.c_void_p]
+ALL_PLANES = 0xFFFFFFFF
+Z_PIXMAP = 2
 
 
 class XClientMessageEvent(ctypes.Structure):
@@ -125,6 +136,23 @@ def close(display, title):
     return sent
 
 
+def colors(display, window, step=6):
+    """How many colours every `step`-th pixel of `window` has."""
+    attributes = XWindowAttributes()
+    x11.XGetWindowAttributes(display, window, ctypes.byref(attributes))
+    image = x11.XGetImage(display, window, 0, 0, attributes.width, attributes.height, ALL_PLANES, Z_PIXMAP)
+    if not image:
+        return 0
+    try:
+        return len({
+            x11.XGetPixel(image, x, y)
+            for y in range(0, attributes.height, step)
+            for x in range(0, attributes.width, step)
+        })
+    finally:
+        x11.XDestroyImage(image)
+
+
 def main():
     display = x11.XOpenDisplay(None)
     if not display:
@@ -134,6 +162,13 @@ def main():
         if sys.argv[1:2] == ["list"]:
             for _w, name, mapped in titled(display):
                 print(("* " if mapped else "  ") + name)
+            return 0
+        if sys.argv[1:2] == ["colors"] and len(sys.argv) == 3:
+            shown = [w for w, name, mapped in titled(display) if mapped and name == sys.argv[2]]
+            if not shown:
+                print(f"no shown window titled {sys.argv[2]!r}", file=sys.stderr)
+                return 1
+            print(colors(display, shown[0]))
             return 0
         if sys.argv[1:2] == ["close"] and len(sys.argv) == 3:
             if close(display, sys.argv[2]) == 0:

@@ -21,7 +21,7 @@ use std::sync::Arc;
 use axum::extract::connect_info::ConnectInfo;
 use axum::extract::{FromRequestParts, Request, State};
 use axum::http::request::Parts;
-use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
+use axum::http::{header, HeaderMap, HeaderName, HeaderValue, Method, StatusCode};
 use axum::middleware::Next;
 use axum::response::Response;
 use tokio::sync::OnceCell;
@@ -291,6 +291,18 @@ pub async fn guard(State(sec): State<Arc<Guard>>, req: Request, next: Next) -> R
             "forbidden",
             "this local-mcp belongs to another account on this machine; send its API token to use it",
         );
+    }
+    // Each rule below reads one header's first value; a second value might
+    // be what something behind it reads. Browsers send each of these once.
+    for name in [header::HOST, header::ORIGIN, HeaderName::from_static("sec-fetch-site")] {
+        if headers.get_all(&name).iter().nth(1).is_some() {
+            tracing::warn!(header = %name, path = req.uri().path(), "refused a request with a header sent twice");
+            return error_response(
+                StatusCode::BAD_REQUEST,
+                "bad_request",
+                &format!("the {name} header may be sent once only"),
+            );
+        }
     }
     let host = headers.get(header::HOST).and_then(|v| v.to_str().ok()).unwrap_or("");
     if !sec.host_ok(host) {

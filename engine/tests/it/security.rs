@@ -65,6 +65,55 @@ async fn foreign_host_and_origin_are_refused_on_every_route() {
     s.stop().await;
 }
 
+/// Every rule of the guard reads one header's first value: a second value
+/// of Host, Origin or Sec-Fetch-Site (which something behind the guard might
+/// read instead) is refused, whichever order they come in, and nothing is
+/// consumed. Sent on a raw socket: HTTP clients send each of these once.
+#[tokio::test]
+async fn a_header_the_guard_reads_sent_twice_is_refused() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let s = common::start(|c| c.settings.default_wait_seconds = 0).await;
+    s.add("not for a forged request").await;
+    let port = s.engine.addr.port();
+    let own = format!("127.0.0.1:{port}");
+    let pairs = [
+        ("Host", own.clone(), "evil.example".to_owned()),
+        ("Origin", format!("http://{own}"), "http://evil.example".to_owned()),
+        ("Sec-Fetch-Site", "none".to_owned(), "cross-site".to_owned()),
+    ];
+    let body = common::raw_call_body(1, "forger");
+    for (name, good, bad) in &pairs {
+        for (first, second) in [(good, bad), (bad, good), (good, good)] {
+            let host = if *name == "Host" {
+                String::new()
+            } else {
+                format!("Host: {own}\r\n")
+            };
+            let request = format!(
+                "POST /mcp HTTP/1.1\r\n{host}{name}: {first}\r\n{name}: {second}\r\n\
+                 Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n\
+                 Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            );
+            let mut tcp = tokio::net::TcpStream::connect(s.engine.addr).await.unwrap();
+            tcp.write_all(request.as_bytes()).await.unwrap();
+            let mut answer = String::new();
+            tokio::time::timeout(Duration::from_secs(10), tcp.read_to_string(&mut answer))
+                .await
+                .expect("an answer within 10 s")
+                .unwrap();
+            let status = answer.split_whitespace().nth(1).unwrap_or("");
+            assert!(
+                status == "400" || status == "403",
+                "{name}: {first} then {second} was let through: {answer}"
+            );
+        }
+    }
+    let status = s.get_json("/api/status").await;
+    assert_eq!(status["queue"]["pending_count"], 1, "nothing consumed: {status}");
+    s.stop().await;
+}
+
 #[tokio::test]
 async fn writes_must_be_json_and_no_cors_is_granted() {
     let s = common::start(|_| {}).await;
