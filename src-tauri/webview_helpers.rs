@@ -47,17 +47,21 @@ pub fn before_toolkit() {
 ///
 /// WebKitGTK 2.50 opens an EGL display in the app's process when the first
 /// window makes its web context: under Mesa that loads the driver and its
-/// LLVM, which then stay for the app's life although, with GTK's OpenGL
-/// off, this process draws with cairo — measured (Xvfb, llvmpipe, PSS) 24
-/// MiB of the tray-resident app after its window closed (127 → 99 MiB) and
-/// of the open window's (235 → 214 MiB). glvnd's `libEGL` reads the vendors
-/// it may load (`__EGL_VENDOR_LIBRARY_FILENAMES`) once, at its first call:
-/// that call is made here with none named, so WebKit's display here fails
-/// and it goes without; the variable is then put back as it was, so the
-/// web process — which aborts without EGL — still finds Mesa, and its
-/// frames still reach the window (the lifecycle test reads the window's
-/// pixels). A `libEGL` that is not glvnd's ignores the variable: nothing
-/// changes there.
+/// LLVM (24 MiB of the closed app's PSS by `smaps`, Xvfb and llvmpipe),
+/// which then stay for the app's life although, with GTK's OpenGL off, this
+/// process draws with cairo. Without it, same hour: the open window's
+/// processes 234 → 215 MiB, the app after its window closed 127 → 101 MiB
+/// (README, "Performance"). glvnd's `libEGL` reads the vendors it may load
+/// (`__EGL_VENDOR_LIBRARY_FILENAMES`) once, at its first call: that call is
+/// made here with none named, so WebKit's display here fails and it goes
+/// without; the variable is then put back as it was, so the web process —
+/// which aborts without EGL — still finds Mesa, and its frames still reach
+/// the window (the lifecycle test reads the window's pixels). A `libEGL`
+/// that is not glvnd's ignores the variable: nothing changes there. Only
+/// when GTK's OpenGL is off ([`before_toolkit`]): a person who turns it on
+/// with `GDK_GL` gets GTK's and WebKit's GPU path whole. Checked on X11
+/// (Xvfb) with WebKitGTK 2.50; on Wayland the web process draws as it does
+/// here, but that was not run.
 #[cfg(target_os = "linux")]
 fn no_egl_here() {
     const VENDORS: &str = "__EGL_VENDOR_LIBRARY_FILENAMES";
@@ -66,12 +70,15 @@ fn no_egl_here() {
     std::env::set_var(VENDORS, "/nonexistent/local-mcp-no-egl-vendor.json");
     // SAFETY: dlopen and dlsym with constant C strings; the symbol found is
     // eglQueryString, called as its C prototype says, with EGL_NO_DISPLAY.
+    // The library is never closed: unloaded, it would forget its (empty)
+    // vendor list and read the variable again.
     unsafe {
         let egl = libc::dlopen(c"libEGL.so.1".as_ptr(), libc::RTLD_NOW | libc::RTLD_GLOBAL);
         if !egl.is_null() {
             let symbol = libc::dlsym(egl, c"eglQueryString".as_ptr());
             if !symbol.is_null() {
-                let query: extern "C" fn(*mut libc::c_void, i32) -> *const libc::c_char = std::mem::transmute(symbol);
+                let query: unsafe extern "C" fn(*mut libc::c_void, i32) -> *const libc::c_char =
+                    std::mem::transmute(symbol);
                 query(std::ptr::null_mut(), EGL_EXTENSIONS);
             }
         }

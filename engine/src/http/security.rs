@@ -292,8 +292,10 @@ pub async fn guard(State(sec): State<Arc<Guard>>, req: Request, next: Next) -> R
             "this local-mcp belongs to another account on this machine; send its API token to use it",
         );
     }
-    // Each rule below reads one header's first value; a second value might
-    // be what something behind it reads. Browsers send each of these once.
+    // The Host, Origin and Sec-Fetch-Site rules below read one value each; a
+    // second value might be what something behind them reads. Browsers send
+    // each once. (A second Authorization cannot widen anything: the token
+    // check reads the first, and nothing else reads it.)
     for name in [header::HOST, header::ORIGIN, HeaderName::from_static("sec-fetch-site")] {
         if headers.get_all(&name).iter().nth(1).is_some() {
             tracing::warn!(header = %name, path = req.uri().path(), "refused a request with a header sent twice");

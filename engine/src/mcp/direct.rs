@@ -3,20 +3,22 @@
 //!
 //! rmcp 3.9 serves each stateless request with a service built for it — a
 //! task, a one-shot transport and channels whose first blocks are sized for
-//! its largest message: about 66 KiB for as long as the call lasts, and
-//! most of the server's time per call (`README.md`, "Performance"). A
-//! waiting call is nearly all this server holds (an agent's call waits for
-//! minutes, one per agent), so that one call is answered here, the same way.
+//! its largest message — held for as long as the call lasts. A waiting call
+//! is nearly all this server holds (an agent's call waits for minutes, one
+//! per agent): with this path and two fixes beside it, 1,000 waiting calls
+//! went from ~73 to ~34 KiB each (`README.md`, "Performance").
 //!
 //! Only a request rmcp would serve as it is takes this path: one JSON-RPC
 //! request calling `get_user_request`, whose media types, protocol version
-//! (header, and `_meta` for 2026-07-28 callers) and SEP-2243 headers rmcp
-//! would accept without a word. Anything else — another method, another
-//! tool, a header or version rmcp refuses or must check — goes to rmcp
-//! unchanged, with its body. The answer is what rmcp sends: the same
-//! messages (rmcp's own types, serialised by serde), as SSE with the same
-//! headers and keep-alives, and no response head before the call's first
-//! message (its announcement of a wait, or its answer).
+//! (header, and `_meta` for callers that name it there) and SEP-2243
+//! headers rmcp would accept without a word. Anything else — another
+//! method, another tool, a header or version rmcp refuses or must check —
+//! goes to rmcp unchanged, with its body. The answer is what rmcp sends:
+//! the same messages (rmcp's own types, serialised by serde, the result
+//! shaped for the caller's revision), as SSE with the same headers and
+//! keep-alives; the response head goes at once, or — for a caller that
+//! names its version in `_meta`, whose status rmcp takes from the first
+//! message — with the call's first message.
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -44,7 +46,7 @@ use tower::{Service, ServiceExt as _};
 use super::client_limits::Asking;
 use super::disconnect::{Carried, ClientGone};
 use super::tools::get_user_request::{self, Asked, Notify};
-use super::LocalMcp;
+use super::{encode, LocalMcp};
 
 type Rmcp = StreamableHttpService<LocalMcp, LocalSessionManager>;
 
@@ -127,9 +129,15 @@ impl Direct {
     /// by its tokens, never by dropping it half-way) and answer with its
     /// messages as they come.
     async fn answer(&self, call: Call, head: http::request::Parts) -> Response<Body> {
-        let Call { id, params, meta } = call;
+        let Call {
+            id,
+            params,
+            meta,
+            revision,
+            negotiated,
+        } = call;
         // What rmcp's handler does to a result for the caller's revision.
-        let shape_for_revision = if meta.protocol_version().is_some() {
+        let shape_for_revision = if revision.as_str() >= ProtocolVersion::V_2026_07_28.as_str() {
             ServerResult::fill_missing_cache_hints
         } else {
             ServerResult::strip_result_type_for_legacy_peer
@@ -168,12 +176,20 @@ impl Direct {
                 let _ = tx.send(json).await;
             }
         });
-        // Like rmcp: the response head waits for the first message (a
-        // dropped request before it is the caller gone: `disconnect`).
-        let Some(first) = rx.recv().await else {
-            return (StatusCode::INTERNAL_SERVER_ERROR, "the call ended without an answer").into_response();
+        // Like rmcp: a caller that negotiated in `_meta` gets its response
+        // head with the first message (a dropped request before it is the
+        // caller gone: `disconnect`); any other gets it at once.
+        let first = if negotiated {
+            match rx.recv().await {
+                Some(first) => Some(first),
+                None => {
+                    return (StatusCode::INTERNAL_SERVER_ERROR, "the call ended without an answer").into_response();
+                }
+            }
+        } else {
+            None
         };
-        let events = futures::stream::once(async move { first })
+        let events = futures::stream::iter(first)
             .chain(ReceiverStream::new(rx))
             // Compact JSON holds no line breaks: one `data:` line, as rmcp writes it.
             .map(|json| Ok::<_, Infallible>(Event::default().data(json)))
@@ -224,10 +240,24 @@ fn fits(headers: &HeaderMap, body: &[u8], supported: &[ProtocolVersion]) -> Opti
     {
         return None;
     }
+    let negotiated = meta.protocol_version();
+    let revision = negotiated
+        .clone()
+        .or_else(|| {
+            header_version.and_then(|h| {
+                ProtocolVersion::KNOWN_VERSIONS
+                    .iter()
+                    .find(|k| k.as_str() == h)
+                    .cloned()
+            })
+        })
+        .unwrap_or(ProtocolVersion::V_2025_03_26);
     Some(Call {
         id,
         params: call.params,
         meta,
+        revision,
+        negotiated: negotiated.is_some(),
     })
 }
 
@@ -236,14 +266,12 @@ struct Call {
     id: RequestId,
     params: CallToolRequestParams,
     meta: RequestMetaObject,
-}
-
-/// `message` as JSON text; `None` (logged) if it cannot be: rmcp's
-/// messages are maps with string keys, so this is not expected.
-pub fn encode(message: &ServerJsonRpcMessage) -> Option<String> {
-    serde_json::to_string(message)
-        .inspect_err(|e| tracing::error!(error = %e, "an MCP message could not be encoded"))
-        .ok()
+    /// The caller's protocol revision, as rmcp's handler reads it: `_meta`'s,
+    /// else the header's, else 2025-03-26.
+    revision: ProtocolVersion,
+    /// Whether the caller named its version in `_meta` (rmcp's per-request
+    /// negotiation).
+    negotiated: bool,
 }
 
 /// Whether the request's head is one rmcp would accept without a word, and
@@ -288,8 +316,8 @@ fn only_value<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
     values.next().is_none().then(|| value.to_str().ok()).flatten()
 }
 
-/// A body that could not be read: rmcp's answer to one too large, or the
-/// read's failure (the caller went mid-body).
+/// A body that could not be read: rmcp's answers to one too large and to
+/// a read that failed (the caller went mid-body).
 fn unreadable(error: &axum::Error, max_bytes: usize) -> Response<Body> {
     let too_large = std::error::Error::source(error).is_some_and(|e| e.is::<http_body_util::LengthLimitError>());
     if too_large {

@@ -21,7 +21,7 @@ use rmcp::model::{
     ListPromptsResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams, ReadResourceRequestParams,
     ReadResourceResponse, ServerCapabilities, ServerConfig, Tool,
 };
-use rmcp::model::{DiscoverResult, InitializeRequestParams, InitializeResult};
+use rmcp::model::{DiscoverResult, InitializeRequestParams, InitializeResult, ServerJsonRpcMessage};
 use rmcp::service::RequestContext;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
@@ -31,7 +31,6 @@ use tokio_util::sync::CancellationToken;
 use crate::model::{DEFAULT_QUEUE, MAX_WAIT_SECONDS};
 use crate::queue::Queue;
 
-use direct::encode;
 pub use disconnect::DisconnectGuardLayer;
 pub use tools::names as tool_names;
 
@@ -189,6 +188,14 @@ pub fn url_queue(head: Option<&http::request::Parts>) -> crate::Result<Option<St
         return Ok(None);
     };
     crate::model::queue_from_path(parts.uri.path())
+}
+
+/// `message` as JSON text; `None` (logged) if it cannot be: rmcp's
+/// messages are maps with string keys, so this is not expected.
+pub(crate) fn encode(message: &ServerJsonRpcMessage) -> Option<String> {
+    serde_json::to_string(message)
+        .inspect_err(|e| tracing::error!(error = %e, "an MCP message could not be encoded"))
+        .ok()
 }
 
 /// Session idle limit: above the longest possible wait, because rmcp's idle

@@ -194,6 +194,21 @@ async fn the_direct_answer_is_the_answer_rmcp_gives() {
     .await;
     assert_eq!(answer.messages.len(), 1, "{answer:?}");
 
+    // An older revision named in `_meta` (negotiated per request): the
+    // result shaped for that revision, as rmcp's handler shapes it.
+    let mut older = meta_2026(true);
+    older["io.modelcontextprotocol/protocolVersion"] = json!("2025-11-25");
+    let answer = both(
+        &s,
+        "/mcp",
+        &[("mcp-protocol-version", "2025-11-25")],
+        json!({"name": "get_user_request", "arguments": {"agent_id": "old"}, "_meta": older}),
+        nothing,
+    )
+    .await;
+    let last = answer.messages.last().unwrap();
+    assert!(last["result"].get("resultType").is_none(), "{answer:?}");
+
     // Arguments the tool refuses: a tool error, at once.
     let answer = both(
         &s,

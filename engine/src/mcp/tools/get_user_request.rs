@@ -143,6 +143,10 @@ pub async fn call(
     asked: Asked,
     caller: Caller,
 ) -> Result<CallToolResult, McpError> {
+    // However the call ends, early included, its token ends with it: that
+    // ends the task that merged the caller's tokens (`either_cancelled`),
+    // which the direct path's server-lived parent would otherwise keep.
+    let _ends = asked.gone.clone().drop_guard();
     let args: Args = match request.arguments {
         None => Args::default(),
         Some(map) => match serde_json::from_value(serde_json::Value::Object(map)) {
@@ -187,11 +191,10 @@ pub async fn call(
                 waiting_rx = None;
                 if let Ok(wait_seconds) = w {
                     total = f64::from(wait_seconds);
-                    // rmcp's stateless transport sends no HTTP headers (so no
-                    // keep-alives) until the handler emits a first message; a
-                    // silent wait would hit clients' 300 s read timeout. One
-                    // message now opens the SSE stream (the direct path
-                    // answers the same way).
+                    // A caller that negotiated in `_meta` gets no response
+                    // head (so no keep-alives) before the first message, from
+                    // rmcp or the direct path, and clients give up after
+                    // 300 s of silence: one message now opens the SSE stream.
                     // Boxed, as the send below: what a send holds (a message,
                     // rmcp's peer's request) would otherwise be laid out in
                     // every waiting call's future, for its whole wait.
@@ -210,8 +213,6 @@ pub async fn call(
             }
         }
     };
-    // Ends the task that merged the caller's tokens.
-    gone.cancel();
 
     match result {
         Ok((result, _outcome)) => {
