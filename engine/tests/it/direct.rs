@@ -242,3 +242,31 @@ async fn the_direct_answer_is_the_answer_rmcp_gives() {
     assert_eq!(answer.messages[0]["result"]["isError"], true, "{answer:?}");
     s.stop().await;
 }
+
+/// A call the tool refuses at once (a queue its URL cannot name) leaves no
+/// task behind: the one that merges its "caller gone" tokens ends with the
+/// call. On the direct path that token's parent lives as long as the
+/// server, so a task left per refused call would pile up until shutdown.
+#[tokio::test]
+async fn a_refused_call_leaves_no_task_behind() {
+    let s = common::start(|_| {}).await;
+    let refused = json!({"name": "get_user_request", "arguments": {"agent_id": "lost"}});
+    let answer = ask(&s, DIRECT, "/mcp/q/NOT%20A%20QUEUE", &[], refused.clone()).await;
+    assert_eq!(answer.messages[0]["result"]["isError"], true, "{answer:?}");
+    let alive = || tokio::runtime::Handle::current().metrics().num_alive_tasks();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let before = alive();
+    for _ in 0..100 {
+        ask(&s, DIRECT, "/mcp/q/NOT%20A%20QUEUE", &[], refused.clone()).await;
+    }
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while alive() > before + 10 && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(
+        alive() <= before + 10,
+        "100 refused calls left {} tasks alive (before them: {before})",
+        alive()
+    );
+    s.stop().await;
+}
