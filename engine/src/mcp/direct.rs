@@ -99,10 +99,12 @@ impl Service<Request<Body>> for Mcp {
 
     fn call(&mut self, request: Request<Body>) -> Self::Future {
         let rmcp = self.rmcp.clone();
-        match &self.direct {
-            Some(direct) if request.method() == Method::POST && head_fits(request.headers()).is_some() => {
-                Box::pin(direct.clone().serve(request, rmcp))
-            }
+        let head = match &self.direct {
+            Some(_) if request.method() == Method::POST => head_fits(request.headers()),
+            _ => None,
+        };
+        match (&self.direct, head) {
+            (Some(direct), Some(version)) => Box::pin(direct.clone().serve(request, version, rmcp)),
             _ => Box::pin(to_rmcp(rmcp, request)),
         }
     }
@@ -113,13 +115,24 @@ async fn to_rmcp(rmcp: Rmcp, request: Request<Body>) -> Result<Response<Body>, I
 }
 
 impl Direct {
-    async fn serve(self: Arc<Self>, request: Request<Body>, rmcp: Rmcp) -> Result<Response<Body>, Infallible> {
+    /// `version`: the `MCP-Protocol-Version` of a head that fits ([`head_fits`]).
+    async fn serve(
+        self: Arc<Self>,
+        request: Request<Body>,
+        version: Option<ProtocolVersion>,
+        rmcp: Rmcp,
+    ) -> Result<Response<Body>, Infallible> {
         let (head, body) = request.into_parts();
         let bytes = match axum::body::to_bytes(body, self.max_body_bytes).await {
             Ok(bytes) => bytes,
             Err(e) => return Ok(unreadable(&e, self.max_body_bytes)),
         };
-        match fits(&head.headers, &bytes, &self.handler.supported_protocol_versions()) {
+        match fits(
+            version,
+            &head.headers,
+            &bytes,
+            &self.handler.supported_protocol_versions(),
+        ) {
             Some(call) => Ok(self.answer(call, head).await),
             None => to_rmcp(rmcp, Request::from_parts(head, Body::from(bytes))).await,
         }
@@ -205,9 +218,14 @@ impl Direct {
 }
 
 /// The call in `body` sent with `headers`, if it is one this path answers
-/// as rmcp would; `supported`: the protocol versions the server takes.
-fn fits(headers: &HeaderMap, body: &[u8], supported: &[ProtocolVersion]) -> Option<Call> {
-    let header_version = head_fits(headers)?;
+/// as rmcp would; `header_version`: what [`head_fits`] found in a head that
+/// fits; `supported`: the protocol versions the server takes.
+fn fits(
+    header_version: Option<ProtocolVersion>,
+    headers: &HeaderMap,
+    body: &[u8],
+    supported: &[ProtocolVersion],
+) -> Option<Call> {
     let ClientJsonRpcMessage::Request(request) = serde_json::from_slice(body).ok()? else {
         return None;
     };
@@ -222,42 +240,34 @@ fn fits(headers: &HeaderMap, body: &[u8], supported: &[ProtocolVersion]) -> Opti
         return None;
     }
     let v2026 = ProtocolVersion::V_2026_07_28;
-    match (meta.protocol_version(), header_version) {
+    let inline = meta.protocol_version();
+    match (&inline, &header_version) {
         // A 2025 caller: rmcp's legacy stateless path.
         (None, None) => {}
-        (None, Some(h)) if h < v2026.as_str() => {}
+        (None, Some(h)) if h.as_str() < v2026.as_str() => {}
         // A 2026-07-28 caller: the version named twice, the same, one
         // this server supports, with every `_meta` key it requires.
-        (Some(v), Some(h))
-            if v.as_str() == h && meta.missing_required_keys(&v2026).is_empty() && supported.contains(&v) => {}
+        (Some(v), Some(h)) if v == h && meta.missing_required_keys(&v2026).is_empty() && supported.contains(v) => {}
         _ => return None,
     }
     // SEP-2243: from 2026-07-28 on, `Mcp-Method` and `Mcp-Name` must
     // name what the body does (our tool's schema asks for no `Mcp-Param-*`).
-    if header_version.is_some_and(|h| h >= ProtocolVersion::STANDARD_HEADERS.as_str())
+    if header_version
+        .as_ref()
+        .is_some_and(|h| h.as_str() >= ProtocolVersion::STANDARD_HEADERS.as_str())
         && !(only_value(headers, "mcp-method") == Some("tools/call")
             && only_value(headers, "mcp-name") == Some(get_user_request::NAME))
     {
         return None;
     }
-    let negotiated = meta.protocol_version();
-    let revision = negotiated
-        .clone()
-        .or_else(|| {
-            header_version.and_then(|h| {
-                ProtocolVersion::KNOWN_VERSIONS
-                    .iter()
-                    .find(|k| k.as_str() == h)
-                    .cloned()
-            })
-        })
-        .unwrap_or(ProtocolVersion::V_2025_03_26);
+    let negotiated = inline.is_some();
+    let revision = inline.or(header_version).unwrap_or(ProtocolVersion::V_2025_03_26);
     Some(Call {
         id,
         params: call.params,
         meta,
         revision,
-        negotiated: negotiated.is_some(),
+        negotiated,
     })
 }
 
@@ -275,10 +285,11 @@ struct Call {
 }
 
 /// Whether the request's head is one rmcp would accept without a word, and
-/// the `MCP-Protocol-Version` it names: `None` when rmcp must see it.
-/// Stricter than rmcp where that is simpler (a quality parameter in
-/// `Accept`, a repeated version header): such a request goes to rmcp.
-fn head_fits(headers: &HeaderMap) -> Option<Option<&str>> {
+/// the `MCP-Protocol-Version` it names (one rmcp knows): `None` when rmcp
+/// must see it. Stricter than rmcp where that is simpler (a quality
+/// parameter in `Accept`, a repeated version header): such a request goes
+/// to rmcp.
+fn head_fits(headers: &HeaderMap) -> Option<Option<ProtocolVersion>> {
     let (mut json, mut sse) = (false, false);
     for value in headers.get_all(header::ACCEPT) {
         for entry in value.to_str().ok()?.split(',') {
@@ -298,15 +309,15 @@ fn head_fits(headers: &HeaderMap) -> Option<Option<&str>> {
     if headers.keys().any(|name| name.as_str().starts_with("mcp-param-")) {
         return None;
     }
-    let version = match headers.get_all("mcp-protocol-version").iter().count() {
-        0 => None,
-        1 => Some(only_value(headers, "mcp-protocol-version")?),
-        _ => return None,
-    };
-    if version.is_some_and(|v| !ProtocolVersion::KNOWN_VERSIONS.iter().any(|k| k.as_str() == v)) {
-        return None;
+    match headers.get_all("mcp-protocol-version").iter().count() {
+        0 => Some(None),
+        1 => {
+            let named = only_value(headers, "mcp-protocol-version")?;
+            let known = ProtocolVersion::KNOWN_VERSIONS.iter().find(|k| k.as_str() == named)?;
+            Some(Some(known.clone()))
+        }
+        _ => None,
     }
-    Some(version)
 }
 
 /// The header's one value, as text.
@@ -372,8 +383,14 @@ mod tests {
         })
     }
 
+    /// The call the direct path finds in a request, as `Mcp::call` and `serve` look.
+    fn found(h: &[(&str, &str)], body: &[u8], supported: &[ProtocolVersion]) -> Option<Call> {
+        let h = headers(h);
+        fits(head_fits(&h)?, &h, body, supported)
+    }
+
     fn taken(h: &[(&str, &str)], body: &[u8]) -> bool {
-        fits(&headers(h), body, ProtocolVersion::KNOWN_VERSIONS).is_some()
+        found(h, body, ProtocolVersion::KNOWN_VERSIONS).is_some()
     }
 
     #[test]
@@ -398,8 +415,8 @@ mod tests {
             ("mcp-method", "tools/call"),
             ("mcp-name", "get_user_request"),
         ];
-        let found = fits(
-            &headers(&v2026),
+        let found = found(
+            &v2026,
             &call("get_user_request", Some(meta_2026())),
             ProtocolVersion::KNOWN_VERSIONS,
         )
@@ -475,8 +492,8 @@ mod tests {
         assert!(!taken(&with(&v2026), &call("get_user_request", Some(lacking))));
         assert!(!taken(&ok, &call("get_user_request", Some(meta_2026()))));
         // A version the server does not take.
-        assert!(fits(
-            &headers(&with(&v2026)),
+        assert!(found(
+            &with(&v2026),
             &call("get_user_request", Some(meta_2026())),
             &[ProtocolVersion::V_2025_06_18]
         )
