@@ -223,6 +223,7 @@ pub async fn start(config: Config, shutdown: CancellationToken) -> Result<Engine
     });
     let task = tokio::spawn(server::serve(listener, router, guard, shutdown.clone()));
     tracing::info!(%url, "local-mcp engine serving");
+    give_back_start_up_heap();
     Ok(Engine {
         url,
         addr,
@@ -234,6 +235,19 @@ pub async fn start(config: Config, shutdown: CancellationToken) -> Result<Engine
         task,
         lock,
     })
+}
+
+/// Start-up builds and drops far more than serving keeps (the OpenAPI
+/// document and its schemas, the migration, the router): glibc keeps the
+/// freed pages resident until asked to give them back. Measured on the
+/// headless server: anonymous memory after start 3.8 -> 2.2 MiB.
+fn give_back_start_up_heap() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim only returns free pages to the system, and glibc's
+    // allocator locks each arena while it does.
+    unsafe {
+        libc::malloc_trim(0);
+    }
 }
 
 /// The account this engine runs as, for refusing other accounts' loopback

@@ -29,7 +29,8 @@ use axum::body::Body;
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::IntoResponse as _;
 use futures::future::BoxFuture;
-use futures::StreamExt as _;
+use futures::SinkExt as _;
+use futures::{FutureExt as _, StreamExt as _};
 use http::{header, HeaderMap, HeaderValue, Method, Request, Response, StatusCode};
 use rmcp::model::GetMeta as _;
 use rmcp::model::{
@@ -39,7 +40,6 @@ use rmcp::model::{
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::StreamableHttpService;
 use rmcp::{ErrorData as McpError, ServerHandler as _};
-use tokio_stream::wrappers::ReceiverStream;
 use tokio_util::sync::CancellationToken;
 use tower::{Service, ServiceExt as _};
 
@@ -160,19 +160,28 @@ impl Direct {
             initialized: None,
             head: Some(&head),
         });
-        let guard = head.extensions.get::<ClientGone>().map(|g| g.0.clone());
+        // The response-body guard's token (`mcp::disconnect`) as it is: no
+        // task merging it with the server's shutdown, which the queue's wait
+        // watches itself.
+        let gone = match head.extensions.get::<ClientGone>() {
+            Some(guard) => guard.0.clone(),
+            None => self.shutdown.child_token(),
+        };
         // A call sends at most two messages before its answer can wait.
-        let (tx, mut rx) = tokio::sync::mpsc::channel::<String>(4);
+        let (mut tx, mut rx) = futures::channel::mpsc::channel::<String>(2);
         let asked = Asked {
             queue_in_url: super::url_queue(Some(&head)),
             progress_token: meta.get_progress_token(),
-            gone: get_user_request::either_cancelled(&self.shutdown, guard),
+            gone,
             carried: head.extensions.get::<Carried>().cloned(),
             notify: Notify::Stream(tx.clone()),
         };
-        let queue = self.handler.queue.clone();
-        tokio::spawn(async move {
-            let message = match get_user_request::call(&queue, params, asked, caller).await {
+        let call = get_user_request::call(self.handler.queue.clone(), params.arguments, asked, caller);
+        // The call's future goes into the task as it is, followed by the
+        // send: awaited inside an `async` block it would be moved and held
+        // twice (that block's upvar and its awaited copy) for the whole wait.
+        tokio::spawn(call.then(move |outcome| {
+            let message = match outcome {
                 Ok(result) => {
                     let mut result = ServerResult::from(CallToolResponse::from(result));
                     shape_for_revision(&mut result);
@@ -184,16 +193,18 @@ impl Direct {
                 let error = McpError::internal_error("the answer could not be encoded", None);
                 encode(&ServerJsonRpcMessage::error(error, Some(id)))
             });
-            if let Some(json) = json {
-                // Fails only if the caller has gone, which settled the call.
-                let _ = tx.send(json).await;
+            async move {
+                if let Some(json) = json {
+                    // Fails only if the caller has gone, which settled the call.
+                    let _ = tx.send(json).await;
+                }
             }
-        });
+        }));
         // Like rmcp: a caller that negotiated in `_meta` gets its response
         // head with the first message (a dropped request before it is the
         // caller gone: `disconnect`); any other gets it at once.
         let first = if negotiated {
-            match rx.recv().await {
+            match rx.next().await {
                 Some(first) => Some(first),
                 None => {
                     return (StatusCode::INTERNAL_SERVER_ERROR, "the call ended without an answer").into_response();
@@ -203,7 +214,7 @@ impl Direct {
             None
         };
         let events = futures::stream::iter(first)
-            .chain(ReceiverStream::new(rx))
+            .chain(rx)
             // Compact JSON holds no line breaks: one `data:` line, as rmcp writes it.
             .map(|json| Ok::<_, Infallible>(Event::default().data(json)))
             .take_until(self.shutdown.clone().cancelled_owned());

@@ -17,7 +17,9 @@ pub(super) type Taken = (Instruction, Vec<DeliveredAttachment>, Option<InReplyTo
 
 /// What one claim transaction found.
 pub(super) enum Claim {
-    Got(Taken, u64),
+    /// Boxed: a `Claim` and what is made of it sit in the futures of waiting
+    /// calls (an instruction inline is ~0.5 KiB each time).
+    Got(Box<Taken>, u64),
     Stopped(u64),
     Nothing,
 }
@@ -128,7 +130,7 @@ impl Queue {
                         }),
                         None => None,
                     };
-                    Ok((Claim::Got((item, delivered, in_reply_to), remaining), events))
+                    Ok((Claim::Got(Box::new((item, delivered, in_reply_to)), remaining), events))
                 },
                 |(claim, events)| {
                     for event in events {

@@ -26,6 +26,9 @@ use super::{fate_event, Queue};
 /// At most this many settlements go in one transaction.
 const SETTLE_BATCH: usize = 512;
 
+/// How long a stop waits for tool calls to end once the server has stopped.
+const CALLS_END_WITHIN: std::time::Duration = std::time::Duration::from_secs(3);
+
 impl Queue {
     /// Settle a claimed delivery once its answer was written in full
     /// (`Sent`) or cut off (`InDoubt`). Called from a response body's poll
@@ -125,9 +128,29 @@ impl Queue {
         Ok(n)
     }
 
+    /// Held by a tool call until it has ended, its answer's settlement left
+    /// with the response (`finish_settling` waits for the calls).
+    pub fn call_in_flight(&self) -> tokio_util::task::task_tracker::TaskTrackerToken {
+        self.inner.calls_in_flight.token()
+    }
+
     /// The server has stopped and its connections are gone: settle what they
     /// left and end the settling task (`Engine::stopped`).
     pub async fn finish_settling(&self) {
+        // A call that claimed as the server stopped can end after its
+        // connection did: its answer cut off, it settles `in_doubt` as it
+        // ends. Every wait ends with the shutdown; the bound is for a call
+        // stuck elsewhere, which the next start then finds in doubt.
+        self.inner.calls_in_flight.close();
+        if tokio::time::timeout(CALLS_END_WITHIN, self.inner.calls_in_flight.wait())
+            .await
+            .is_err()
+        {
+            tracing::warn!(
+                calls = self.inner.calls_in_flight.len(),
+                "tool calls still running {CALLS_END_WITHIN:?} after the server stopped; what they claimed is in doubt"
+            );
+        }
         self.inner.serving_done.cancel();
         let settler = self.inner.settler.lock_anyway().take();
         if let Some(settler) = settler {

@@ -83,6 +83,9 @@ struct Inner {
     /// That task, and what tells it the server has stopped (`finish_settling`).
     settler: std::sync::Mutex<Option<tokio::task::JoinHandle<()>>>,
     serving_done: CancellationToken,
+    /// Tool calls not ended yet (`call_in_flight`): one that claimed as the
+    /// server stopped leaves its settlement when it ends.
+    calls_in_flight: tokio_util::task::TaskTracker,
     /// One import at a time: two imports of one file would both find its ids
     /// free, write the same attachment folders, and the loser's clean-up
     /// would remove the files the winner's rows name.
@@ -121,6 +124,7 @@ impl Queue {
                 settle,
                 settler: std::sync::Mutex::new(None),
                 serving_done: CancellationToken::new(),
+                calls_in_flight: tokio_util::task::TaskTracker::new(),
                 importing: tokio::sync::Mutex::new(()),
                 instance,
                 shutdown,

@@ -224,10 +224,11 @@ impl Queue {
         drop(call);
 
         let waited = started.elapsed().as_secs();
-        let ((item, attachments, in_reply_to), remaining) = match ended {
+        let (taken, remaining) = match ended {
             Ok(claimed) => claimed,
             Err((outcome, remaining)) => return self.finish_empty(&queue, &agent, outcome, remaining, waited).await,
         };
+        let (item, attachments, in_reply_to) = *taken;
         self.mark_status_dirty();
         tracing::info!(queue = %queue, agent_id = %agent, waited_seconds = waited, result_type = "instruction", id = %item.id, remaining, "get_user_request");
         // The queue's suffix goes with the text as delivered; the stored text stays as written.
@@ -264,7 +265,7 @@ impl Queue {
         place: &Place,
         signals: Signals<'_>,
         deadline: Instant,
-    ) -> Result<std::result::Result<(Taken, u64), (WaitOutcome, u64)>> {
+    ) -> Result<std::result::Result<(Box<Taken>, u64), (WaitOutcome, u64)>> {
         let queue = place.queue.as_str();
         loop {
             tokio::select! {

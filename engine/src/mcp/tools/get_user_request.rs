@@ -11,12 +11,14 @@
 //! `isError: true` (an agent's loop survives them); only internal failures
 //! are protocol errors.
 
+use std::future::Future;
 use std::time::Duration;
 
 use base64::Engine as _;
+use futures::future::{BoxFuture, Either};
 use rmcp::handler::server::common::schema_for_type;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResult, ContentBlock as Content, ProgressNotification, ProgressNotificationParam,
+    CallToolResult, ContentBlock as Content, JsonObject, ProgressNotification, ProgressNotificationParam,
     ProgressToken, ResourceContents, ServerJsonRpcMessage, ServerNotification, Tool, ToolAnnotations,
 };
 #[allow(deprecated)] // see `announce_wait`
@@ -88,7 +90,8 @@ pub struct Asked {
     /// The queue named by the URL the caller was configured with.
     pub queue_in_url: crate::Result<Option<String>>,
     pub progress_token: Option<ProgressToken>,
-    /// Cancelled when the caller has gone (or the server stops).
+    /// Cancelled when the caller has gone (rmcp's calls: or the server
+    /// stops; the queue's wait watches the shutdown itself).
     pub gone: CancellationToken,
     /// Where the response's settlement is left (`mcp::disconnect`); none
     /// when not served over HTTP.
@@ -118,10 +121,10 @@ impl Asked {
 pub enum Notify {
     /// rmcp's peer of the request.
     Peer(Peer<RoleServer>),
-    /// The direct path's response stream: each message as its JSON text
-    /// (a channel's first block holds 32 items: of a message type, ~16 KiB
-    /// held by every waiting call).
-    Stream(tokio::sync::mpsc::Sender<String>),
+    /// The direct path's response stream: each message as its JSON text.
+    /// `futures`' channel, not tokio's: tokio's lays out a block of 32
+    /// slots and cache-padded ends (~1.3 KiB held by every waiting call).
+    Stream(futures::channel::mpsc::Sender<String>),
 }
 
 impl Notify {
@@ -130,104 +133,150 @@ impl Notify {
         match self {
             Notify::Peer(peer) => peer.send_notification(notification).await.is_ok(),
             Notify::Stream(tx) => match crate::mcp::encode(&ServerJsonRpcMessage::notification(notification)) {
-                Some(json) => tx.send(json).await.is_ok(),
+                Some(json) => futures::SinkExt::send(&mut tx.clone(), json).await.is_ok(),
                 None => true,
             },
         }
     }
 }
 
-pub async fn call(
-    queue: &Queue,
-    request: CallToolRequestParams,
+/// `arguments`: the call's, as sent (the rest of its parameters is the
+/// tool's name).
+///
+/// What can be checked at once is, before the future exists: the future
+/// holds only what the wait needs, since every waiting call keeps it (a
+/// task is as large as its largest state) for as long as it waits.
+pub fn call(
+    queue: Queue,
+    arguments: Option<JsonObject>,
     asked: Asked,
     caller: Caller,
-) -> Result<CallToolResult, McpError> {
+) -> impl Future<Output = Result<CallToolResult, McpError>> + Send + 'static {
     // However the call ends, early included, its token ends with it: that
     // ends the task that merged the caller's tokens (`either_cancelled`),
-    // which the direct path's server-lived parent would otherwise keep.
-    let _ends = asked.gone.clone().drop_guard();
-    let args: Args = match request.arguments {
-        None => Args::default(),
-        Some(map) => match serde_json::from_value(serde_json::Value::Object(map)) {
-            Ok(args) => args,
-            Err(e) => return Ok(tool_error(&format!("invalid arguments: {e}"))),
-        },
-    };
-
-    // The URL the client was configured with wins over what the model passes.
-    let from_url = match asked.queue_in_url {
-        Ok(q) => q,
-        Err(e) => return Ok(tool_error(&e.to_string())),
-    };
-    let queue_name = from_url.or(args.queue);
-    let report = match crate::model::report_args(args.report, args.options) {
-        Ok(r) => r,
-        Err(e) => return Ok(tool_error(&e.to_string())),
-    };
-
-    let silent = caller.silent;
-    let gone = asked.gone;
-    let (waiting_tx, waiting_rx) = tokio::sync::oneshot::channel();
-    // Pinned where it is made: a future moved into `tokio::pin!` keeps its
-    // first place too (each waiting call held two copies, ~3 KiB each).
-    let mut call = std::pin::pin!(queue.get_user_request(
-        queue_name.as_deref(),
-        args.agent_id.as_deref(),
-        caller,
+    // which would otherwise live as long as its longest-lived parent.
+    let ends = asked.gone.clone().drop_guard();
+    let Wanted {
+        queue_name,
+        agent_id,
         report,
-        gone.clone(),
-        Some(waiting_tx),
-    ));
-    let progress_token = asked.progress_token;
-    let mut waiting_rx = Some(waiting_rx);
-    let mut ticks = tokio::time::interval_at(tokio::time::Instant::now() + PROGRESS_EVERY, PROGRESS_EVERY);
-    let started = tokio::time::Instant::now();
-    let mut total = 0.0;
-    let result = loop {
-        tokio::select! {
-            r = &mut call => break r,
-            w = async { waiting_rx.as_mut().expect("guarded").await }, if waiting_rx.is_some() => {
-                waiting_rx = None;
-                if let Ok(wait_seconds) = w {
-                    total = f64::from(wait_seconds);
-                    // A caller that negotiated in `_meta` gets no response
-                    // head (so no keep-alives) before the first message, from
-                    // rmcp or the direct path, and clients give up after
-                    // 300 s of silence: one message now opens the SSE stream.
-                    // Boxed, as the send below: what a send holds (a message,
-                    // rmcp's peer's request) would otherwise be laid out in
-                    // every waiting call's future, for its whole wait.
-                    Box::pin(announce_wait(&asked.notify, progress_token.clone(), wait_seconds, silent)).await;
-                }
-            }
-            _ = ticks.tick(), if progress_token.is_some() && waiting_rx.is_none() => {
-                if let Some(token) = progress_token.clone() {
-                    let waited = started.elapsed().as_secs_f64().floor();
-                    let param = ProgressNotificationParam::new(token, waited)
-                        .with_total(total)
-                        .with_message("waiting for the user's next instruction");
-                    // A failed send means the caller left; `gone` covers that.
-                    Box::pin(asked.notify.send(ProgressNotification::new(param).into())).await;
-                }
-            }
-        }
+    } = match read_arguments(arguments, asked.queue_in_url) {
+        Ok(wanted) => wanted,
+        Err(refused) => return Either::Left(std::future::ready(Ok(refused))),
     };
-
-    match result {
-        Ok((result, _outcome)) => {
-            if let Some(item) = &result.instruction {
-                settle_when_written(asked.carried.as_ref(), queue, item.id.clone());
+    let Asked {
+        progress_token,
+        gone,
+        carried,
+        notify,
+        ..
+    } = asked;
+    let in_flight = queue.call_in_flight();
+    Either::Right(async move {
+        let (_ends, _in_flight) = (ends, in_flight);
+        let silent = caller.silent;
+        // The wait in a block of its own: its future is dropped before the
+        // answer is shaped.
+        let result = {
+            let (waiting_tx, waiting_rx) = tokio::sync::oneshot::channel();
+            // Pinned where it is made: a future moved into `tokio::pin!` keeps its
+            // first place too (each waiting call held two copies, ~3 KiB each).
+            let mut call = std::pin::pin!(queue.get_user_request(
+                queue_name.as_deref(),
+                agent_id.as_deref(),
+                caller,
+                report,
+                gone.clone(),
+                Some(waiting_tx),
+            ));
+            let mut waiting_rx = Some(waiting_rx);
+            let mut ticks = tokio::time::interval_at(tokio::time::Instant::now() + PROGRESS_EVERY, PROGRESS_EVERY);
+            let started = tokio::time::Instant::now();
+            let mut total = 0.0;
+            loop {
+                tokio::select! {
+                    r = &mut call => break r,
+                    w = async { waiting_rx.as_mut().expect("guarded").await }, if waiting_rx.is_some() => {
+                        waiting_rx = None;
+                        if let Ok(wait_seconds) = w {
+                            total = f64::from(wait_seconds);
+                            // A caller that negotiated in `_meta` gets no response
+                            // head (so no keep-alives) before the first message, from
+                            // rmcp or the direct path, and clients give up after
+                            // 300 s of silence: one message now opens the SSE stream.
+                            // Boxed, as the send below: what a send holds (a message,
+                            // rmcp's peer's request) would otherwise be laid out in
+                            // every waiting call's future, for its whole wait.
+                            Box::pin(announce_wait(&notify, progress_token.clone(), wait_seconds, silent)).await;
+                        }
+                    }
+                    _ = ticks.tick(), if progress_token.is_some() && waiting_rx.is_none() => {
+                        if let Some(token) = progress_token.clone() {
+                            let waited = started.elapsed().as_secs_f64().floor();
+                            let param = ProgressNotificationParam::new(token, waited)
+                                .with_total(total)
+                                .with_message("waiting for the user's next instruction");
+                            // A failed send means the caller left; `gone` covers that.
+                            Box::pin(notify.send(ProgressNotification::new(param).into())).await;
+                        }
+                    }
+                }
             }
-            shape(result).await
+        };
+
+        answer(result.map(|(result, _outcome)| result), carried.as_ref(), &queue).await
+    })
+}
+
+/// The tool's answer from the queue's. Boxed: made once a call has ended,
+/// it would otherwise be laid out after the wait's state in every call.
+fn answer(
+    result: crate::Result<UserRequestResult>,
+    carried: Option<&Carried>,
+    queue: &Queue,
+) -> BoxFuture<'static, Result<CallToolResult, McpError>> {
+    match result {
+        Ok(result) => {
+            if let Some(item) = &result.instruction {
+                settle_when_written(carried, queue, item.id.clone());
+            }
+            Box::pin(shape(result))
         }
         Err(e) if e.is_internal() => {
             // The edge where a failure leaves the engine: log it here, once.
             e.log();
-            Err(McpError::internal_error(e.to_string(), None))
+            Box::pin(std::future::ready(Err(McpError::internal_error(e.to_string(), None))))
         }
-        Err(e) => Ok(tool_error(&e.to_string())),
+        Err(e) => Box::pin(std::future::ready(Ok(tool_error(&e.to_string())))),
     }
+}
+
+/// What a call asks of the queue.
+struct Wanted {
+    queue_name: Option<String>,
+    agent_id: Option<String>,
+    report: Option<(String, Vec<String>)>,
+}
+
+/// The call's arguments as the queue takes them, or the tool error (a
+/// result the agent can act on) that refuses them.
+fn read_arguments(
+    arguments: Option<JsonObject>,
+    queue_in_url: crate::Result<Option<String>>,
+) -> Result<Wanted, CallToolResult> {
+    let args: Args = match arguments {
+        None => Args::default(),
+        Some(map) => serde_json::from_value(serde_json::Value::Object(map))
+            .map_err(|e| tool_error(&format!("invalid arguments: {e}")))?,
+    };
+    // The URL the client was configured with wins over what the model passes.
+    let from_url = queue_in_url.map_err(|e| tool_error(&e.to_string()))?;
+    let report = crate::model::report_args(args.report, args.options).map_err(|e| tool_error(&e.to_string()))?;
+    Ok(Wanted {
+        queue_name: from_url.or(args.queue),
+        agent_id: args.agent_id,
+        report,
+    })
 }
 
 /// The result as content blocks: the JSON first, then the attachments that

@@ -32,7 +32,13 @@ pub async fn call(
 ) -> Result<CallToolResult, McpError> {
     match request.name.as_ref() {
         get_user_request::NAME => {
-            get_user_request::call(queue, request, get_user_request::Asked::of(&ctx), caller).await
+            get_user_request::call(
+                queue.clone(),
+                request.arguments,
+                get_user_request::Asked::of(&ctx),
+                caller,
+            )
+            .await
         }
         other => Err(McpError::invalid_params(
             format!("unknown tool {other:?}; the tools are: {}", names().join(", ")),
