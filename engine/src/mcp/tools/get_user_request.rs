@@ -381,3 +381,52 @@ pub fn either_cancelled(first: &CancellationToken, guard: Option<CancellationTok
     }
     gone
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Settings;
+    use crate::queue::ServerFacts;
+    use crate::store::Store;
+
+    fn queue() -> Queue {
+        let facts = ServerFacts {
+            url: "http://test".into(),
+            version: "0".into(),
+            started_at: crate::time::now(),
+            requested_port: None,
+            requested_port_holder: None,
+            recovered: None,
+            log_dir: None,
+        };
+        Queue::new(
+            Store::open_in_memory().unwrap(),
+            &Settings::default(),
+            facts,
+            CancellationToken::new(),
+        )
+        .unwrap()
+    }
+
+    /// Every waiting call keeps its future for the whole wait, a thousand
+    /// agents a thousand of them: what the future lays out is the memory of
+    /// the server under load. Without a bound, one `match` on an awaited
+    /// temporary or one future held beside another doubles it unseen
+    /// (`README.md`, Performance). Sizes are the test build's, not release's.
+    #[tokio::test]
+    async fn a_waiting_call_lays_out_little() {
+        let (tx, _rx) = futures::channel::mpsc::channel(2);
+        let asked = Asked {
+            queue_in_url: Ok(None),
+            progress_token: None,
+            gone: CancellationToken::new(),
+            carried: None,
+            notify: Notify::Stream(tx),
+        };
+        let call = call(queue(), None, asked, Caller::default());
+        let size = std::mem::size_of_val(&call);
+        // 5,608 bytes before the call checked its arguments first and boxed
+        // what it shapes once the wait has ended; 2,576 after.
+        assert!(size <= 3 * 1024, "get_user_request's future is {size} bytes");
+    }
+}
