@@ -26,8 +26,11 @@ use super::{fate_event, Queue};
 /// At most this many settlements go in one transaction.
 const SETTLE_BATCH: usize = 512;
 
-/// How long a stop waits for tool calls to end once the server has stopped.
-const CALLS_END_WITHIN: std::time::Duration = std::time::Duration::from_secs(3);
+/// How long a stop waits for tool calls to end once the server has stopped:
+/// a call ends within moments of the shutdown (its wait watches it), and the
+/// server's own grace (`server::SHUTDOWN_GRACE`, 5 s) comes first — the
+/// desktop app gives a whole stop 6 s.
+const CALLS_END_WITHIN: std::time::Duration = std::time::Duration::from_millis(500);
 
 impl Queue {
     /// Settle a claimed delivery once its answer was written in full
@@ -140,7 +143,7 @@ impl Queue {
         // A call that claimed as the server stopped can end after its
         // connection did: its answer cut off, it settles `in_doubt` as it
         // ends. Every wait ends with the shutdown; the bound is for a call
-        // stuck elsewhere, which the next start then finds in doubt.
+        // stuck elsewhere, whose claim the next start then finds in doubt.
         self.inner.calls_in_flight.close();
         if tokio::time::timeout(CALLS_END_WITHIN, self.inner.calls_in_flight.wait())
             .await

@@ -283,7 +283,11 @@ impl Queue {
                     // one trip through the scheduler runs the connection tasks.
                     tokio::task::yield_now().await;
                     let offer = self.inner.dispatch.offer_for(place);
-                    if signals.caller_gone.is_cancelled() || signals.superseded.is_cancelled() {
+                    // The shutdown too: the select saw it only before the wake.
+                    if signals.caller_gone.is_cancelled()
+                        || signals.superseded.is_cancelled()
+                        || self.inner.shutdown.is_cancelled()
+                    {
                         continue; // the next turn reports why; leaving gives the offer back
                     }
                     let claimed = self.claim(queue, agent, offer, None).await;

@@ -152,9 +152,11 @@ pub fn call(
     asked: Asked,
     caller: Caller,
 ) -> impl Future<Output = Result<CallToolResult, McpError>> + Send + 'static {
-    // However the call ends, early included, its token ends with it: that
-    // ends the task that merged the caller's tokens (`either_cancelled`),
-    // which would otherwise live as long as its longest-lived parent.
+    // However the call ends, early included, its token ends with it: on
+    // rmcp's path that ends the task that merged the caller's tokens
+    // (`either_cancelled`), which would otherwise live as long as its
+    // longest-lived parent; on the direct path it is the response guard's
+    // own token, which nothing reads once the call has ended.
     let ends = asked.gone.clone().drop_guard();
     let Wanted {
         queue_name,
