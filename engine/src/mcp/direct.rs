@@ -29,8 +29,7 @@ use axum::body::Body;
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::IntoResponse as _;
 use futures::future::BoxFuture;
-use futures::SinkExt as _;
-use futures::{FutureExt as _, StreamExt as _};
+use futures::{FutureExt as _, SinkExt as _, StreamExt as _};
 use http::{header, HeaderMap, HeaderValue, Method, Request, Response, StatusCode};
 use rmcp::model::GetMeta as _;
 use rmcp::model::{

@@ -400,4 +400,4 @@ pub fn validate_content(content: String) -> Result<String> {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

@@ -6,7 +6,8 @@ use super::wait::WaitOutcome;
 use super::*;
 use crate::model::{Caller, ResultType, Settings, UserRequestResult, MAX_INSTRUCTION_BYTES};
 
-fn queue(wait: u32) -> (Queue, CancellationToken) {
+/// A queue on an in-memory store, waits at most `wait` seconds; and its shutdown.
+pub(crate) fn queue(wait: u32) -> (Queue, CancellationToken) {
     let shutdown = CancellationToken::new();
     let facts = ServerFacts {
         url: "http://test".into(),

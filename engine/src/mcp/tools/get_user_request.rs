@@ -367,10 +367,10 @@ fn settle_when_written(carried: Option<&Carried>, queue: &Queue, id: String) {
     );
 }
 
-/// One token for "this caller has gone": `first` (rmcp's request token —
-/// cancel notification, stateless disconnect, shutdown — or the server's
-/// shutdown) or `guard`, the response-body drop guard's.
-pub fn either_cancelled(first: &CancellationToken, guard: Option<CancellationToken>) -> CancellationToken {
+/// One token for "this caller has gone", for a call rmcp serves: `first`,
+/// rmcp's request token (cancel notification, stateless disconnect,
+/// shutdown), or `guard`, the response-body drop guard's.
+fn either_cancelled(first: &CancellationToken, guard: Option<CancellationToken>) -> CancellationToken {
     let gone = first.child_token();
     if let Some(guard) = guard {
         let gone = gone.clone();
@@ -387,28 +387,6 @@ pub fn either_cancelled(first: &CancellationToken, guard: Option<CancellationTok
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::Settings;
-    use crate::queue::ServerFacts;
-    use crate::store::Store;
-
-    fn queue() -> Queue {
-        let facts = ServerFacts {
-            url: "http://test".into(),
-            version: "0".into(),
-            started_at: crate::time::now(),
-            requested_port: None,
-            requested_port_holder: None,
-            recovered: None,
-            log_dir: None,
-        };
-        Queue::new(
-            Store::open_in_memory().unwrap(),
-            &Settings::default(),
-            facts,
-            CancellationToken::new(),
-        )
-        .unwrap()
-    }
 
     /// Every waiting call keeps its future for the whole wait, a thousand
     /// agents a thousand of them: what the future lays out is the memory of
@@ -425,7 +403,8 @@ mod tests {
             carried: None,
             notify: Notify::Stream(tx),
         };
-        let call = call(queue(), None, asked, Caller::default());
+        let (queue, _shutdown) = crate::queue::tests::queue(3600);
+        let call = call(queue, None, asked, Caller::default());
         let size = std::mem::size_of_val(&call);
         // 5,608 bytes before the call checked its arguments first and boxed
         // what it shapes once the wait has ended; 2,576 after.
