@@ -8,7 +8,6 @@
 use super::{log_event, Queue};
 use crate::events::{Event, EventData, EventKind};
 use crate::model::{Caller, DeliveredAttachment, InReplyTo, Instruction, ResultType};
-use crate::store::Durability;
 use crate::sync::RwLockExt as _;
 use crate::{time, Result};
 
@@ -54,94 +53,92 @@ impl Queue {
                 _ => Ok(()),
             }
         };
-        self.blocking(move |i| {
-            i.store.write(
-                Durability::Normal,
-                |db| {
-                    let now = time::now();
-                    let mut events = Vec::new();
-                    // A new call from this agent: what was sent to it before arrived.
-                    // (No event: nothing a person sees changes.)
-                    if first.is_some() {
-                        db.confirm_sent(&queue, &agent, &now)?;
-                    }
-                    let key = (queue.clone(), agent.clone());
-                    if i.stops().contains(&key) && db.take_stop(&queue, &agent)? {
-                        db.touch_agent(&queue, &agent, &now, Some(ResultType::Stop))?;
-                        note(db, first.as_ref())?;
-                        return Ok((Claim::Stopped(db.eligible_count(&queue, &agent)?), events));
-                    }
-                    let item = if i.is_held(&queue) {
-                        None
-                    } else {
-                        // A delivery in doubt goes again first, to the same agent: with
-                        // `redeliver_in_doubt`, and always to a client that cannot resume a
-                        // broken stream (it lost that answer: a second instruction must not
-                        // overtake it).
-                        let again = if first.as_ref().is_some_and(|c| c.no_resume)
-                            || (first.is_some() && i.settings.read_anyway().redeliver_in_doubt)
-                        {
-                            db.reclaim_in_doubt(&queue, &agent, &now)?
-                        } else {
-                            None
-                        };
-                        match again {
-                            Some(item) => Some(item),
-                            None => match db.claim(&queue, &agent, offer.as_deref(), &now)? {
-                                None if offer.is_some() => db.claim(&queue, &agent, None, &now)?,
-                                got => got,
-                            },
-                        }
-                    };
-                    let Some(mut item) = item else {
-                        if first.is_some() {
-                            db.touch_agent(&queue, &agent, &now, None)?;
-                            note(db, first.as_ref())?;
-                        }
-                        return Ok((Claim::Nothing, events));
-                    };
-                    db.touch_agent(&queue, &agent, &now, Some(ResultType::Instruction))?;
+        let stop_key = (queue.clone(), agent.clone());
+        self.claim_write(
+            move |i, db| {
+                let now = time::now();
+                let mut events = Vec::new();
+                // A new call from this agent: what was sent to it before arrived.
+                // (No event: nothing a person sees changes.)
+                if first.is_some() {
+                    db.confirm_sent(&queue, &agent, &now)?;
+                }
+                let key = (queue.clone(), agent.clone());
+                if i.stops().contains(&key) && db.take_stop(&queue, &agent)? {
+                    db.touch_agent(&queue, &agent, &now, Some(ResultType::Stop))?;
                     note(db, first.as_ref())?;
-                    let rows = db.attachments_of(&item.id)?;
-                    item.attachments = rows.iter().map(|r| r.attachment.clone()).collect();
-                    let (left, remaining) = db.pending_in(&queue, &agent)?;
-                    events.push(log_event(
-                        db,
-                        Event::new(
-                            EventKind::InstructionConsumed,
-                            now,
-                            EventData::Instruction(item.clone()),
-                            Some(left),
-                        ),
-                    )?);
-                    let delivered = super::attachments::delivered(i.store.files(), &rows, item.content.len());
-                    // A reply says which question it answers (the report's first line).
-                    let in_reply_to = match &item.answers {
-                        Some(report_id) => db.get_report(report_id)?.map(|r| InReplyTo {
-                            question: r
-                                .content
-                                .lines()
-                                .find(|l| !l.trim().is_empty())
-                                .unwrap_or("")
-                                .chars()
-                                .take(200)
-                                .collect(),
-                            report_id: r.id,
-                        }),
-                        None => None,
+                    return Ok((Claim::Stopped(db.eligible_count(&queue, &agent)?), events));
+                }
+                let item = if i.is_held(&queue) {
+                    None
+                } else {
+                    // A delivery in doubt goes again first, to the same agent: with
+                    // `redeliver_in_doubt`, and always to a client that cannot resume a
+                    // broken stream (it lost that answer: a second instruction must not
+                    // overtake it).
+                    let again = if first.as_ref().is_some_and(|c| c.no_resume)
+                        || (first.is_some() && i.settings.read_anyway().redeliver_in_doubt)
+                    {
+                        db.reclaim_in_doubt(&queue, &agent, &now)?
+                    } else {
+                        None
                     };
-                    Ok((Claim::Got(Box::new((item, delivered, in_reply_to)), remaining), events))
-                },
-                |(claim, events)| {
-                    for event in events {
-                        i.bus.publish(event.clone());
+                    match again {
+                        Some(item) => Some(item),
+                        None => match db.claim(&queue, &agent, offer.as_deref(), &now)? {
+                            None if offer.is_some() => db.claim(&queue, &agent, None, &now)?,
+                            got => got,
+                        },
                     }
-                    if matches!(claim, Claim::Stopped(_)) {
-                        i.stops().remove(&(queue.clone(), agent.clone()));
+                };
+                let Some(mut item) = item else {
+                    if first.is_some() {
+                        db.touch_agent(&queue, &agent, &now, None)?;
+                        note(db, first.as_ref())?;
                     }
-                },
-            )
-        })
+                    return Ok((Claim::Nothing, events));
+                };
+                db.touch_agent(&queue, &agent, &now, Some(ResultType::Instruction))?;
+                note(db, first.as_ref())?;
+                let rows = db.attachments_of(&item.id)?;
+                item.attachments = rows.iter().map(|r| r.attachment.clone()).collect();
+                let (left, remaining) = db.pending_in(&queue, &agent)?;
+                events.push(log_event(
+                    db,
+                    Event::new(
+                        EventKind::InstructionConsumed,
+                        now,
+                        EventData::Instruction(item.clone()),
+                        Some(left),
+                    ),
+                )?);
+                let delivered = super::attachments::delivered(i.store.files(), &rows, item.content.len());
+                // A reply says which question it answers (the report's first line).
+                let in_reply_to = match &item.answers {
+                    Some(report_id) => db.get_report(report_id)?.map(|r| InReplyTo {
+                        question: r
+                            .content
+                            .lines()
+                            .find(|l| !l.trim().is_empty())
+                            .unwrap_or("")
+                            .chars()
+                            .take(200)
+                            .collect(),
+                        report_id: r.id,
+                    }),
+                    None => None,
+                };
+                Ok((Claim::Got(Box::new((item, delivered, in_reply_to)), remaining), events))
+            },
+            move |i, (claim, events)| {
+                for event in events {
+                    i.bus.publish(event.clone());
+                }
+                if matches!(claim, Claim::Stopped(_)) {
+                    i.stops().remove(&stop_key);
+                }
+            },
+        )
         .await
         .map(|(claim, _)| claim)
     }
@@ -150,35 +147,30 @@ impl Queue {
     /// the agent could still take.
     pub(super) async fn take_stop(&self, queue: &str, agent: &str) -> Result<u64> {
         let (queue, agent) = (queue.to_owned(), agent.to_owned());
-        self.blocking(move |i| {
-            i.store.write(
-                Durability::Normal,
-                |db| {
-                    db.take_stop(&queue, &agent)?;
-                    db.touch_agent(&queue, &agent, &time::now(), Some(ResultType::Stop))?;
-                    db.eligible_count(&queue, &agent)
-                },
-                |_| {
-                    i.stops().remove(&(queue.clone(), agent.clone()));
-                },
-            )
-        })
+        let key = (queue.clone(), agent.clone());
+        self.claim_write(
+            move |_, db| {
+                db.take_stop(&queue, &agent)?;
+                db.touch_agent(&queue, &agent, &time::now(), Some(ResultType::Stop))?;
+                db.eligible_count(&queue, &agent)
+            },
+            move |i, _| {
+                i.stops().remove(&key);
+            },
+        )
         .await
     }
 
     /// Record a finished call that delivered nothing; returns what the agent could take.
     pub(super) async fn record_call(&self, queue: &str, agent: &str, result: Option<ResultType>) -> Result<u64> {
         let (queue, agent) = (queue.to_owned(), agent.to_owned());
-        self.blocking(move |i| {
-            i.store.write(
-                Durability::Normal,
-                |db| {
-                    db.touch_agent(&queue, &agent, &time::now(), result)?;
-                    db.eligible_count(&queue, &agent)
-                },
-                |_| (),
-            )
-        })
+        self.claim_write(
+            move |_, db| {
+                db.touch_agent(&queue, &agent, &time::now(), result)?;
+                db.eligible_count(&queue, &agent)
+            },
+            |_, _| (),
+        )
         .await
     }
 }

@@ -159,6 +159,23 @@ impl Queue {
         result
     }
 
+    /// A claim's write, off the async threads: it may share its transaction
+    /// with the claims that arrive at the same moment (`Store::write_grouped`).
+    async fn claim_write<T: Send + 'static>(
+        &self,
+        body: impl FnOnce(&Inner, &Db<'_>) -> Result<T> + Send + 'static,
+        on_commit: impl FnOnce(&Inner, &T) + Send + 'static,
+    ) -> Result<T> {
+        let (for_body, for_commit) = (self.inner.clone(), self.inner.clone());
+        self.blocking(move |i| {
+            i.store.write_grouped(
+                move |db| body(&for_body, db),
+                move |value| on_commit(&for_commit, value),
+            )
+        })
+        .await
+    }
+
     // ---- reads --------------------------------------------------------------
 
     /// Instructions for a listing; consumed ones carry their report, if any.

@@ -15,6 +15,7 @@
 mod backup;
 mod fault;
 mod files;
+mod group;
 mod migrations;
 mod queries;
 
@@ -50,6 +51,8 @@ pub struct Store {
     fault: Mutex<Option<String>>,
     /// The attachment files, beside the database.
     files: Files,
+    /// Claims waiting to join the next transaction (`group`).
+    waiting: Mutex<Vec<Box<dyn group::Member>>>,
 }
 
 impl Store {
@@ -159,6 +162,7 @@ impl Store {
             path: None,
             fault: Mutex::new(None),
             files,
+            waiting: Mutex::new(Vec::new()),
         })
     }
 
@@ -220,10 +224,7 @@ impl Store {
         on_commit: impl FnOnce(&T),
     ) -> Result<T> {
         let mut conn = self.lock();
-        if let Some(path) = self.path.as_deref().filter(|p| fault::is_gone(p)) {
-            let fresh = fault::restore(&conn, path, |c| prepare(c, true)).map_err(|e| self.fault(e))?;
-            *conn = fresh;
-        }
+        self.reopen_if_gone(&mut conn).map_err(|e| self.fault(e))?;
         if durability == Durability::Normal {
             conn.execute_batch("PRAGMA synchronous=NORMAL")?;
         }
@@ -242,6 +243,46 @@ impl Store {
         self.fault.lock_anyway().take();
         on_commit(&value);
         Ok(value)
+    }
+
+    /// A claim's write (`synchronous=NORMAL`, as [`Durability::Normal`]):
+    /// the claims that arrive while another is written share the next
+    /// transaction, each in a savepoint (`group.rs`). The outcome is this
+    /// write's own; `on_commit` runs after the commit, under the lock, in
+    /// commit order.
+    pub fn write_grouped<T, B, C>(&self, body: B, on_commit: C) -> Result<T>
+    where
+        T: Send + 'static,
+        B: FnOnce(&Db<'_>) -> Result<T> + Send + 'static,
+        C: FnOnce(&T) + Send + 'static,
+    {
+        let (member, outcome) = group::member(body, on_commit);
+        self.waiting.lock_anyway().push(member);
+        {
+            let mut conn = self.lock();
+            // Whoever holds the lock writes everything waiting, this write
+            // included unless the holder before took it along.
+            let members = std::mem::take(&mut *self.waiting.lock_anyway());
+            if !members.is_empty() {
+                self.write_group(&mut conn, members);
+            }
+        }
+        // Sent before the lock that wrote it was released; gone only if a
+        // write of its group panicked.
+        outcome.recv().unwrap_or_else(|_| {
+            Err(Error::internal(
+                "a claim",
+                "a write beside it in its transaction failed",
+            ))
+        })
+    }
+
+    /// The database file was deleted or replaced under us: reopen it (`fault::restore`).
+    fn reopen_if_gone(&self, conn: &mut Connection) -> Result<()> {
+        if let Some(path) = self.path.as_deref().filter(|p| fault::is_gone(p)) {
+            *conn = fault::restore(conn, path, |c| prepare(c, true))?;
+        }
+        Ok(())
     }
 
     /// While a fault lasts: try one small real write (the header's

@@ -1,5 +1,6 @@
 use super::*;
 use crate::model::{Instruction, InstructionStatus, Settings};
+use std::sync::{Arc, Mutex};
 
 fn instruction(id: &str, position: i64) -> Instruction {
     Instruction {
@@ -284,4 +285,124 @@ fn a_cached_statement_keeps_its_plan_whatever_is_bound_to_it() {
         plan.iter().any(|p| p.contains("instructions_pending_by_queue")),
         "the claim no longer uses the pending rail's index: {plan:?}"
     );
+}
+
+/// Start `writes` on threads while the test holds the connection, and return
+/// once all of them are waiting for it (so they meet in one group).
+fn grouped_together<T: Send + 'static>(store: &Arc<Store>, writes: Vec<Box<dyn FnOnce(&Store) -> T + Send>>) -> Vec<T> {
+    let held = store.lock();
+    let n = writes.len();
+    let threads: Vec<_> = writes
+        .into_iter()
+        .map(|w| {
+            let store = store.clone();
+            std::thread::spawn(move || w(&store))
+        })
+        .collect();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while store.waiting.lock_anyway().len() < n {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "waited 30 s for {n} grouped writes to queue behind the held lock"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+    drop(held);
+    threads.into_iter().map(|t| t.join().unwrap()).collect()
+}
+
+/// Frames in the write-ahead log since it was last emptied.
+fn wal_frames(store: &Store) -> i64 {
+    store
+        .lock()
+        .query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |r| r.get(1))
+        .unwrap()
+}
+
+fn empty_the_wal(store: &Store) {
+    store.lock().execute_batch("PRAGMA wal_checkpoint(TRUNCATE)").unwrap();
+}
+
+#[test]
+fn claims_arriving_together_share_one_commit() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Arc::new(Store::open(&dir.path().join("q.sqlite3")).unwrap());
+    let touch = |agent: String| -> Box<dyn FnOnce(&Store) -> crate::Result<()> + Send> {
+        Box::new(move |s: &Store| {
+            s.write_grouped(
+                move |db| db.touch_agent("default", &agent, &crate::time::now(), None),
+                |_| (),
+            )
+        })
+    };
+    // What one claim alone writes to the log…
+    empty_the_wal(&store);
+    grouped_together(&store, vec![touch("alone".into())])
+        .into_iter()
+        .for_each(|r| r.unwrap());
+    let alone = wal_frames(&store);
+    assert!(alone > 0);
+    // …and eight at once: the same pages, committed once (eight commits
+    // would write eight copies of them).
+    empty_the_wal(&store);
+    let eight = (0..8).map(|i| touch(format!("agent-{i}"))).collect();
+    grouped_together(&store, eight).into_iter().for_each(|r| r.unwrap());
+    let together = wal_frames(&store);
+    assert!(
+        together <= alone + 1,
+        "eight claims together wrote {together} log frames; one alone writes {alone}"
+    );
+    assert_eq!(pragma(&store, "synchronous"), 2, "FULL again afterwards");
+    let agents = store.read(|db| db.agents(100)).unwrap();
+    assert_eq!(agents.len(), 9);
+}
+
+#[test]
+fn a_claim_that_fails_or_panics_in_a_group_leaves_the_others_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Arc::new(Store::open(&dir.path().join("q.sqlite3")).unwrap());
+    let committed = Arc::new(Mutex::new(Vec::new()));
+    type Write = Box<dyn FnOnce(&Store) -> (String, crate::Result<()>) + Send>;
+    let write = |agent: &'static str, ending: fn() -> crate::Result<()>| -> Write {
+        let committed = committed.clone();
+        Box::new(move |s: &Store| {
+            let outcome = s.write_grouped(
+                move |db| {
+                    db.touch_agent("default", agent, &crate::time::now(), None)?;
+                    ending()
+                },
+                move |_| committed.lock().unwrap().push(agent),
+            );
+            (agent.to_owned(), outcome)
+        })
+    };
+    let outcomes = grouped_together(
+        &store,
+        vec![
+            write("a", || Ok(())),
+            write("refused", || Err(crate::Error::Conflict("no".into()))),
+            write("b", || Ok(())),
+            write("panics", || panic!("a bug in one claim")),
+            write("c", || Ok(())),
+        ],
+    );
+    for (agent, outcome) in outcomes {
+        match agent.as_str() {
+            "refused" => assert!(matches!(outcome, Err(crate::Error::Conflict(_))), "{outcome:?}"),
+            "panics" => assert!(matches!(outcome, Err(crate::Error::Internal { .. })), "{outcome:?}"),
+            _ => outcome.unwrap(),
+        }
+    }
+    let mut written: Vec<String> = store
+        .read(|db| db.agents(100))
+        .unwrap()
+        .into_iter()
+        .map(|a| a.agent_id)
+        .collect();
+    written.sort();
+    assert_eq!(written, ["a", "b", "c"], "the failed writes left nothing");
+    let mut published = committed.lock().unwrap().clone();
+    published.sort();
+    assert_eq!(published, ["a", "b", "c"], "only committed writes run their on_commit");
+    assert_eq!(store.integrity_check().unwrap(), "ok");
 }

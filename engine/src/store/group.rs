@@ -1,0 +1,165 @@
+//! Group commit for claims: writes that arrive while another is being made
+//! wait for the lock, and whoever takes it next writes all of them in one
+//! transaction, each in a savepoint of its own, and commits once.
+//!
+//! Why: many agents claiming at once each wrote a dozen pages of the same
+//! indexes, the same counters and the same tail of the event log, each in its
+//! own transaction; the write-ahead log filled with copies of those pages and
+//! was checkpointed (two fsyncs, under the lock) every few dozen claims. In one
+//! transaction a page shared by the claims is written once. A claim's outcome
+//! is its own: one that fails rolls back to its savepoint and the others
+//! commit; only a failed commit fails them all (and then none was written).
+
+use std::panic::AssertUnwindSafe;
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
+
+use rusqlite::{Connection, TransactionBehavior};
+
+use super::{Db, Store};
+use crate::sync::MutexExt as _;
+use crate::{Error, Result};
+
+/// One write waiting for a transaction, whatever its result type.
+pub(super) trait Member: Send {
+    /// Run the write's statements; false if they failed (the error is kept).
+    fn run(&mut self, db: &Db<'_>, store: &Store) -> bool;
+    /// Its transaction committed: run what follows a commit (still under
+    /// the lock, so events go out in commit order) and hand over the value.
+    fn committed(self: Box<Self>);
+    /// Its transaction did not commit: hand over the error.
+    fn failed(self: Box<Self>, error: Error);
+}
+
+struct Write<T, B, C> {
+    body: Option<B>,
+    on_commit: Option<C>,
+    outcome: Option<Result<T>>,
+    reply: SyncSender<Result<T>>,
+}
+
+impl<T, B, C> Member for Write<T, B, C>
+where
+    T: Send,
+    B: FnOnce(&Db<'_>) -> Result<T> + Send,
+    C: FnOnce(&T) + Send,
+{
+    fn run(&mut self, db: &Db<'_>, store: &Store) -> bool {
+        let Some(body) = self.body.take() else {
+            return false;
+        };
+        // A write that panics fails alone (rolled back to its savepoint),
+        // as it would have in a transaction of its own.
+        let outcome = match std::panic::catch_unwind(AssertUnwindSafe(|| body(db))) {
+            Ok(outcome) => outcome.map_err(|e| store.fault(e)),
+            Err(_) => Err(Error::internal("a claim", "its write panicked")),
+        };
+        let ok = outcome.is_ok();
+        self.outcome = Some(outcome);
+        ok
+    }
+
+    fn committed(mut self: Box<Self>) {
+        let outcome = self
+            .outcome
+            .take()
+            .unwrap_or_else(|| Err(Error::internal("a grouped write", "it was never run")));
+        if let (Ok(value), Some(on_commit)) = (&outcome, self.on_commit.take()) {
+            on_commit(value);
+        }
+        // The writer waits on the other end; it can only have gone if its thread panicked.
+        let _ = self.reply.send(outcome);
+    }
+
+    fn failed(mut self: Box<Self>, error: Error) {
+        // A write whose own statements failed says so, not the transaction's error.
+        let outcome = match self.outcome.take() {
+            Some(Err(own)) => Err(own),
+            _ => Err(error),
+        };
+        let _ = self.reply.send(outcome);
+    }
+}
+
+/// Queue a write and the channel its outcome comes back on.
+pub(super) fn member<T, B, C>(body: B, on_commit: C) -> (Box<dyn Member>, Receiver<Result<T>>)
+where
+    T: Send + 'static,
+    B: FnOnce(&Db<'_>) -> Result<T> + Send + 'static,
+    C: FnOnce(&T) + Send + 'static,
+{
+    let (reply, outcome) = sync_channel(1);
+    let write = Write {
+        body: Some(body),
+        on_commit: Some(on_commit),
+        outcome: None,
+        reply,
+    };
+    (Box::new(write), outcome)
+}
+
+impl Store {
+    /// Write `members` in one `BEGIN IMMEDIATE` transaction (a savepoint
+    /// each when there are several), committed with `synchronous=NORMAL`,
+    /// and tell each how it went. The caller holds the connection's lock.
+    pub(super) fn write_group(&self, conn: &mut Connection, mut members: Vec<Box<dyn Member>>) {
+        match self.run_group(conn, &mut members) {
+            Ok(()) => {
+                // A write went through: whatever blocked writes has cleared.
+                self.fault.lock_anyway().take();
+                for m in members {
+                    m.committed();
+                }
+            }
+            Err(e) => {
+                for m in members {
+                    m.failed(copy(&e));
+                }
+            }
+        }
+    }
+
+    /// The transaction itself; on failure nothing of it was committed.
+    fn run_group(&self, conn: &mut Connection, members: &mut [Box<dyn Member>]) -> Result<()> {
+        self.reopen_if_gone(conn)?;
+        conn.execute_batch("PRAGMA synchronous=NORMAL")?;
+        let result = (|| -> Result<()> {
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            if let [only] = members {
+                // Alone: its failure rolls the transaction back (dropped uncommitted).
+                if !only.run(&Db::new(&tx), self) {
+                    return Err(Error::internal("a claim", "its statements failed"));
+                }
+            } else {
+                for m in members.iter_mut() {
+                    tx.prepare_cached("SAVEPOINT member")?.execute([])?;
+                    if !m.run(&Db::new(&tx), self) {
+                        tx.prepare_cached("ROLLBACK TO member")?.execute([])?;
+                    }
+                    tx.prepare_cached("RELEASE member")?.execute([])?;
+                }
+            }
+            tx.commit()?;
+            Ok(())
+        })();
+        let restored = conn.execute_batch("PRAGMA synchronous=FULL");
+        result.and(restored.map_err(Error::from)).map_err(|e| self.fault(e))
+    }
+}
+
+/// The same error again, for each write of a group that failed together.
+fn copy(e: &Error) -> Error {
+    match e {
+        Error::NotFound(m) => Error::NotFound(m.clone()),
+        Error::Conflict(m) => Error::Conflict(m.clone()),
+        Error::Invalid(m) => Error::Invalid(m.clone()),
+        Error::TooLarge(m) => Error::TooLarge(m.clone()),
+        Error::Unsupported(m) => Error::Unsupported(m.clone()),
+        Error::NoSpace(m) => Error::NoSpace(m.clone()),
+        Error::Unavailable(m) => Error::Unavailable(m.clone()),
+        Error::InUse(m) => Error::InUse(m.clone()),
+        Error::Unauthorized(m) => Error::Unauthorized(m.clone()),
+        Error::Forbidden(m) => Error::Forbidden(m.clone()),
+        Error::Startup(m) => Error::Startup(m.clone()),
+        Error::Internal { context, source } => Error::internal(context.clone(), source.to_string()),
+    }
+}
