@@ -1,4 +1,5 @@
-//! The claim: one `BEGIN IMMEDIATE` transaction that hands a call the
+//! The claim: one write (in a transaction it may share with claims arriving
+//! at the same moment, `store/group.rs`) that hands a call the
 //! instruction it may take (a pending stop request wins; a delivery in doubt
 //! goes again first; then the offered one, else the first of its queue), or
 //! records that it took nothing — and the smaller writes that end a call

@@ -8,7 +8,7 @@
 //! was checkpointed (two fsyncs, under the lock) every few dozen claims. In one
 //! transaction a page shared by the claims is written once. A claim's outcome
 //! is its own: one that fails rolls back to its savepoint and the others
-//! commit; only a failed commit fails them all (and then none was written).
+//! commit; only a failed transaction fails them all (and then none was written).
 
 use std::panic::AssertUnwindSafe;
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
@@ -28,6 +28,8 @@ pub(super) trait Member: Send {
     fn committed(self: Box<Self>);
     /// Its transaction did not commit: hand over the error.
     fn failed(self: Box<Self>, error: Error);
+    /// A copy of the error its statements met (after `run` returned false).
+    fn error_again(&self) -> Error;
 }
 
 struct Write<T, B, C> {
@@ -64,10 +66,21 @@ where
             .take()
             .unwrap_or_else(|| Err(Error::internal("a grouped write", "it was never run")));
         if let (Ok(value), Some(on_commit)) = (&outcome, self.on_commit.take()) {
-            on_commit(value);
+            // Its write is committed whatever happens here; a panic must not
+            // keep the other members of the group from their outcomes.
+            if std::panic::catch_unwind(AssertUnwindSafe(|| on_commit(value))).is_err() {
+                tracing::error!("what follows a claim's commit panicked; the claim is written");
+            }
         }
         // The writer waits on the other end; it can only have gone if its thread panicked.
         let _ = self.reply.send(outcome);
+    }
+
+    fn error_again(&self) -> Error {
+        match &self.outcome {
+            Some(Err(e)) => copy(e),
+            _ => Error::internal("a claim", "its statements failed"),
+        }
     }
 
     fn failed(mut self: Box<Self>, error: Error) {
@@ -102,47 +115,71 @@ impl Store {
     /// each when there are several), committed with `synchronous=NORMAL`,
     /// and tell each how it went. The caller holds the connection's lock.
     pub(super) fn write_group(&self, conn: &mut Connection, mut members: Vec<Box<dyn Member>>) {
-        match self.run_group(conn, &mut members) {
-            Ok(()) => {
-                // A write went through: whatever blocked writes has cleared.
-                self.fault.lock_anyway().take();
+        let outcome = self.run_group(conn, &mut members);
+        // Back to FULL for the writes that record a person's input. Failing
+        // that changes nothing already committed; the fault is shown.
+        if let Err(e) = conn.execute_batch("PRAGMA synchronous=FULL") {
+            let e = self.fault(e.into());
+            tracing::warn!(error = %e, "the database connection could not go back to synchronous=FULL");
+        }
+        match outcome {
+            Ok(written) => {
+                // Something was written: whatever blocked writes has cleared.
+                // (Members that all failed commit an empty transaction.)
+                if written {
+                    self.fault.lock_anyway().take();
+                }
                 for m in members {
                     m.committed();
                 }
             }
             Err(e) => {
+                // One gets the error itself (its cause is logged whole), the others copies.
+                let mut members = members.into_iter();
+                let first = members.next();
                 for m in members {
                     m.failed(copy(&e));
+                }
+                if let Some(m) = first {
+                    m.failed(e);
                 }
             }
         }
     }
 
-    /// The transaction itself; on failure nothing of it was committed.
-    fn run_group(&self, conn: &mut Connection, members: &mut [Box<dyn Member>]) -> Result<()> {
-        self.reopen_if_gone(conn)?;
-        conn.execute_batch("PRAGMA synchronous=NORMAL")?;
-        let result = (|| -> Result<()> {
+    /// The transaction itself: whether any member's statements were
+    /// written. On an error nothing of it was committed.
+    fn run_group(&self, conn: &mut Connection, members: &mut [Box<dyn Member>]) -> Result<bool> {
+        (|| -> Result<bool> {
+            self.reopen_if_gone(conn)?;
+            conn.execute_batch("PRAGMA synchronous=NORMAL")?;
             let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let mut written = false;
             if let [only] = members {
                 // Alone: its failure rolls the transaction back (dropped uncommitted).
                 if !only.run(&Db::new(&tx), self) {
-                    return Err(Error::internal("a claim", "its statements failed"));
+                    return Err(only.error_again());
                 }
+                written = true;
             } else {
                 for m in members.iter_mut() {
                     tx.prepare_cached("SAVEPOINT member")?.execute([])?;
-                    if !m.run(&Db::new(&tx), self) {
+                    if m.run(&Db::new(&tx), self) {
+                        written = true;
+                    } else if tx.is_autocommit() {
+                        // Some errors (a full disk, an I/O error) end the whole
+                        // transaction: the group fails as this member did.
+                        return Err(m.error_again());
+                    } else {
                         tx.prepare_cached("ROLLBACK TO member")?.execute([])?;
                     }
                     tx.prepare_cached("RELEASE member")?.execute([])?;
                 }
             }
             tx.commit()?;
-            Ok(())
-        })();
-        let restored = conn.execute_batch("PRAGMA synchronous=FULL");
-        result.and(restored.map_err(Error::from)).map_err(|e| self.fault(e))
+            Ok(written)
+        })()
+        .map_err(|e| self.fault(e))
     }
 }
 

@@ -272,7 +272,7 @@ impl Store {
         outcome.recv().unwrap_or_else(|_| {
             Err(Error::internal(
                 "a claim",
-                "a write beside it in its transaction failed",
+                "its outcome is unknown: the write that carried it panicked",
             ))
         })
     }

@@ -292,13 +292,11 @@ fn a_cached_statement_keeps_its_plan_whatever_is_bound_to_it() {
 fn grouped_together<T: Send + 'static>(store: &Arc<Store>, writes: Vec<Box<dyn FnOnce(&Store) -> T + Send>>) -> Vec<T> {
     let held = store.lock();
     let n = writes.len();
-    let threads: Vec<_> = writes
-        .into_iter()
-        .map(|w| {
-            let store = store.clone();
-            std::thread::spawn(move || w(&store))
-        })
-        .collect();
+    let (done, outcomes) = std::sync::mpsc::channel();
+    for (i, w) in writes.into_iter().enumerate() {
+        let (store, done) = (store.clone(), done.clone());
+        std::thread::spawn(move || done.send((i, w(&store))));
+    }
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
     while store.waiting.lock_anyway().len() < n {
         assert!(
@@ -308,7 +306,15 @@ fn grouped_together<T: Send + 'static>(store: &Arc<Store>, writes: Vec<Box<dyn F
         std::thread::sleep(std::time::Duration::from_millis(2));
     }
     drop(held);
-    threads.into_iter().map(|t| t.join().unwrap()).collect()
+    let mut got: Vec<(usize, T)> = (0..n)
+        .map(|_| {
+            outcomes
+                .recv_timeout(std::time::Duration::from_secs(30))
+                .unwrap_or_else(|e| panic!("waited 30 s for the grouped writes' outcomes: {e}"))
+        })
+        .collect();
+    got.sort_by_key(|(i, _)| *i);
+    got.into_iter().map(|(_, t)| t).collect()
 }
 
 /// Frames in the write-ahead log since it was last emptied.
@@ -327,26 +333,34 @@ fn empty_the_wal(store: &Store) {
 fn claims_arriving_together_share_one_commit() {
     let dir = tempfile::tempdir().unwrap();
     let store = Arc::new(Store::open(&dir.path().join("q.sqlite3")).unwrap());
-    let touch = |agent: String| -> Box<dyn FnOnce(&Store) -> crate::Result<()> + Send> {
+    // Each returns what it wrote: every caller must get its own outcome.
+    let touch = |agent: String| -> Box<dyn FnOnce(&Store) -> crate::Result<String> + Send> {
         Box::new(move |s: &Store| {
             s.write_grouped(
-                move |db| db.touch_agent("default", &agent, &crate::time::now(), None),
+                move |db| {
+                    db.touch_agent("default", &agent, &crate::time::now(), None)?;
+                    Ok(agent)
+                },
                 |_| (),
             )
         })
     };
     // What one claim alone writes to the log…
     empty_the_wal(&store);
-    grouped_together(&store, vec![touch("alone".into())])
-        .into_iter()
-        .for_each(|r| r.unwrap());
+    for r in grouped_together(&store, vec![touch("alone".into())]) {
+        assert_eq!(r.unwrap(), "alone");
+    }
     let alone = wal_frames(&store);
     assert!(alone > 0);
     // …and eight at once: the same pages, committed once (eight commits
     // would write eight copies of them).
     empty_the_wal(&store);
     let eight = (0..8).map(|i| touch(format!("agent-{i}"))).collect();
-    grouped_together(&store, eight).into_iter().for_each(|r| r.unwrap());
+    let outcomes: Vec<String> = grouped_together(&store, eight)
+        .into_iter()
+        .map(|r| r.unwrap())
+        .collect();
+    assert_eq!(outcomes, (0..8).map(|i| format!("agent-{i}")).collect::<Vec<_>>());
     let together = wal_frames(&store);
     assert!(
         together <= alone + 1,
