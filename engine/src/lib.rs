@@ -133,6 +133,7 @@ impl Engine {
 
 /// Open the database, migrate, bind, and serve until `shutdown` is cancelled.
 pub async fn start(config: Config, shutdown: CancellationToken) -> Result<Engine> {
+    keep_arena_tops();
     let (token, token_origin) =
         auth::TokenOrigin::from_config(config.api_token.as_deref(), config.token_file.as_deref())?;
     if !config.host.is_loopback() && token.is_none() {
@@ -247,6 +248,24 @@ fn give_back_start_up_heap() {
     // allocator locks each arena while it does.
     unsafe {
         libc::malloc_trim(0);
+    }
+}
+
+/// Let each glibc arena keep up to 1 MiB of free memory at its top before
+/// giving pages back. The default (128 KiB) sits just under what claims free
+/// between two of theirs: under many agents each arena's top crossed it over
+/// and over, and each crossing was an `madvise(MADV_DONTNEED)` — a TLB
+/// shootdown on every core — and then page faults to zero the same pages
+/// again (`strace`: 6,137 such calls for 4,000 claims by 64 agents, none with
+/// this setting; claims/s with 64 agents 5.6–6.3k → 7.6–8.2k, same hour). At most that much per arena
+/// stays resident after a burst; start-up's heap is still given back whole
+/// (`give_back_start_up_heap` trims regardless of the threshold).
+fn keep_arena_tops() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: mallopt only sets a tuning parameter of glibc's allocator,
+    // which it reads under each arena's lock.
+    unsafe {
+        libc::mallopt(libc::M_TRIM_THRESHOLD, 1 << 20);
     }
 }
 

@@ -1,6 +1,9 @@
-//! Group commit for claims: writes that arrive while another is being made
-//! wait for the lock, and whoever takes it next writes all of them in one
-//! transaction, each in a savepoint of its own, and commits once.
+//! Group commit for claims: a claim queues its write; one thread at a time
+//! (the writer) takes everything queued, writes it in one transaction, each
+//! write in a savepoint of its own, commits once, and tells each write how it
+//! went. Claims that arrive meanwhile queue for the next group, and the
+//! writer hands the turn to one of them (or, with none, ends it); the others
+//! only wait for their outcome, never for the lock.
 //!
 //! Why: many agents claiming at once each wrote a dozen pages of the same
 //! indexes, the same counters and the same tail of the event log, each in its
@@ -30,13 +33,31 @@ pub(super) trait Member: Send {
     fn failed(self: Box<Self>, error: Error);
     /// A copy of the error its statements met (after `run` returned false).
     fn error_again(&self) -> Error;
+    /// Tell its thread to write the next group (it is still queued, so it is in it).
+    fn take_the_turn(&self);
+}
+
+/// What comes back to a queued write's thread.
+pub(super) enum Reply<T> {
+    /// How its write went.
+    Done(Result<T>),
+    /// Write the next group: the writer before has finished.
+    Turn,
+}
+
+/// The writes waiting for a transaction, and whether a thread has the turn
+/// to write them (it takes them once it has the connection).
+#[derive(Default)]
+pub(super) struct Waiting {
+    pub(super) writes: Vec<Box<dyn Member>>,
+    pub(super) writer: bool,
 }
 
 struct Write<T, B, C> {
     body: Option<B>,
     on_commit: Option<C>,
     outcome: Option<Result<T>>,
-    reply: SyncSender<Result<T>>,
+    reply: SyncSender<Reply<T>>,
 }
 
 impl<T, B, C> Member for Write<T, B, C>
@@ -73,7 +94,12 @@ where
             }
         }
         // The writer waits on the other end; it can only have gone if its thread panicked.
-        let _ = self.reply.send(outcome);
+        let _ = self.reply.send(Reply::Done(outcome));
+    }
+
+    fn take_the_turn(&self) {
+        // Its slot is free: a queued write has had no reply yet.
+        let _ = self.reply.send(Reply::Turn);
     }
 
     fn error_again(&self) -> Error {
@@ -89,12 +115,12 @@ where
             Some(Err(own)) => Err(own),
             _ => Err(error),
         };
-        let _ = self.reply.send(outcome);
+        let _ = self.reply.send(Reply::Done(outcome));
     }
 }
 
 /// Queue a write and the channel its outcome comes back on.
-pub(super) fn member<T, B, C>(body: B, on_commit: C) -> (Box<dyn Member>, Receiver<Result<T>>)
+pub(super) fn member<T, B, C>(body: B, on_commit: C) -> (Box<dyn Member>, Receiver<Reply<T>>)
 where
     T: Send + 'static,
     B: FnOnce(&Db<'_>) -> Result<T> + Send + 'static,
@@ -111,6 +137,54 @@ where
 }
 
 impl Store {
+    /// Queue a write; write the group it joins if no thread has the turn,
+    /// else wait for its outcome (or for the turn, handed on by the writer).
+    pub(super) fn write_in_group<T>(&self, write: Box<dyn Member>, replies: Receiver<Reply<T>>) -> Result<T> {
+        let first = {
+            let mut waiting = self.waiting.lock_anyway();
+            waiting.writes.push(write);
+            !std::mem::replace(&mut waiting.writer, true)
+        };
+        if first {
+            self.take_turn();
+        }
+        loop {
+            match replies.recv() {
+                Ok(Reply::Done(outcome)) => return outcome,
+                Ok(Reply::Turn) => self.take_turn(),
+                // Dropped unanswered: a write of its group panicked the writer.
+                Err(_) => {
+                    return Err(Error::internal(
+                        "a claim",
+                        "its outcome is unknown: the write that carried it panicked",
+                    ))
+                }
+            }
+        }
+    }
+
+    /// The writer's turn: write everything queued as one group, then hand
+    /// the turn to a write queued meanwhile, or end it. Handed on even if
+    /// this thread panics, or every later claim would wait for ever.
+    fn take_turn(&self) {
+        struct HandOn<'s>(&'s Store);
+        impl Drop for HandOn<'_> {
+            fn drop(&mut self) {
+                let mut waiting = self.0.waiting.lock_anyway();
+                match waiting.writes.first() {
+                    Some(next) => next.take_the_turn(),
+                    None => waiting.writer = false,
+                }
+            }
+        }
+        let _hand_on = HandOn(self);
+        let mut conn = self.lock();
+        let writes = std::mem::take(&mut self.waiting.lock_anyway().writes);
+        if !writes.is_empty() {
+            self.write_group(&mut conn, writes);
+        }
+    }
+
     /// Write `members` in one `BEGIN IMMEDIATE` transaction (a savepoint
     /// each when there are several), committed with `synchronous=NORMAL`,
     /// and tell each how it went. The caller holds the connection's lock.
@@ -118,7 +192,10 @@ impl Store {
         let outcome = self.run_group(conn, &mut members);
         // Back to FULL for the writes that record a person's input. Failing
         // that changes nothing already committed; the fault is shown.
-        if let Err(e) = conn.execute_batch("PRAGMA synchronous=FULL") {
+        if let Err(e) = conn
+            .prepare_cached("PRAGMA synchronous=FULL")
+            .and_then(|mut s| s.execute([]))
+        {
             let e = self.fault(e.into());
             tracing::warn!(error = %e, "the database connection could not go back to synchronous=FULL");
         }
@@ -152,7 +229,8 @@ impl Store {
     fn run_group(&self, conn: &mut Connection, members: &mut [Box<dyn Member>]) -> Result<bool> {
         (|| -> Result<bool> {
             self.reopen_if_gone(conn)?;
-            conn.execute_batch("PRAGMA synchronous=NORMAL")?;
+            // Cached: parsed once, not once a group.
+            conn.prepare_cached("PRAGMA synchronous=NORMAL")?.execute([])?;
             let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
             let mut written = false;
             if let [only] = members {

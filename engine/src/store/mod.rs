@@ -52,7 +52,7 @@ pub struct Store {
     /// The attachment files, beside the database.
     files: Files,
     /// Claims waiting to join the next transaction (`group`).
-    waiting: Mutex<Vec<Box<dyn group::Member>>>,
+    waiting: Mutex<group::Waiting>,
 }
 
 impl Store {
@@ -162,7 +162,7 @@ impl Store {
             path: None,
             fault: Mutex::new(None),
             files,
-            waiting: Mutex::new(Vec::new()),
+            waiting: Mutex::default(),
         })
     }
 
@@ -256,25 +256,8 @@ impl Store {
         B: FnOnce(&Db<'_>) -> Result<T> + Send + 'static,
         C: FnOnce(&T) + Send + 'static,
     {
-        let (member, outcome) = group::member(body, on_commit);
-        self.waiting.lock_anyway().push(member);
-        {
-            let mut conn = self.lock();
-            // Whoever holds the lock writes everything waiting, this write
-            // included unless the holder before took it along.
-            let members = std::mem::take(&mut *self.waiting.lock_anyway());
-            if !members.is_empty() {
-                self.write_group(&mut conn, members);
-            }
-        }
-        // Sent before the lock that wrote it was released; gone only if a
-        // write of its group panicked.
-        outcome.recv().unwrap_or_else(|_| {
-            Err(Error::internal(
-                "a claim",
-                "its outcome is unknown: the write that carried it panicked",
-            ))
-        })
+        let (write, replies) = group::member(body, on_commit);
+        self.write_in_group(write, replies)
     }
 
     /// The database file was deleted or replaced under us: reopen it (`fault::restore`).

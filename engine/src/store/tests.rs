@@ -298,7 +298,7 @@ fn grouped_together<T: Send + 'static>(store: &Arc<Store>, writes: Vec<Box<dyn F
         std::thread::spawn(move || done.send((i, w(&store))));
     }
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    while store.waiting.lock_anyway().len() < n {
+    while store.waiting.lock_anyway().writes.len() < n {
         assert!(
             std::time::Instant::now() < deadline,
             "waited 30 s for {n} grouped writes to queue behind the held lock"
@@ -419,4 +419,70 @@ fn a_claim_that_fails_or_panics_in_a_group_leaves_the_others_written() {
     published.sort();
     assert_eq!(published, ["a", "b", "c"], "only committed writes run their on_commit");
     assert_eq!(store.integrity_check().unwrap(), "ok");
+}
+
+#[test]
+fn writes_queued_while_a_group_is_written_are_written_by_the_next_turn() {
+    use std::sync::mpsc;
+    use std::time::Duration;
+    let dir = tempfile::tempdir().unwrap();
+    let store = Arc::new(Store::open(&dir.path().join("q.sqlite3")).unwrap());
+    let (outcomes_tx, outcomes) = mpsc::channel();
+    let write = |agent: &'static str, hold: Option<(mpsc::Sender<()>, mpsc::Receiver<()>)>| {
+        let (store, outcomes_tx) = (store.clone(), outcomes_tx.clone());
+        std::thread::spawn(move || {
+            let outcome = store.write_grouped(
+                move |db| {
+                    if let Some((entered, go)) = hold {
+                        entered.send(()).unwrap();
+                        go.recv_timeout(Duration::from_secs(30))
+                            .expect("waited 30 s for the test to let the first group go on");
+                    }
+                    db.touch_agent("default", agent, &crate::time::now(), None)?;
+                    Ok(agent)
+                },
+                |_| (),
+            );
+            outcomes_tx.send(outcome).unwrap();
+        });
+    };
+    // The first write's group is being written (held inside its body)…
+    let (entered_tx, entered) = mpsc::channel();
+    let (go, go_rx) = mpsc::channel();
+    write("first", Some((entered_tx, go_rx)));
+    entered
+        .recv_timeout(Duration::from_secs(30))
+        .expect("waited 30 s for the first group to begin");
+    // …when two more arrive: they queue (the turn is taken) and wait.
+    write("second", None);
+    write("third", None);
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while store.waiting.lock_anyway().writes.len() < 2 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "waited 30 s for two writes to queue"
+        );
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    go.send(()).unwrap();
+    // The first writer hands the turn on: the two are written, no one left waiting.
+    let mut done: Vec<&str> = (0..3)
+        .map(|_| {
+            outcomes
+                .recv_timeout(Duration::from_secs(30))
+                .expect("waited 30 s for the writes queued behind a group")
+                .unwrap()
+        })
+        .collect();
+    done.sort();
+    assert_eq!(done, ["first", "second", "third"]);
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while store.waiting.lock_anyway().writer {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "waited 30 s for the last turn to end"
+        );
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    assert_eq!(store.read(|db| db.agents(10)).unwrap().len(), 3);
 }
