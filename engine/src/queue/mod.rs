@@ -159,21 +159,30 @@ impl Queue {
         result
     }
 
-    /// A claim's write, off the async threads: it may share its transaction
-    /// with the claims that arrive at the same moment (`Store::write_grouped`).
+    /// A claim's write: queued to share a transaction with the claims that
+    /// arrive at the same moment (`Store::queue_write`), written by one
+    /// blocking task for all of them; this call only awaits its outcome.
     async fn claim_write<T: Send + 'static>(
         &self,
         body: impl FnOnce(&Inner, &Db<'_>) -> Result<T> + Send + 'static,
         on_commit: impl FnOnce(&Inner, &T) + Send + 'static,
     ) -> Result<T> {
+        let faulty = self.inner.store.fault_now().is_some();
         let (for_body, for_commit) = (self.inner.clone(), self.inner.clone());
-        self.blocking(move |i| {
-            i.store.write_grouped(
-                move |db| body(&for_body, db),
-                move |value| on_commit(&for_commit, value),
-            )
-        })
-        .await
+        let (outcome, start_writer) = self.inner.store.queue_write(
+            move |db| body(&for_body, db),
+            move |value| on_commit(&for_commit, value),
+        );
+        if start_writer {
+            let writer = Writer(Some(self.inner.clone()));
+            tokio::task::spawn_blocking(move || writer.run());
+        }
+        let result = crate::store::group::outcome(outcome).await;
+        // As `blocking`: the status shows a storage fault while it lasts.
+        if faulty != self.inner.store.fault_now().is_some() {
+            self.mark_status_dirty();
+        }
+        result
     }
 
     // ---- reads --------------------------------------------------------------
@@ -418,3 +427,24 @@ pub fn validate_content(content: String) -> Result<String> {
 
 #[cfg(test)]
 pub(crate) mod tests;
+
+/// The blocking task that writes queued claims (`Store::write_queued`). If
+/// it is dropped without running (the runtime is shutting down), the
+/// queued claims fail instead of waiting for a writer.
+struct Writer(Option<Arc<Inner>>);
+
+impl Writer {
+    fn run(mut self) {
+        if let Some(inner) = self.0.take() {
+            inner.store.write_queued();
+        }
+    }
+}
+
+impl Drop for Writer {
+    fn drop(&mut self) {
+        if let Some(inner) = self.0.take() {
+            inner.store.abandon_queued();
+        }
+    }
+}

@@ -1,9 +1,8 @@
-//! Group commit for claims: a claim queues its write; one thread at a time
-//! (the writer) takes everything queued, writes it in one transaction, each
-//! write in a savepoint of its own, commits once, and tells each write how it
-//! went. Claims that arrive meanwhile queue for the next group, and the
-//! writer hands the turn to one of them (or, with none, ends it); the others
-//! only wait for their outcome, never for the lock.
+//! Group commit for claims: a claim queues its write and awaits its outcome;
+//! one blocking task at a time (the writer) takes everything queued, writes
+//! it in one transaction, each write in a savepoint of its own, commits once,
+//! tells each write how it went, and goes on with what was queued meanwhile
+//! until nothing is left. A claim costs no thread of its own while it waits.
 //!
 //! Why: many agents claiming at once each wrote a dozen pages of the same
 //! indexes, the same counters and the same tail of the event log, each in its
@@ -14,7 +13,8 @@
 //! commit; only a failed transaction fails them all (and then none was written).
 
 use std::panic::AssertUnwindSafe;
-use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
+
+use tokio::sync::oneshot;
 
 use rusqlite::{Connection, TransactionBehavior};
 
@@ -33,31 +33,34 @@ pub(super) trait Member: Send {
     fn failed(self: Box<Self>, error: Error);
     /// A copy of the error its statements met (after `run` returned false).
     fn error_again(&self) -> Error;
-    /// Tell its thread to write the next group (it is still queued, so it is in it).
-    fn take_the_turn(&self);
 }
 
-/// What comes back to a queued write's thread.
-pub(super) enum Reply<T> {
-    /// How its write went.
-    Done(Result<T>),
-    /// Write the next group: the writer before has finished.
-    Turn,
-}
-
-/// The writes waiting for a transaction, and whether a thread has the turn
-/// to write them (it takes them once it has the connection).
+/// The writes waiting for a transaction, and whether a writer is at work
+/// (it takes them once it has the connection).
 #[derive(Default)]
 pub(super) struct Waiting {
     pub(super) writes: Vec<Box<dyn Member>>,
     pub(super) writer: bool,
 }
 
+/// A queued write's outcome, to await.
+pub type Outcome<T> = oneshot::Receiver<Result<T>>;
+
+/// The outcome of a queued write, or why there is none.
+pub async fn outcome<T>(queued: Outcome<T>) -> Result<T> {
+    queued.await.unwrap_or_else(|_| {
+        Err(Error::internal(
+            "a claim",
+            "its outcome is unknown: the writer of its group stopped",
+        ))
+    })
+}
+
 struct Write<T, B, C> {
     body: Option<B>,
     on_commit: Option<C>,
     outcome: Option<Result<T>>,
-    reply: SyncSender<Reply<T>>,
+    reply: Option<oneshot::Sender<Result<T>>>,
 }
 
 impl<T, B, C> Member for Write<T, B, C>
@@ -93,13 +96,7 @@ where
                 tracing::error!("what follows a claim's commit panicked; the claim is written");
             }
         }
-        // The writer waits on the other end; it can only have gone if its thread panicked.
-        let _ = self.reply.send(Reply::Done(outcome));
-    }
-
-    fn take_the_turn(&self) {
-        // Its slot is free: a queued write has had no reply yet.
-        let _ = self.reply.send(Reply::Turn);
+        self.reply(outcome);
     }
 
     fn error_again(&self) -> Error {
@@ -115,74 +112,80 @@ where
             Some(Err(own)) => Err(own),
             _ => Err(error),
         };
-        let _ = self.reply.send(Reply::Done(outcome));
+        self.reply(outcome);
     }
 }
 
-/// Queue a write and the channel its outcome comes back on.
-pub(super) fn member<T, B, C>(body: B, on_commit: C) -> (Box<dyn Member>, Receiver<Reply<T>>)
+impl<T, B, C> Write<T, B, C> {
+    fn reply(&mut self, outcome: Result<T>) {
+        if let Some(reply) = self.reply.take() {
+            // Its caller has gone (its call was dropped): the write stands, as
+            // a claim whose caller left mid-answer does (`queue/delivery.rs`).
+            let _ = reply.send(outcome);
+        }
+    }
+}
+
+/// A write to queue, and its outcome.
+pub(super) fn member<T, B, C>(body: B, on_commit: C) -> (Box<dyn Member>, Outcome<T>)
 where
     T: Send + 'static,
     B: FnOnce(&Db<'_>) -> Result<T> + Send + 'static,
     C: FnOnce(&T) + Send + 'static,
 {
-    let (reply, outcome) = sync_channel(1);
+    let (reply, outcome) = oneshot::channel();
     let write = Write {
         body: Some(body),
         on_commit: Some(on_commit),
         outcome: None,
-        reply,
+        reply: Some(reply),
     };
     (Box::new(write), outcome)
 }
 
 impl Store {
-    /// Queue a write; write the group it joins if no thread has the turn,
-    /// else wait for its outcome (or for the turn, handed on by the writer).
-    pub(super) fn write_in_group<T>(&self, write: Box<dyn Member>, replies: Receiver<Reply<T>>) -> Result<T> {
-        let first = {
-            let mut waiting = self.waiting.lock_anyway();
-            waiting.writes.push(write);
-            !std::mem::replace(&mut waiting.writer, true)
-        };
-        if first {
-            self.take_turn();
-        }
-        loop {
-            match replies.recv() {
-                Ok(Reply::Done(outcome)) => return outcome,
-                Ok(Reply::Turn) => self.take_turn(),
-                // Dropped unanswered: a write of its group panicked the writer.
-                Err(_) => {
-                    return Err(Error::internal(
-                        "a claim",
-                        "its outcome is unknown: the write that carried it panicked",
-                    ))
-                }
-            }
-        }
+    /// Queue a write; true if no writer is at work, so the caller must start
+    /// one ([`Store::write_queued`], on a blocking thread).
+    pub(super) fn queue(&self, write: Box<dyn Member>) -> bool {
+        let mut waiting = self.waiting.lock_anyway();
+        waiting.writes.push(write);
+        !std::mem::replace(&mut waiting.writer, true)
     }
 
-    /// The writer's turn: write everything queued as one group, then hand
-    /// the turn to a write queued meanwhile, or end it. Handed on even if
-    /// this thread panics, or every later claim would wait for ever.
-    fn take_turn(&self) {
-        struct HandOn<'s>(&'s Store);
-        impl Drop for HandOn<'_> {
+    /// The writer: write what is queued, a group at a time, until nothing is.
+    /// Should it panic, what is still queued fails (its callers are told)
+    /// rather than wait for a writer that will not come.
+    pub fn write_queued(&self) {
+        struct Abandoned<'s>(&'s Store, bool);
+        impl Drop for Abandoned<'_> {
             fn drop(&mut self) {
-                let mut waiting = self.0.waiting.lock_anyway();
-                match waiting.writes.first() {
-                    Some(next) => next.take_the_turn(),
-                    None => waiting.writer = false,
+                if self.1 {
+                    self.0.abandon_queued();
                 }
             }
         }
-        let _hand_on = HandOn(self);
-        let mut conn = self.lock();
-        let writes = std::mem::take(&mut self.waiting.lock_anyway().writes);
-        if !writes.is_empty() {
+        let mut abandoned = Abandoned(self, true);
+        loop {
+            let mut conn = self.lock();
+            let writes = {
+                let mut waiting = self.waiting.lock_anyway();
+                if waiting.writes.is_empty() {
+                    waiting.writer = false;
+                    break;
+                }
+                std::mem::take(&mut waiting.writes)
+            };
             self.write_group(&mut conn, writes);
         }
+        abandoned.1 = false;
+    }
+
+    /// No writer will come (it panicked, or its task was never run): fail
+    /// what is queued, so that its callers hear so instead of waiting.
+    pub fn abandon_queued(&self) {
+        let mut waiting = self.waiting.lock_anyway();
+        waiting.writes.clear();
+        waiting.writer = false;
     }
 
     /// Write `members` in one `BEGIN IMMEDIATE` transaction (a savepoint

@@ -15,7 +15,7 @@
 mod backup;
 mod fault;
 mod files;
-mod group;
+pub mod group;
 mod migrations;
 mod queries;
 
@@ -245,19 +245,21 @@ impl Store {
         Ok(value)
     }
 
-    /// A claim's write (`synchronous=NORMAL`, as [`Durability::Normal`]):
-    /// the claims that arrive while another is written share the next
-    /// transaction, each in a savepoint (`group.rs`). The outcome is this
-    /// write's own; `on_commit` runs after the commit, under the lock, in
-    /// commit order.
-    pub fn write_grouped<T, B, C>(&self, body: B, on_commit: C) -> Result<T>
+    /// Queue a claim's write (`synchronous=NORMAL`, as [`Durability::Normal`]):
+    /// the claims queued while another group is written share the next
+    /// transaction, each in a savepoint (`group.rs`). Await the outcome with
+    /// [`group::outcome`]; it is this write's own, and `on_commit` runs after
+    /// the commit, under the lock, in commit order. When the second value is
+    /// true no writer is at work: the caller runs [`Store::write_queued`] on a
+    /// blocking thread (or [`Store::abandon_queued`] if it cannot).
+    pub fn queue_write<T, B, C>(&self, body: B, on_commit: C) -> (group::Outcome<T>, bool)
     where
         T: Send + 'static,
         B: FnOnce(&Db<'_>) -> Result<T> + Send + 'static,
         C: FnOnce(&T) + Send + 'static,
     {
-        let (write, replies) = group::member(body, on_commit);
-        self.write_in_group(write, replies)
+        let (write, outcome) = group::member(body, on_commit);
+        (outcome, self.queue(write))
     }
 
     /// The database file was deleted or replaced under us: reopen it (`fault::restore`).
