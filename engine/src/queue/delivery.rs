@@ -2,7 +2,7 @@
 //! never reached its agent must not pass for a delivery: the person is told
 //! and can send it again.
 //!
-//! A claim starts `claimed` (in the claim's own transaction). The front end
+//! A claim starts `claimed` (in the claim's transaction). The front end
 //! that carries the answer settles it: `sent` once the response body has
 //! handed over the answer, `in_doubt` when it was dropped before (the
 //! connection broke, the server stopped); a task writes these in batches.

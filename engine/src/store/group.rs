@@ -48,10 +48,11 @@ pub type Outcome<T> = oneshot::Receiver<Result<T>>;
 
 /// The outcome of a queued write, or why there is none.
 pub async fn outcome<T>(queued: Outcome<T>) -> Result<T> {
+    // Dropped unanswered only when its writer stopped before writing it
+    // (`Store::abandon_queued`): nothing was taken, so the agent may call again.
     queued.await.unwrap_or_else(|_| {
-        Err(Error::internal(
-            "a claim",
-            "its outcome is unknown: the writer of its group stopped",
+        Err(Error::Unavailable(
+            "the claim could not be written (its writer stopped); nothing was taken — call again".into(),
         ))
     })
 }
@@ -102,7 +103,7 @@ where
     fn error_again(&self) -> Error {
         match &self.outcome {
             Some(Err(e)) => copy(e),
-            _ => Error::internal("a claim", "its statements failed"),
+            _ => Error::internal("a claim", "its transaction ended under it"),
         }
     }
 
@@ -176,6 +177,9 @@ impl Store {
                 std::mem::take(&mut waiting.writes)
             };
             self.write_group(&mut conn, writes);
+            // Fair: a person's write or a read waiting for the connection goes
+            // before the next group, or a burst of claims could hold it off.
+            parking_lot::MutexGuard::unlock_fair(conn);
         }
         abandoned.1 = false;
     }
@@ -194,19 +198,15 @@ impl Store {
     pub(super) fn write_group(&self, conn: &mut Connection, mut members: Vec<Box<dyn Member>>) {
         let outcome = self.run_group(conn, &mut members);
         // Back to FULL for the writes that record a person's input. Failing
-        // that changes nothing already committed; the fault is shown.
-        if let Err(e) = conn
+        // that changes nothing already committed; the fault is shown (below).
+        let restored = conn
             .prepare_cached("PRAGMA synchronous=FULL")
-            .and_then(|mut s| s.execute([]))
-        {
-            let e = self.fault(e.into());
-            tracing::warn!(error = %e, "the database connection could not go back to synchronous=FULL");
-        }
+            .and_then(|mut s| s.execute([]));
         match outcome {
             Ok(written) => {
                 // Something was written: whatever blocked writes has cleared.
                 // (Members that all failed commit an empty transaction.)
-                if written {
+                if written && restored.is_ok() {
                     self.fault.lock_anyway().take();
                 }
                 for m in members {
@@ -225,6 +225,10 @@ impl Store {
                 }
             }
         }
+        if let Err(e) = restored {
+            let e = self.fault(e.into());
+            tracing::warn!(error = %e, "the database connection could not go back to synchronous=FULL");
+        }
     }
 
     /// The transaction itself: whether any member's statements were
@@ -232,25 +236,26 @@ impl Store {
     fn run_group(&self, conn: &mut Connection, members: &mut [Box<dyn Member>]) -> Result<bool> {
         (|| -> Result<bool> {
             self.reopen_if_gone(conn)?;
-            // Cached: parsed once, not once a group.
             conn.prepare_cached("PRAGMA synchronous=NORMAL")?.execute([])?;
             let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
             let mut written = false;
             if let [only] = members {
                 // Alone: its failure rolls the transaction back (dropped uncommitted).
-                if !only.run(&Db::new(&tx), self) {
+                if !only.run(&Db::new(&tx), self) || tx.is_autocommit() {
                     return Err(only.error_again());
                 }
                 written = true;
             } else {
                 for m in members.iter_mut() {
                     tx.prepare_cached("SAVEPOINT member")?.execute([])?;
-                    if m.run(&Db::new(&tx), self) {
-                        written = true;
-                    } else if tx.is_autocommit() {
+                    let ran = m.run(&Db::new(&tx), self);
+                    if tx.is_autocommit() {
                         // Some errors (a full disk, an I/O error) end the whole
                         // transaction: the group fails as this member did.
                         return Err(m.error_again());
+                    }
+                    if ran {
+                        written = true;
                     } else {
                         tx.prepare_cached("ROLLBACK TO member")?.execute([])?;
                     }

@@ -20,7 +20,7 @@ mod migrations;
 mod queries;
 
 use std::path::Path;
-use std::sync::{Mutex, MutexGuard};
+use std::sync::Mutex;
 use std::time::Duration;
 
 use rusqlite::config::DbConfig;
@@ -44,7 +44,9 @@ pub enum Durability {
 
 /// The database: one connection, opened, migrated and configured.
 pub struct Store {
-    conn: Mutex<Connection>,
+    /// `parking_lot`'s, for its fair unlock: the claims' writer hands the
+    /// connection to whoever waits between its groups (`group.rs`).
+    conn: parking_lot::Mutex<Connection>,
     /// The database file (for messages that tell the person what to fix).
     path: Option<std::path::PathBuf>,
     /// The storage fault met last, until a write succeeds again.
@@ -158,7 +160,7 @@ impl Store {
         prepare(&mut conn, wal)?;
         migrations::migrate(&mut conn)?;
         Ok(Store {
-            conn: Mutex::new(conn),
+            conn: parking_lot::Mutex::new(conn),
             path: None,
             fault: Mutex::new(None),
             files,
@@ -166,10 +168,10 @@ impl Store {
         })
     }
 
-    fn lock(&self) -> MutexGuard<'_, Connection> {
-        // A panic while holding the lock cannot leave a half-done transaction
-        // behind (rusqlite rolls back on drop), so a poisoned lock is still usable.
-        self.conn.lock_anyway()
+    fn lock(&self) -> parking_lot::MutexGuard<'_, Connection> {
+        // No poisoning: a panic while holding the lock cannot leave a
+        // half-done transaction behind (rusqlite rolls back on drop).
+        self.conn.lock()
     }
 
     /// The attachment files of this database.

@@ -505,3 +505,31 @@ fn writes_queued_while_a_group_is_written_are_written_next() {
     }
     assert_eq!(store.read(|db| db.agents(10)).unwrap().len(), 3);
 }
+
+#[test]
+fn queued_writes_whose_writer_never_comes_fail_and_the_next_starts_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(&dir.path().join("q.sqlite3")).unwrap();
+    let touch = |agent: &'static str| move |db: &Db<'_>| db.touch_agent("default", agent, &crate::time::now(), None);
+    let (lost, start) = store.queue_write(touch("lost"), |_| ());
+    assert!(start, "the first write starts a writer");
+    let (also_lost, start) = store.queue_write(touch("also lost"), |_| ());
+    assert!(!start, "one writer at a time");
+    // The writer's task is dropped unrun (the runtime stopping): what was
+    // queued fails, as a fault the agent may call again after.
+    store.abandon_queued();
+    for outcome in [lost, also_lost] {
+        let e = futures::executor::block_on(group::outcome(outcome)).unwrap_err();
+        assert!(matches!(e, crate::Error::Unavailable(_)), "{e:?}");
+    }
+    assert!(
+        store.read(|db| db.agents(10)).unwrap().is_empty(),
+        "nothing was written"
+    );
+    // The next write starts a writer again and is written.
+    let (written, start) = store.queue_write(touch("next"), |_| ());
+    assert!(start);
+    store.write_queued();
+    futures::executor::block_on(group::outcome(written)).unwrap();
+    assert_eq!(store.read(|db| db.agents(10)).unwrap().len(), 1);
+}
