@@ -4,10 +4,11 @@
 //! the engine guards state a panic cannot leave half-changed: a value
 //! replaced in one assignment (the settings, the token, a storage fault), a
 //! map or set changed one insert or remove at a time (waiting calls, queues,
-//! stop requests, clients seen), or the SQLite connection, whose open
-//! transaction rusqlite rolls back as its guard unwinds. So the engine takes
-//! such a lock as it is: one request that panicked must not make every later
-//! one panic too.
+//! stop requests, clients seen, the claims queued for the store's writer).
+//! So the engine takes such a lock as it is: one request that panicked must
+//! not make every later one panic too. (The SQLite connection's lock is
+//! `parking_lot`'s, which has no poisoning: rusqlite rolls an open
+//! transaction back as its guard unwinds.)
 
 use std::sync::{Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
