@@ -313,14 +313,12 @@ fn grouped_together<T: Send + 'static>(store: &Arc<Store>, writes: Vec<Box<dyn F
         let (store, done) = (store.clone(), done.clone());
         std::thread::spawn(move || done.send((i, w(&store))));
     }
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    while store.waiting.lock_anyway().writes.len() < n {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "waited 30 s for {n} grouped writes to queue behind the held lock"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(2));
-    }
+    assert!(
+        crate::process::wait_until(std::time::Duration::from_secs(30), || {
+            store.waiting.lock_anyway().writes.len() >= n
+        }),
+        "waited 30 s for {n} grouped writes to queue behind the held lock"
+    );
     drop(held);
     let mut got: Vec<(usize, T)> = (0..n)
         .map(|_| {
@@ -475,14 +473,11 @@ fn writes_queued_while_a_group_is_written_are_written_next() {
     // …when two more arrive: they queue (the turn is taken) and wait.
     write("second", None);
     write("third", None);
-    let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    while store.waiting.lock_anyway().writes.len() < 2 {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "waited 30 s for two writes to queue"
-        );
-        std::thread::sleep(Duration::from_millis(2));
-    }
+    assert!(
+        crate::process::wait_until(Duration::from_secs(30), || store.waiting.lock_anyway().writes.len()
+            >= 2),
+        "waited 30 s for two writes to queue"
+    );
     go.send(()).unwrap();
     // The writer goes on with them: the two are written, no one left waiting.
     let mut done: Vec<&str> = (0..3)
@@ -495,14 +490,10 @@ fn writes_queued_while_a_group_is_written_are_written_next() {
         .collect();
     done.sort();
     assert_eq!(done, ["first", "second", "third"]);
-    let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    while store.waiting.lock_anyway().writer {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "waited 30 s for the writer to stop"
-        );
-        std::thread::sleep(Duration::from_millis(2));
-    }
+    assert!(
+        crate::process::wait_until(Duration::from_secs(30), || !store.waiting.lock_anyway().writer),
+        "waited 30 s for the writer to stop"
+    );
     assert_eq!(store.read(|db| db.agents(10)).unwrap().len(), 3);
 }
 
