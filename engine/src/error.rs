@@ -97,6 +97,26 @@ impl Error {
         matches!(self, Error::Internal { .. } | Error::Startup(_))
     }
 
+    /// The same error again, for each of several callers that met it (the
+    /// claims of a group that failed together). An internal error's cause
+    /// is kept as its text.
+    pub fn again(&self) -> Error {
+        match self {
+            Error::NotFound(m) => Error::NotFound(m.clone()),
+            Error::Conflict(m) => Error::Conflict(m.clone()),
+            Error::Invalid(m) => Error::Invalid(m.clone()),
+            Error::TooLarge(m) => Error::TooLarge(m.clone()),
+            Error::Unsupported(m) => Error::Unsupported(m.clone()),
+            Error::NoSpace(m) => Error::NoSpace(m.clone()),
+            Error::Unavailable(m) => Error::Unavailable(m.clone()),
+            Error::InUse(m) => Error::InUse(m.clone()),
+            Error::Unauthorized(m) => Error::Unauthorized(m.clone()),
+            Error::Forbidden(m) => Error::Forbidden(m.clone()),
+            Error::Startup(m) => Error::Startup(m.clone()),
+            Error::Internal { context, source } => Error::internal(context.clone(), source.to_string()),
+        }
+    }
+
     /// Log an internal failure with its whole cause chain; the edges call this
     /// once when an error leaves the engine. Caller mistakes are not logged.
     pub fn log(&self) {

@@ -102,7 +102,7 @@ where
 
     fn error_again(&self) -> Error {
         match &self.outcome {
-            Some(Err(e)) => copy(e),
+            Some(Err(e)) => e.again(),
             _ => Error::internal("a claim", "its transaction ended under it"),
         }
     }
@@ -218,7 +218,7 @@ impl Store {
                 let mut members = members.into_iter();
                 let first = members.next();
                 for m in members {
-                    m.failed(copy(&e));
+                    m.failed(e.again());
                 }
                 if let Some(m) = first {
                     m.failed(e);
@@ -266,23 +266,5 @@ impl Store {
             Ok(written)
         })()
         .map_err(|e| self.fault(e))
-    }
-}
-
-/// The same error again, for each write of a group that failed together.
-fn copy(e: &Error) -> Error {
-    match e {
-        Error::NotFound(m) => Error::NotFound(m.clone()),
-        Error::Conflict(m) => Error::Conflict(m.clone()),
-        Error::Invalid(m) => Error::Invalid(m.clone()),
-        Error::TooLarge(m) => Error::TooLarge(m.clone()),
-        Error::Unsupported(m) => Error::Unsupported(m.clone()),
-        Error::NoSpace(m) => Error::NoSpace(m.clone()),
-        Error::Unavailable(m) => Error::Unavailable(m.clone()),
-        Error::InUse(m) => Error::InUse(m.clone()),
-        Error::Unauthorized(m) => Error::Unauthorized(m.clone()),
-        Error::Forbidden(m) => Error::Forbidden(m.clone()),
-        Error::Startup(m) => Error::Startup(m.clone()),
-        Error::Internal { context, source } => Error::internal(context.clone(), source.to_string()),
     }
 }
