@@ -148,15 +148,25 @@ impl Queue {
     /// Run blocking store work off the async threads.
     async fn blocking<T: Send + 'static>(&self, f: impl FnOnce(&Inner) -> Result<T> + Send + 'static) -> Result<T> {
         let inner = self.inner.clone();
-        let faulty = inner.store.fault_now().is_some();
+        let faulty = self.faulty();
         let result = tokio::task::spawn_blocking(move || f(&inner))
             .await
             .map_err(|e| Error::internal("a storage task failed", e))?;
-        // The status shows a storage fault while it lasts: republish when it starts or clears.
-        if faulty != self.inner.store.fault_now().is_some() {
+        self.after_store_work(faulty);
+        result
+    }
+
+    /// Whether a storage fault shows now (read before store work).
+    fn faulty(&self) -> bool {
+        self.inner.store.fault_now().is_some()
+    }
+
+    /// The status shows a storage fault while it lasts: republish it when
+    /// store work made one start or clear (`faulty` read before the work).
+    fn after_store_work(&self, faulty: bool) {
+        if faulty != self.faulty() {
             self.mark_status_dirty();
         }
-        result
     }
 
     /// A claim's write: queued to share a transaction with the claims that
@@ -167,7 +177,7 @@ impl Queue {
         body: impl FnOnce(&Inner, &Db<'_>) -> Result<T> + Send + 'static,
         on_commit: impl FnOnce(&Inner, &T) + Send + 'static,
     ) -> Result<T> {
-        let faulty = self.inner.store.fault_now().is_some();
+        let faulty = self.faulty();
         let (for_body, for_commit) = (self.inner.clone(), self.inner.clone());
         let (outcome, start_writer) = self.inner.store.queue_write(
             move |db| body(&for_body, db),
@@ -178,10 +188,7 @@ impl Queue {
             tokio::task::spawn_blocking(move || writer.run());
         }
         let result = crate::store::group::outcome(outcome).await;
-        // As `blocking`: the status shows a storage fault while it lasts.
-        if faulty != self.inner.store.fault_now().is_some() {
-            self.mark_status_dirty();
-        }
+        self.after_store_work(faulty);
         result
     }
 
