@@ -6,7 +6,7 @@
 //! decodes; it is text when it is valid UTF-8 without NUL characters and not
 //! an SVG (which is markup that can run script, and is never accepted).
 //! Decoding is bounded — the header's size is checked against
-//! [`MAX_PIXELS`] and the decoder runs under the `image` crate's `Limits` —
+//! [`MAX_PIXELS`] and [`MAX_SIDE`], and the decoder runs under the `image` crate's `Limits` —
 //! so a decompression bomb is refused before any large allocation.
 //!
 //! An image's delivery copy is what vision models take without rescaling:
@@ -27,6 +27,11 @@ use crate::Error;
 
 /// The largest image accepted, in pixels (width × height, from the header).
 pub const MAX_PIXELS: u64 = 50_000_000;
+/// The longest side accepted, in pixels: JPEG's and GIF's own limit, far
+/// beyond any screen. Scaling precomputes a filter table of (6 × the scale
+/// factor) weights for each pixel of the copy's edge; a 50-megapixel image
+/// one pixel high would have asked for 2.4 GB of it.
+pub const MAX_SIDE: u32 = 65_535;
 /// The long edge of a delivery copy: what current vision models take as is.
 pub const LONG_EDGE: u32 = 1568;
 /// A scaled image stays PNG (lossless: screenshots of text) up to this size.
@@ -152,6 +157,11 @@ fn image(bytes: &[u8], format: ImageFormat) -> Result<(Encoded, (Encoded, Vec<u8
         return Err(Error::TooLarge(format!(
             "the image is {width}×{height} pixels; the limit is {} megapixels",
             MAX_PIXELS / 1_000_000
+        )));
+    }
+    if width.max(height) > MAX_SIDE {
+        return Err(Error::TooLarge(format!(
+            "the image is {width}×{height} pixels; a side may be at most {MAX_SIDE} pixels"
         )));
     }
     if width == 0 || height == 0 {
@@ -398,6 +408,22 @@ mod tests {
         let err = prepare(&bytes).unwrap_err();
         assert!(matches!(err, Error::TooLarge(_)), "{err}");
         assert!(err.to_string().contains("50 megapixels"), "{err}");
+    }
+
+    #[test]
+    fn a_side_longer_than_jpeg_allows_is_refused_before_decoding() {
+        // 100,000×2: few pixels, but a side longer than any JPEG's.
+        let mut bytes = png(1, 1);
+        bytes[16..20].copy_from_slice(&100_000u32.to_be_bytes());
+        bytes[20..24].copy_from_slice(&2u32.to_be_bytes());
+        let crc = crc_of(&bytes[12..29]);
+        bytes[29..33].copy_from_slice(&crc.to_be_bytes());
+        let err = prepare(&bytes).unwrap_err();
+        assert!(matches!(err, Error::TooLarge(_)), "{err}");
+        assert!(err.to_string().contains("at most 65535 pixels"), "{err}");
+        // The longest side allowed still scales: 65,535×8 → 1568×1.
+        let (enc, _) = prepare(&png(MAX_SIDE, 8)).unwrap().delivery.unwrap();
+        assert_eq!((enc.width, enc.height), (Some(LONG_EDGE), Some(1)));
     }
 
     fn crc_of(data: &[u8]) -> u32 {

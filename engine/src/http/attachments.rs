@@ -124,7 +124,7 @@ fn form_error(e: axum::extract::multipart::MultipartError) -> Error {
         (status = 400, description = "No files, or an unreadable image or form", body = ErrorBody),
         (status = 404, description = "No such instruction", body = ErrorBody),
         (status = 409, description = "Already delivered to an agent", body = ErrorBody),
-        (status = 413, description = "More than 8 files or 20 MiB, or an image over 50 megapixels", body = ErrorBody),
+        (status = 413, description = "More than 8 files or 20 MiB, or an image over 50 megapixels or 65,535 pixels on a side", body = ErrorBody),
         (status = 415, description = "Not an accepted image or UTF-8 text, or not a multipart form", body = ErrorBody)))]
 async fn attach(State(s): State<AppState>, ApiPath(id): ApiPath<String>, req: Request) -> Result<Json<ItemBody>> {
     let uploads = read_files(req, "PATCH /api/instructions/{id}").await?;

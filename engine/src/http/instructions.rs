@@ -104,7 +104,7 @@ async fn list(State(s): State<AppState>, ApiQuery(q): ApiQuery<ListQuery>) -> Re
     )),
     responses((status = 201, description = "Queued at the back of its queue (created if new)", body = ItemBody),
         (status = 400, description = "Malformed request, blank content without files, a NUL character, or an unreadable image", body = ErrorBody),
-        (status = 413, description = "Too large: the text, more than 8 files or 20 MiB, or an image over 50 megapixels", body = ErrorBody),
+        (status = 413, description = "Too large: the text, more than 8 files or 20 MiB, or an image over 50 megapixels or 65,535 pixels on a side", body = ErrorBody),
         (status = 415, description = "A file that is not an accepted image or UTF-8 text", body = ErrorBody),
         (status = 422, description = "A JSON body of the wrong shape", body = ErrorBody)))]
 async fn create(State(s): State<AppState>, req: axum::extract::Request) -> axum::response::Response {

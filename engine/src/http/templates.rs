@@ -94,7 +94,7 @@ async fn delete(State(s): State<AppState>, ApiPath(name): ApiPath<String>) -> Re
     responses((status = 200, description = "The template with its files", body = TemplateItem),
         (status = 400, description = "No files, or an unreadable image or form", body = ErrorBody),
         (status = 404, description = "No such template", body = ErrorBody),
-        (status = 413, description = "More than 8 files or 20 MiB, or an image over 50 megapixels", body = ErrorBody),
+        (status = 413, description = "More than 8 files or 20 MiB, or an image over 50 megapixels or 65,535 pixels on a side", body = ErrorBody),
         (status = 415, description = "Not an accepted image or UTF-8 text, or not a multipart form", body = ErrorBody)))]
 async fn add_files(
     State(s): State<AppState>,
