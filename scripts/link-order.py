@@ -34,6 +34,8 @@ KINDS = {
 }
 # Callgrind runs code ~50x slower: start-up takes seconds.
 START_WAIT_S = 180
+# Loopback only: no proxy, whatever the environment says.
+DIRECT = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
 
 def free_port():
@@ -49,7 +51,7 @@ def request(base, method, path, body=None, timeout=60):
         headers["content-type"] = "application/json"
     req = urllib.request.Request(base + path, data=data, method=method, headers=headers)
     try:
-        with urllib.request.urlopen(req, timeout=timeout) as resp:
+        with DIRECT.open(req, timeout=timeout) as resp:
             return resp.status, resp.read(1 << 20)
     except urllib.error.HTTPError as e:
         return e.code, e.read()
@@ -107,6 +109,49 @@ def symbols_run(callgrind_out, binary):
     return sorted(n for n in bare if re.fullmatch(r"[A-Za-z_][\w.$]*", n))
 
 
+def under_valgrind(session):
+    """The processes of `session` that valgrind runs (not the wrappers whose command lines name it)."""
+    found = subprocess.run(["pgrep", "-s", str(session)], capture_output=True, text=True).stdout.split()
+    pids = []
+    for pid in map(int, found):
+        try:
+            if "callgrind" in os.path.basename(os.readlink(f"/proc/{pid}/exe")):
+                pids.append(pid)
+        except OSError:
+            pass  # gone meanwhile, or not ours to read
+    return pids
+
+
+def stop(app, bin_name, home):
+    """SIGTERM to the app under valgrind, then wait for it: callgrind writes its file as the app exits."""
+    if app.poll() is not None:
+        return
+    pids = under_valgrind(app.pid) or [app.pid]
+    for pid in pids:
+        os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + 120
+
+    def gone(pid):
+        # Our own child stays a zombie (its /proc entry too) until it is reaped.
+        return app.poll() is not None if pid == app.pid else not os.path.exists(f"/proc/{pid}")
+
+    while not all(gone(pid) for pid in pids):
+        if time.monotonic() > deadline:
+            os.killpg(app.pid, signal.SIGKILL)
+            sys.exit(f"{bin_name} did not leave in 120 s on SIGTERM; see {home}/valgrind.log")
+        time.sleep(0.2)
+    # The session's wrappers and what they started (Xvfb, the bus) go with it.
+    try:
+        os.killpg(app.pid, signal.SIGTERM)
+    except ProcessLookupError:
+        pass
+    try:
+        app.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        os.killpg(app.pid, signal.SIGKILL)
+        app.wait()
+
+
 def main():
     if len(sys.argv) != 2 or sys.argv[1] not in KINDS:
         sys.exit(__doc__)
@@ -119,7 +164,10 @@ def main():
     binary = os.path.realpath(os.path.join(TARGET, "release", bin_name))
     home = tempfile.mkdtemp(prefix="local-mcp-link-order-")
     port = free_port()
-    env = dict(os.environ, DB_PATH=f"{home}/queue.sqlite3", HTTP_PORT=str(port), LOG_LEVEL="warn",
+    # Settings a person may have exported would change what runs (a token, a host, a proxy).
+    inherited = {k: v for k, v in os.environ.items()
+                 if k not in ("API_TOKEN", "HOST", "LOCAL_MCP_CONFIG") and "proxy" not in k.lower()}
+    env = dict(inherited, DB_PATH=f"{home}/queue.sqlite3", HTTP_PORT=str(port), LOG_LEVEL="warn",
                LOCAL_MCP_CONNECTION_FILE=f"{home}/connection.json", LOCAL_MCP_TOKEN_FILE=f"{home}/token",
                XDG_CONFIG_HOME=f"{home}/config", XDG_DATA_HOME=f"{home}/data", XDG_STATE_HOME=f"{home}/state")
     out = f"{home}/callgrind.out"
@@ -139,23 +187,7 @@ def main():
         workload(base)
         time.sleep(3)  # the periodic work too
     finally:
-        # To the app under valgrind, not the session's wrappers, and wait for it:
-        # callgrind writes its file as the app exits, after the wrappers may have.
-        found = subprocess.run(["pgrep", "-s", str(app.pid), "-f", "tool=callgrind"], capture_output=True, text=True)
-        pids = [int(p) for p in found.stdout.split()] or [app.pid]
-        for pid in pids:
-            os.kill(pid, signal.SIGTERM)
-        deadline = time.monotonic() + 120
-
-        def gone(pid):
-            # Our own child stays a zombie (its /proc entry too) until it is reaped.
-            return app.poll() is not None if pid == app.pid else not os.path.exists(f"/proc/{pid}")
-
-        while not all(gone(pid) for pid in pids) or app.poll() is None:
-            if time.monotonic() > deadline:
-                os.killpg(app.pid, signal.SIGKILL)
-                sys.exit(f"{bin_name} did not leave in 120 s on SIGTERM; see {home}/valgrind.log")
-            time.sleep(0.2)
+        stop(app, bin_name, home)
     names = symbols_run(out, binary)
     if len(names) < 1000:
         sys.exit(f"only {len(names)} functions seen: is {binary} the binary that ran? see {home}/valgrind.log")

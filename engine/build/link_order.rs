@@ -10,14 +10,18 @@
 //!
 //! The order files are written by `scripts/link-order.py` (the binary run
 //! under callgrind through start-up and a person's and an agent's usual
-//! requests). A name the build no longer has is skipped, so a stale file
-//! costs memory, never correctness: the bench's idle-RSS row shows it.
-//! Only for `x86_64-unknown-linux-gnu` release builds, whose default
-//! linker is lld since Rust 1.90; a linker chosen by hand may not know the
-//! flag, so then, or with `LOCAL_MCP_LINK_ORDER=off`, the layout is the
-//! linker's own.
+//! requests). The names carry hashes of the toolchain, the dependencies and
+//! their features: a name the build does not have is skipped, so a stale
+//! file costs memory, never correctness (the bench's idle-RSS row shows it).
+//! Only for `x86_64-unknown-linux-gnu` release builds, and only when a probe
+//! link with this rustc, its flags and its linker takes the flag: rustup's
+//! toolchains link with lld there since Rust 1.90, a distribution's rustc
+//! may call GNU ld, which does not know it. A linker chosen only on
+//! `cargo rustc`'s command line is not seen by the probe: set
+//! `LOCAL_MCP_LINK_ORDER=off` then.
 
 use std::path::Path;
+use std::process::{Command, Stdio};
 
 /// Link `bin` with the functions `file` names first, in its order.
 pub fn apply(bin: &str, file: &Path) {
@@ -28,18 +32,60 @@ pub fn apply(bin: &str, file: &Path) {
     }
     println!("cargo:rerun-if-env-changed=LOCAL_MCP_LINK_ORDER");
     let var = |k: &str| std::env::var(k).unwrap_or_default();
-    let flags = var("CARGO_ENCODED_RUSTFLAGS");
-    let linker_chosen =
-        flags.contains("fuse-ld") || flags.contains("linker") || std::env::var_os("RUSTC_LINKER").is_some();
     let wanted = var("PROFILE") == "release"
         && var("TARGET") == "x86_64-unknown-linux-gnu"
         && var("LOCAL_MCP_LINK_ORDER") != "off"
-        && !linker_chosen;
-    if wanted && file.is_file() {
-        println!(
-            "cargo:rustc-link-arg-bin={bin}=-Wl,--symbol-ordering-file={}",
-            file.display()
-        );
-        println!("cargo:rustc-link-arg-bin={bin}=-Wl,--no-warn-symbol-ordering");
+        && file.is_file();
+    // A path with a comma would be split by `-Wl,`; `-Xlinker` passes it whole.
+    let Some(path) = file.to_str() else { return };
+    if wanted && linker_takes(path) {
+        for arg in [
+            format!("--symbol-ordering-file={path}"),
+            "--no-warn-symbol-ordering".to_owned(),
+        ] {
+            println!("cargo:rustc-link-arg-bin={bin}=-Xlinker");
+            println!("cargo:rustc-link-arg-bin={bin}={arg}");
+        }
     }
+}
+
+/// Whether an empty program links with the flags, as this build links.
+fn linker_takes(order: &str) -> bool {
+    let (Some(rustc), Some(out)) = (std::env::var_os("RUSTC"), std::env::var_os("OUT_DIR")) else {
+        return false;
+    };
+    let out = Path::new(&out);
+    let source = out.join("link_order_probe.rs");
+    if std::fs::write(&source, "fn main() {}\n").is_err() {
+        return false;
+    }
+    let mut probe = Command::new(rustc);
+    probe
+        .args(["--crate-name", "link_order_probe", "--edition", "2021", "--target"])
+        .arg(std::env::var("TARGET").unwrap_or_default())
+        .arg("-o")
+        .arg(out.join("link_order_probe"))
+        .arg(&source);
+    let flags = std::env::var("CARGO_ENCODED_RUSTFLAGS").unwrap_or_default();
+    probe.args(flags.split('\x1f').filter(|f| !f.is_empty()));
+    if let Some(linker) = std::env::var_os("RUSTC_LINKER") {
+        probe.arg("-C").arg(format!("linker={}", linker.to_string_lossy()));
+    }
+    for arg in [
+        format!("--symbol-ordering-file={order}"),
+        "--no-warn-symbol-ordering".to_owned(),
+    ] {
+        probe
+            .args(["-C", "link-arg=-Xlinker", "-C"])
+            .arg(format!("link-arg={arg}"));
+    }
+    let taken = probe
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !taken {
+        println!("cargo:warning=the linker does not take --symbol-ordering-file: the release code keeps the linker's own layout");
+    }
+    taken
 }
