@@ -38,19 +38,20 @@ pub fn apply(bin: &str, file: &Path) {
         && file.is_file();
     // A path with a comma would be split by `-Wl,`; `-Xlinker` passes it whole.
     let Some(path) = file.to_str() else { return };
-    if wanted && linker_takes(path) {
-        for arg in [
-            format!("--symbol-ordering-file={path}"),
-            "--no-warn-symbol-ordering".to_owned(),
-        ] {
+    let linker_flags = [
+        format!("--symbol-ordering-file={path}"),
+        "--no-warn-symbol-ordering".to_owned(),
+    ];
+    if wanted && linker_takes(&linker_flags) {
+        for flag in linker_flags {
             println!("cargo:rustc-link-arg-bin={bin}=-Xlinker");
-            println!("cargo:rustc-link-arg-bin={bin}={arg}");
+            println!("cargo:rustc-link-arg-bin={bin}={flag}");
         }
     }
 }
 
-/// Whether an empty program links with the flags, as this build links.
-fn linker_takes(order: &str) -> bool {
+/// Whether an empty program links with these linker flags, as this build links.
+fn linker_takes(linker_flags: &[String]) -> bool {
     let (Some(rustc), Some(out)) = (std::env::var_os("RUSTC"), std::env::var_os("OUT_DIR")) else {
         return false;
     };
@@ -71,13 +72,10 @@ fn linker_takes(order: &str) -> bool {
     if let Some(linker) = std::env::var_os("RUSTC_LINKER") {
         probe.arg("-C").arg(format!("linker={}", linker.to_string_lossy()));
     }
-    for arg in [
-        format!("--symbol-ordering-file={order}"),
-        "--no-warn-symbol-ordering".to_owned(),
-    ] {
+    for flag in linker_flags {
         probe
             .args(["-C", "link-arg=-Xlinker", "-C"])
-            .arg(format!("link-arg={arg}"));
+            .arg(format!("link-arg={flag}"));
     }
     let taken = probe
         .stdout(Stdio::null())

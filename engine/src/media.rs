@@ -323,10 +323,12 @@ mod tests {
 
     fn png(width: u32, height: u32) -> Vec<u8> {
         let img = image::RgbImage::from_fn(width, height, |x, y| image::Rgb([(x % 256) as u8, (y % 256) as u8, 90]));
+        encoded(DynamicImage::ImageRgb8(img))
+    }
+
+    fn encoded(img: DynamicImage) -> Vec<u8> {
         let mut out = Vec::new();
-        DynamicImage::ImageRgb8(img)
-            .write_with_encoder(PngEncoder::new(&mut out))
-            .unwrap();
+        img.write_with_encoder(PngEncoder::new(&mut out)).unwrap();
         out
     }
 
@@ -353,10 +355,7 @@ mod tests {
                 image::Rgba([255, 255, 255, 255])
             }
         });
-        let mut bytes = Vec::new();
-        DynamicImage::ImageRgba8(img)
-            .write_with_encoder(PngEncoder::new(&mut bytes))
-            .unwrap();
+        let bytes = encoded(DynamicImage::ImageRgba8(img));
         let (enc, out) = prepare(&bytes).unwrap().delivery.unwrap();
         assert_eq!(
             (enc.mime_type, enc.width, enc.height),
@@ -378,10 +377,7 @@ mod tests {
         let img = image::ImageBuffer::<image::Rgba<u16>, _>::from_fn(2400, 600, |x, y| {
             image::Rgba([(x * 27) as u16, (y * 100) as u16, 40_000, 65_535])
         });
-        let mut bytes = Vec::new();
-        DynamicImage::ImageRgba16(img)
-            .write_with_encoder(PngEncoder::new(&mut bytes))
-            .unwrap();
+        let bytes = encoded(DynamicImage::ImageRgba16(img));
         let (enc, out) = prepare(&bytes).unwrap().delivery.unwrap();
         assert_eq!((enc.width, enc.height), (Some(LONG_EDGE), Some(392)));
         let back = image::load_from_memory(&out).unwrap();
@@ -407,10 +403,7 @@ mod tests {
             let b = seed.to_le_bytes();
             image::Rgb([b[1], b[2], b[3]])
         });
-        let mut bytes = Vec::new();
-        DynamicImage::ImageRgb8(img)
-            .write_with_encoder(PngEncoder::new(&mut bytes))
-            .unwrap();
+        let bytes = encoded(DynamicImage::ImageRgb8(img));
         let (enc, out) = prepare(&bytes).unwrap().delivery.unwrap();
         assert_eq!(enc.mime_type, "image/jpeg");
         assert!(out.len() <= MAX_DELIVERY_BYTES);
@@ -418,31 +411,31 @@ mod tests {
 
     #[test]
     fn a_header_declaring_too_many_pixels_is_refused_before_decoding() {
-        // A valid PNG signature and IHDR for 100000×100000, and no data.
-        let mut bytes = png(1, 1);
-        bytes[16..20].copy_from_slice(&100_000u32.to_be_bytes());
-        bytes[20..24].copy_from_slice(&100_000u32.to_be_bytes());
-        let crc = crc_of(&bytes[12..29]);
-        bytes[29..33].copy_from_slice(&crc.to_be_bytes());
-        let err = prepare(&bytes).unwrap_err();
+        let err = prepare(&png_declaring(100_000, 100_000)).unwrap_err();
         assert!(matches!(err, Error::TooLarge(_)), "{err}");
         assert!(err.to_string().contains("50 megapixels"), "{err}");
     }
 
     #[test]
     fn a_side_longer_than_jpeg_allows_is_refused_before_decoding() {
-        // 100,000×2: few pixels, but a side longer than any JPEG's.
-        let mut bytes = png(1, 1);
-        bytes[16..20].copy_from_slice(&100_000u32.to_be_bytes());
-        bytes[20..24].copy_from_slice(&2u32.to_be_bytes());
-        let crc = crc_of(&bytes[12..29]);
-        bytes[29..33].copy_from_slice(&crc.to_be_bytes());
-        let err = prepare(&bytes).unwrap_err();
+        // Few pixels, but a side longer than any JPEG's.
+        let err = prepare(&png_declaring(100_000, 2)).unwrap_err();
         assert!(matches!(err, Error::TooLarge(_)), "{err}");
         assert!(err.to_string().contains("at most 65535 pixels"), "{err}");
         // The longest side allowed still scales: 65,535×8 → 1568×1.
         let (enc, _) = prepare(&png(MAX_SIDE, 8)).unwrap().delivery.unwrap();
         assert_eq!((enc.width, enc.height), (Some(LONG_EDGE), Some(1)));
+    }
+
+    /// A valid PNG signature and IHDR declaring `width`×`height`, with a
+    /// 1×1 image's data.
+    fn png_declaring(width: u32, height: u32) -> Vec<u8> {
+        let mut bytes = png(1, 1);
+        bytes[16..20].copy_from_slice(&width.to_be_bytes());
+        bytes[20..24].copy_from_slice(&height.to_be_bytes());
+        let crc = crc_of(&bytes[12..29]);
+        bytes[29..33].copy_from_slice(&crc.to_be_bytes());
+        bytes
     }
 
     fn crc_of(data: &[u8]) -> u32 {
