@@ -7,6 +7,7 @@
 //! notifications, fed by that server's page and event stream.
 
 mod backend;
+mod channel;
 mod clipboard;
 mod connect_menu;
 mod instance;
@@ -19,7 +20,7 @@ mod webview_helpers;
 
 mod windows;
 
-use relaunch::{hand_over, leave_on_terminate, leaving, relaunch, watchdog, Held, CHANNEL_PATIENCE, RELAUNCH_VAR};
+use relaunch::{hand_over, leave_on_terminate, leaving, relaunch, watch_start, Held, RELAUNCH_VAR};
 
 use engine::sync::MutexExt;
 use std::collections::HashSet;
@@ -159,14 +160,8 @@ pub fn run() -> ExitCode {
     let started = Arc::new(Mutex::new(Some(started)));
     let in_setup = started.clone();
     let setup_shutdown = shutdown.clone();
-    let identifier = context.config().identifier.clone();
-    let channel_up = watchdog(CHANNEL_PATIENCE, move || {
-        eprintln!(
-            "local-mcp: could not start: the desktop's single-instance channel is held by a process that does \
-             not answer (on Linux the session bus name {identifier}.SingleInstance); end the other local-mcp and start again"
-        );
-        std::process::exit(1);
-    });
+    let toolkit_started = std::time::Instant::now();
+    let channel_up = watch_start(context.config().identifier.clone());
     let app = builder()
         .setup(move |app| {
             let handle = app.handle().clone();
@@ -202,6 +197,11 @@ pub fn run() -> ExitCode {
         })
         .build(context);
     channel_up.store(true, Ordering::SeqCst);
+    tracing::info!(
+        ms = toolkit_started.elapsed().as_millis() as u64,
+        ok = app.is_ok(),
+        "the desktop toolkit and plugins are up"
+    );
     let app = match app {
         Ok(app) => app,
         Err(e) => {
@@ -342,7 +342,7 @@ fn shell_for(
     Ok(Shell {
         quick_url: page_url.join("quick.html")?,
         origin: page_url.origin(),
-        mcp_url: engine::mcp_url(&base),
+        mcp_url: engine::mcp_url(base),
         credentials: Arc::new(engine::Credentials::new(token)),
         prefs: prefs::PrefsFile::load(),
         page_url,

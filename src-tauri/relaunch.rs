@@ -9,7 +9,7 @@ use std::path::Path;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use engine::process;
 use engine::sync::MutexExt;
@@ -77,10 +77,69 @@ pub(crate) fn hand_over(running: instance::State, lock_path: &Path, context: tau
 
 /// How long a second launch waits for the running app to take its arguments.
 const HAND_OVER_PATIENCE: Duration = Duration::from_secs(10);
-/// How long this app's own single-instance channel may take to come up: the
-/// bus name is held by a process that neither answers nor leaves (not one of
-/// ours by the desktop lock: another copy of the app, with other settings).
-pub(crate) const CHANNEL_PATIENCE: Duration = Duration::from_secs(20);
+/// How long the toolkit and the plugins may take to come up before this
+/// start asks who holds the single-instance channel, and says it is slow.
+const CHANNEL_PATIENCE: Duration = Duration::from_secs(20);
+/// How long they may take when nothing else holds them up: past this the
+/// toolkit has hung, and the start says so and ends.
+pub(crate) const START_LIMIT: Duration = Duration::from_secs(120);
+/// How often a late start asks again.
+const LATE_CHECKS: Duration = Duration::from_secs(2);
+
+/// Watch this start's toolkit and plugins come up (`tauri::Builder::build`)
+/// until the returned flag is set. If they are late, ask who holds the
+/// single-instance channel (`channel`): another local-mcp that does not
+/// answer is ended, so that the plugin's call to it fails and this start
+/// runs again (`relaunch`); another program is named and this start ends;
+/// nobody means the start is slow, not blocked: it goes on, up to
+/// `START_LIMIT`. Where the owner cannot be known, a late start ends, naming
+/// the channel.
+pub(crate) fn watch_start(identifier: String) -> Arc<AtomicBool> {
+    let done = Arc::new(AtomicBool::new(false));
+    let flag = done.clone();
+    std::thread::spawn(move || {
+        let started = Instant::now();
+        std::thread::sleep(CHANNEL_PATIENCE);
+        let mut ended = None;
+        let mut said_slow = false;
+        while !flag.load(Ordering::SeqCst) {
+            let waited = started.elapsed().as_secs();
+            match crate::channel::holder(&identifier) {
+                crate::channel::Holder::Other(pid) if ended != Some(pid) => {
+                    let why = format!("it holds the single-instance channel and has not answered in {waited} s");
+                    if let Err(e) = instance::take_over(pid, &why) {
+                        eprintln!("local-mcp: could not start: {e} (it holds the desktop's single-instance channel, {identifier}.SingleInstance on the session bus)");
+                        std::process::exit(1);
+                    }
+                    ended = Some(pid);
+                }
+                crate::channel::Holder::Unknown(why) => {
+                    eprintln!(
+                        "local-mcp: could not start: the desktop's single-instance channel did not come up in {waited} s, \
+                         and who holds it cannot be told ({why}); end the other local-mcp and start again"
+                    );
+                    std::process::exit(1);
+                }
+                _ if started.elapsed() >= START_LIMIT => {
+                    eprintln!(
+                        "local-mcp: could not start: the desktop toolkit (the display, the session bus) did not come up in {waited} s"
+                    );
+                    std::process::exit(1);
+                }
+                _ if !said_slow => {
+                    said_slow = true;
+                    tracing::warn!(
+                        "the desktop toolkit has not come up in {waited} s; nothing else holds this start, so it waits (up to {} s)",
+                        START_LIMIT.as_secs()
+                    );
+                }
+                _ => {}
+            }
+            std::thread::sleep(LATE_CHECKS);
+        }
+    });
+    done
+}
 
 /// Run `on_timeout` on a thread of its own unless the returned flag is set
 /// within `patience`.

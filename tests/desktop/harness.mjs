@@ -3,7 +3,7 @@
 // tauri-driver (one at a time: files run one after the other, port 4444).
 
 import { spawn, spawnSync } from "node:child_process";
-import { existsSync, mkdirSync, readFileSync, readdirSync, readlinkSync, writeFileSync } from "node:fs";
+import { closeSync, existsSync, mkdirSync, openSync, readFileSync, readdirSync, readlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { createServer } from "node:net";
 import { dirname, join, resolve } from "node:path";
@@ -35,7 +35,9 @@ export async function until(fn, what, timeout = 20000) {
 
 /** Record every Notify call on the session bus into `logPath`; returns the monitor process. */
 export function monitorNotifications(logPath) {
-  const monitor = spawn("dbus-monitor", ["--session", "interface='org.freedesktop.Notifications',member='Notify'"], { stdio: ["ignore", "pipe", "inherit"] });
+  // stderr not inherited: a monitor left running must not hold the test runner's pipe.
+  const monitor = spawn("dbus-monitor", ["--session", "interface='org.freedesktop.Notifications',member='Notify'"], { stdio: ["ignore", "pipe", "ignore"] });
+  process.on("exit", () => monitor.kill("SIGKILL"));
   let log = "";
   monitor.stdout.on("data", (c) => {
     log += c;
@@ -67,40 +69,107 @@ export async function wd(method, path, body, timeout = 60000) {
       signal: AbortSignal.timeout(timeout),
     });
   } catch (e) {
-    throw new Error(`${method} ${path}: no answer from the WebDriver in ${timeout / 1000} s (${e.message}); the app said:\n${appOutput()}`);
+    throw new Error(`${method} ${path}: no answer from the WebDriver in ${timeout / 1000} s (${e.message}); the app said:\n${appOutput()}\nthe driver said:\n${appOutput(driverLog, 15)}`);
   }
   const json = await res.json();
   if (!res.ok) throw new Error(`${method} ${path}: ${JSON.stringify(json.value)}`);
   return json.value;
 }
 
+/** Every tauri-driver `openSession` started and nobody has ended yet. */
+const drivers = new Set();
+
+/** The log tauri-driver (and the WebKitWebDriver it starts) of the last `openSession` writes. */
+let driverLog = null;
+
+// Last resort: a driver left running would outlive this file's process and keep
+// the test runner waiting for it for ever (it holds the runner's pipe otherwise).
+process.on("exit", () => {
+  for (const d of drivers) d.kill("SIGKILL");
+});
+
+/** Answers anything on `port` as a WebDriver would (`/status`)? */
+const answersOn = (port) =>
+  fetch(`http://127.0.0.1:${port}/status`, { signal: AbortSignal.timeout(2000) }).then(
+    (r) => r.ok,
+    () => false,
+  );
+
+/** End a driver this harness started, and wait until nothing answers on its port. */
+async function endDriver(driver) {
+  if (!driver) return;
+  drivers.delete(driver);
+  if (driver.exitCode === null && driver.signalCode === null) {
+    driver.kill("SIGTERM");
+    const gone = await Promise.race([new Promise((ok) => driver.once("exit", () => ok(true))), sleep(5000).then(() => false)]);
+    if (!gone) driver.kill("SIGKILL");
+  }
+  if (driver.port) await until(async () => !(await answersOn(driver.port)), `tauri-driver on ${driver.port} to be gone`, 10000);
+}
+
 /**
  * Start tauri-driver on `port` (WebKitWebDriver on the next one) with `env`,
  * which the app inherits, and open a session on the app: its id and the driver.
- * Later `wd` calls go to this driver.
+ * Later `wd` calls go to this driver. If the session does not open, the driver
+ * and the app are ended before the error is thrown: nothing is left for the
+ * next test to talk to by mistake.
  */
 export async function openSession(env, port = 4444) {
   // The app of a previous test may still be leaving: a new one would wait for it (or take over).
   await noAppRunning();
-  appLog = join(env.XDG_CONFIG_HOME ?? tmpdir(), `app-${port}.log`);
-  mkdirSync(dirname(appLog), { recursive: true });
+  // A driver still answering here (a test that did not end its own) would take this test's calls.
+  if (await answersOn(port)) throw new Error(`something already answers WebDriver calls on port ${port}: an earlier test's tauri-driver was left running`);
+  const logs = env.XDG_CONFIG_HOME ?? tmpdir();
+  mkdirSync(logs, { recursive: true });
+  appLog = join(logs, `app-${port}.log`);
   writeFileSync(appLog, "");
+  driverLog = join(logs, `tauri-driver-${port}.log`);
+  const out = openSync(driverLog, "w");
   const driverEnv = { ...env, LOCAL_MCP_APP: app, LOCAL_MCP_APP_LOG: appLog };
-  const driver = spawn("tauri-driver", ["--port", String(port), "--native-port", String(port + 1), "--native-driver", "/usr/bin/WebKitWebDriver"], { env: driverEnv, stdio: ["ignore", "inherit", "inherit"] });
+  // Its output to a file, never this process's: a pipe it held would keep the runner waiting.
+  const driver = spawn("tauri-driver", ["--port", String(port), "--native-port", String(port + 1), "--native-driver", "/usr/bin/WebKitWebDriver"], { env: driverEnv, stdio: ["ignore", out, out] });
+  closeSync(out);
+  driver.unref(); // this file's process may end with it running: the exit handler above ends it
+  driver.port = port;
+  drivers.add(driver);
   driverPort = port;
-  await until(() => fetch(`http://127.0.0.1:${port}/status`).then((r) => r.ok), `tauri-driver on ${port}`);
-  const created = await wd("POST", "/session", { capabilities: { alwaysMatch: { "tauri:options": { application: appWithLog } } } });
-  return { session: created.sessionId, driver };
+  try {
+    await until(async () => {
+      if (driver.exitCode !== null || driver.signalCode !== null) throw new Error(`tauri-driver exited (${driver.exitCode ?? driver.signalCode}): ${readFileSync(driverLog, "utf8").slice(-2000)}`);
+      return answersOn(port);
+    }, `tauri-driver on ${port}`);
+    // The driver waits a minute for an app that has already said it cannot start: fail on its word.
+    let opened = false;
+    const gaveUp = (async () => {
+      while (!opened) {
+        if (readFileSync(appLog, "utf8").includes("could not start")) throw new Error(`the app did not start; it said:\n${appOutput()}`);
+        await sleep(250);
+      }
+    })();
+    const creating = wd("POST", "/session", { capabilities: { alwaysMatch: { "tauri:options": { application: appWithLog } } } });
+    try {
+      const created = await Promise.race([creating, gaveUp]);
+      return { session: created.sessionId, driver };
+    } finally {
+      opened = true;
+      creating.catch(() => {}); // settled by ending the driver below, if it lost the race
+    }
+  } catch (e) {
+    await endDriver(driver);
+    await endApps();
+    throw e;
+  }
 }
 
 /**
  * End a session and its driver, then the app: closing its window leaves it in the tray (as
  * it should), so it is asked to quit (SIGTERM, which it answers like Quit), and the next
- * test starts only once it is gone.
+ * test starts only once it is gone. Without a driver (its `openSession` failed), every
+ * driver still running is ended.
  */
 export async function closeSession(session, driver) {
-  if (session) await wd("DELETE", `/session/${session}`).catch(() => {});
-  driver?.kill();
+  if (session) await wd("DELETE", `/session/${session}`, undefined, 15000).catch(() => {});
+  for (const d of driver ? [driver] : [...drivers]) await endDriver(d);
   await endApps();
 }
 

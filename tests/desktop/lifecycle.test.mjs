@@ -178,3 +178,25 @@ test("a start while the running app has hung takes over from it, and ends in one
   second.child.kill("SIGTERM");
   await until(() => second.exited, "the second app gone");
 });
+
+test("a start while another copy of the app, with other settings, has hung holding the channel takes over from it", async () => {
+  await noAppRunning();
+  // Two copies with their own folders (so their desktop locks differ) on one session bus:
+  // only the single-instance channel stands between them.
+  const a = await setting("channel-a");
+  const b = await setting("channel-b");
+  const first = launch(["--hidden"], a.env);
+  await answering(a.base, first);
+  await sleep(500); // its single-instance channel is up once it has said it is ready
+  first.child.kill("SIGSTOP");
+  const second = launch(["--hidden"], b.env);
+  // The second's call to the holder of the channel waits; past its patience (20 s) it asks the bus who that is.
+  await until(() => first.exited, `the hung copy ended by the new start${said(second)}`, 60000);
+  await answering(b.base, second, 45000);
+  assert.equal(await servingPid(b.base), second.child.pid, "the new start serves");
+  assert.deepEqual(appProcesses(), [second.child.pid], "one app runs");
+  assert.match(second.output, /holds the single-instance channel/, `it said why it took over${said(second)}`);
+  assert.doesNotMatch(second.output, /could not start/);
+  second.child.kill("SIGTERM");
+  await until(() => second.exited, "the second app gone");
+});
