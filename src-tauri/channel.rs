@@ -71,7 +71,8 @@ pub fn holder(_identifier: &str) -> Holder {
     Holder::Unknown("this platform's single-instance channel names no owner".into())
 }
 
-#[cfg(all(test, target_os = "linux"))]
+#[cfg(test)]
+#[cfg(target_os = "linux")]
 mod tests {
     use super::*;
     use engine::process;

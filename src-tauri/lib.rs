@@ -15,6 +15,7 @@ mod notify;
 mod prefs;
 mod relaunch;
 mod tray;
+mod trim;
 mod view;
 mod webview_helpers;
 
@@ -186,6 +187,8 @@ pub fn run() -> ExitCode {
             }
             if !cli.hidden && !cli.queue_clipboard {
                 windows::show_main(&handle);
+            } else {
+                webview_helpers::started_hidden(&handle);
             }
             if cli.queue_clipboard {
                 clipboard::queue_clipboard(&handle);

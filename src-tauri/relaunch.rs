@@ -92,8 +92,8 @@ const LATE_CHECKS: Duration = Duration::from_secs(2);
 /// answer is ended, so that the plugin's call to it fails and this start
 /// runs again (`relaunch`); another program is named and this start ends;
 /// nobody means the start is slow, not blocked: it goes on, up to
-/// `START_LIMIT`. Where the owner cannot be known, a late start ends, naming
-/// the channel.
+/// `START_LIMIT`. Where the platform's channel names no owner (Windows,
+/// macOS), a late start ends, naming the channel.
 pub(crate) fn watch_start(identifier: String) -> Arc<AtomicBool> {
     let done = Arc::new(AtomicBool::new(false));
     let flag = done.clone();
@@ -113,7 +113,9 @@ pub(crate) fn watch_start(identifier: String) -> Arc<AtomicBool> {
                     }
                     ended = Some(pid);
                 }
-                crate::channel::Holder::Unknown(why) => {
+                // Elsewhere the channel names no owner: a start still blocked is taken to be blocked by it.
+                // (On Linux the plugin goes on without a bus it cannot reach, so the start is only slow.)
+                crate::channel::Holder::Unknown(why) if cfg!(not(target_os = "linux")) => {
                     eprintln!(
                         "local-mcp: could not start: the desktop's single-instance channel did not come up in {waited} s, \
                          and who holds it cannot be told ({why}); end the other local-mcp and start again"

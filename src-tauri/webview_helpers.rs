@@ -93,16 +93,36 @@ fn no_egl_here() {
 pub fn before_toolkit() {}
 
 /// Call when a window is destroyed: once no window is left, end the
-/// webview's helper processes that outlive them.
+/// webview's helper processes that outlive them, and give back the code
+/// pages the window used.
 pub fn window_destroyed(app: &AppHandle) {
-    if !app.webview_windows().is_empty() {
-        return;
+    if app.webview_windows().is_empty() {
+        when_no_window(app, AFTER);
     }
+}
+
+/// Call once the app has started without a window: give back the pages
+/// start-up used once it has settled.
+pub fn started_hidden(app: &AppHandle) {
+    when_no_window(app, SETTLED);
+}
+
+/// How long after start-up: what it does once (loading, the tray's first
+/// drawing, the engine's first requests) is over by then.
+const SETTLED: Duration = Duration::from_secs(5);
+
+/// After `delay`, if still no window is open: end the network process and
+/// drop this process's clean code pages (`trim`).
+fn when_no_window(app: &AppHandle, delay: Duration) {
     let app = app.clone();
     tauri::async_runtime::spawn(async move {
-        tokio::time::sleep(AFTER).await;
+        tokio::time::sleep(delay).await;
         if app.webview_windows().is_empty() {
             end_network_process();
+            match crate::trim::drop_code_pages() {
+                Ok(bytes) => tracing::debug!(mib = bytes >> 20, "no window open: gave back the code pages"),
+                Err(e) => tracing::debug!(error = %e, "could not read this process's mappings"),
+            }
         }
     });
 }

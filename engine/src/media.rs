@@ -80,6 +80,29 @@ pub struct Prepared {
     pub delivery: Option<(Encoded, Vec<u8>)>,
 }
 
+/// How many bytes decoding `bytes` allocates for its pixels, read from the
+/// header alone (nothing large is allocated): 0 for what is not an image,
+/// or whose header does not read (it fails before any decode); at most
+/// what a decode may ever ask ([`MAX_ALLOC`]). What a caller weighs
+/// uploads by before it lets them decode side by side
+/// (`queue::attachments::DECODING`).
+pub fn decode_bytes(bytes: &[u8]) -> u64 {
+    let Some(format) = image_format(bytes) else {
+        return 0;
+    };
+    let mut reader = ImageReader::with_format(Cursor::new(bytes), format);
+    let mut limits = Limits::default();
+    limits.max_alloc = Some(MAX_ALLOC);
+    reader.limits(limits);
+    reader
+        .into_decoder()
+        .map(|d| d.total_bytes().min(MAX_ALLOC))
+        .unwrap_or(0)
+}
+
+/// The most [`decode_bytes`] can say: 50 megapixels of 16-bit RGBA.
+pub const MAX_DECODE_BYTES: u64 = MAX_ALLOC;
+
 /// Inspect an upload and, for an image, make its delivery copy. CPU-bound
 /// (a decode and an encode): call it off the async threads.
 pub fn prepare(bytes: &[u8]) -> Result<Prepared, Error> {

@@ -19,6 +19,7 @@ import {
   launchApp,
   noAppRunning,
   processTree,
+  pssKiB,
   said,
   shownWindows,
   windowColors,
@@ -103,6 +104,7 @@ test("the webview lives only while a window is open: none when started hidden, n
       [],
       "with its window open, the app's own process has not loaded OpenGL's driver (the web process draws)",
     );
+    const openKiB = pssKiB([run.child.pid]);
     assert.ok(closeWindow("local-mcp"), "the window took the close request");
     await until(() => !shownWindows().includes("local-mcp"), `the window closed (round ${round})`);
     try {
@@ -110,6 +112,12 @@ test("the webview lives only while a window is open: none when started hidden, n
     } catch (e) {
       throw new Error(`${e.message}; still running: ${webviewOf(run).join(", ")}${said(run)}`);
     }
+    // With no window left, the app gives back the code pages the window used (trim.rs): its own
+    // process falls well below what it held with the window open (94-97 -> 32 MiB, release build).
+    await until(
+      () => pssKiB([run.child.pid]) < openKiB * 0.6,
+      `the app's own process giving back the window's code pages (${openKiB} KiB with the window; now ${pssKiB([run.child.pid])} KiB) (round ${round})`,
+    );
     assert.equal(run.exited, null, "closing the window keeps the app in the tray");
     assert.deepEqual(openGlMapped([run.child.pid]), [], "nor after the window closed");
     assert.ok((await fetch(`${base}/healthz`)).ok, "and its engine serving");

@@ -206,7 +206,30 @@ fn check_totals(have: usize, have_bytes: usize, ready: &[Ready]) -> Result<()> {
     Ok(())
 }
 
-/// Check the limits, then inspect each upload off the async threads.
+/// The decoded pixels in flight at once, in MiB: two of the largest images
+/// an upload may hold ([`media::MAX_DECODE_BYTES`], 381 MiB each; a decode
+/// peaks at ~1.25× its pixels with the scaled copy), or many screenshots.
+/// Four 50-megapixel uploads at once peaked at 3.45 GB before it.
+const DECODE_BUDGET_MIB: u32 = 2 * mib(media::MAX_DECODE_BYTES);
+
+/// What decodes may hold (`DECODE_BUDGET_MIB`): each request takes its
+/// largest upload's decoded size, in MiB, for as long as it inspects its
+/// uploads (one after another), and waits, first come first served, while
+/// others hold the rest.
+static DECODING: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(DECODE_BUDGET_MIB as usize);
+
+/// Bytes to whole MiB, rounded up (at least 1: every decode counts).
+const fn mib(bytes: u64) -> u32 {
+    let m = bytes.div_ceil(1024 * 1024);
+    if m == 0 {
+        1
+    } else {
+        m as u32
+    }
+}
+
+/// Check the limits, then inspect each upload off the async threads, within
+/// the decode budget ([`DECODING`]).
 pub(super) async fn prepare(
     instruction_id: String,
     uploads: Vec<Upload>,
@@ -223,7 +246,19 @@ pub(super) async fn prepare(
         })
         .collect();
     check_totals(have, have_bytes, &sized)?;
+    let weight = uploads
+        .iter()
+        .map(|u| mib(media::decode_bytes(&u.bytes)))
+        .max()
+        .unwrap_or(1);
+    // Never closed, so the wait ends only with a permit.
+    let decoding = DECODING
+        .acquire_many(weight)
+        .await
+        .map_err(|e| Error::internal("waiting to decode an upload", e))?;
     tokio::task::spawn_blocking(move || {
+        // Held by the decodes themselves: a request that is dropped meanwhile does not free it early.
+        let _decoding = decoding;
         let now = time::now();
         uploads
             .into_iter()
@@ -454,6 +489,47 @@ pub(crate) fn delivered(files: &Files, rows: &[AttachmentRow], text_so_far: usiz
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn png(width: u32, height: u32) -> bytes::Bytes {
+        let mut out = Vec::new();
+        image::DynamicImage::new_rgba8(width, height)
+            .write_to(&mut std::io::Cursor::new(&mut out), image::ImageFormat::Png)
+            .unwrap();
+        out.into()
+    }
+
+    /// An upload's decode waits while the budget is taken, and goes on once
+    /// it is given back. (Other tests' uploads wait too, for those 300 ms.)
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn decodes_wait_for_the_budget() {
+        let upload = Upload {
+            name: "shot.png".into(),
+            bytes: png(640, 480),
+        };
+        assert_eq!(media::decode_bytes(&upload.bytes), 640 * 480 * 4);
+        let all = DECODING.acquire_many(DECODE_BUDGET_MIB).await.unwrap();
+        let waiting = tokio::spawn(prepare("i".into(), vec![upload], 0, 0));
+        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+        assert!(!waiting.is_finished(), "it decoded with the whole budget taken");
+        drop(all);
+        let ready = tokio::time::timeout(std::time::Duration::from_secs(30), waiting)
+            .await
+            .expect("the decode did not go on once the budget was back")
+            .unwrap()
+            .unwrap();
+        assert_eq!(ready.len(), 1);
+    }
+
+    #[test]
+    fn the_budget_holds_two_of_the_largest_decodes() {
+        assert_eq!(mib(media::MAX_DECODE_BYTES), 382);
+        assert_eq!(DECODE_BUDGET_MIB, 764);
+        assert_eq!(mib(0), 1);
+        assert_eq!(mib(1024 * 1024 + 1), 2);
+        // What is not an image weighs nothing of its own (text, a header that does not read).
+        assert_eq!(media::decode_bytes(b"plain text"), 0);
+        assert_eq!(media::decode_bytes(b"\x89PNG\r\n\x1a\n broken"), 0);
+    }
 
     #[test]
     fn text_files_keep_short_extensions() {
