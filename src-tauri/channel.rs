@@ -17,33 +17,57 @@ pub enum Holder {
     Nobody,
     /// This process: the channel is up.
     This,
-    /// Another process, by its pid.
-    Other(u32),
-    /// Not known here (no session bus to ask, or another platform), and why.
+    /// Another process, by its pid, and whether it answered a ping on the
+    /// bus: one that does is running, and a start is not blocked by it.
+    Other { pid: u32, answers: bool },
+    /// Not known here (no session bus to ask, one that does not answer,
+    /// or another platform), and why.
     Unknown(String),
 }
 
-/// The owner of the channel of the app `identifier`.
+/// How long each question to the bus may take.
+#[cfg(target_os = "linux")]
+const ASK: std::time::Duration = std::time::Duration::from_secs(3);
+
+/// The owner of the channel of the app `identifier`. Asked on a thread of
+/// its own and waited for at most a few seconds: a bus that does not answer
+/// at all (zbus bounds method calls, not its handshake) makes it `Unknown`.
 #[cfg(target_os = "linux")]
 pub fn holder(identifier: &str) -> Holder {
-    match zbus::blocking::connection::Builder::session() {
-        Ok(bus) => holder_on(bus, identifier),
+    let identifier = identifier.to_owned();
+    bounded(move || match zbus::blocking::connection::Builder::session() {
+        Ok(bus) => holder_on(bus, &identifier),
         Err(e) => Holder::Unknown(format!("the session bus: {e}")),
+    })
+}
+
+/// `ask`'s answer, asked on a thread of its own; `Unknown` if it takes longer
+/// than its questions may (its own connection, two questions and a ping).
+#[cfg(target_os = "linux")]
+fn bounded(ask: impl FnOnce() -> Holder + Send + 'static) -> Holder {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let asked = std::thread::Builder::new()
+        .name("channel-holder".into())
+        .spawn(move || {
+            let _ = tx.send(ask());
+        });
+    if let Err(e) = asked {
+        return Holder::Unknown(format!("could not ask the session bus: {e}"));
     }
+    rx.recv_timeout(ASK * 4)
+        .unwrap_or_else(|_| Holder::Unknown(format!("the session bus did not answer in {} s", (ASK * 4).as_secs())))
 }
 
 /// The owner of the channel of the app `identifier` on the bus `bus` leads to.
 #[cfg(target_os = "linux")]
 fn holder_on(bus: zbus::blocking::connection::Builder<'_>, identifier: &str) -> Holder {
-    use std::time::Duration;
     use zbus::names::BusName;
 
     let name = format!("{identifier}.SingleInstance");
     let Ok(name) = BusName::try_from(name.as_str()) else {
         return Holder::Unknown(format!("{name} is not a bus name"));
     };
-    // The bus itself may be what is slow: a bounded question.
-    let connection = match bus.method_timeout(Duration::from_secs(5)).build() {
+    let connection = match bus.method_timeout(ASK).build() {
         Ok(c) => c,
         Err(e) => return Holder::Unknown(format!("the session bus: {e}")),
     };
@@ -51,17 +75,32 @@ fn holder_on(bus: zbus::blocking::connection::Builder<'_>, identifier: &str) -> 
         Ok(bus) => bus,
         Err(e) => return Holder::Unknown(format!("the session bus: {e}")),
     };
-    let owner = match bus.get_name_owner(name) {
+    let owner = match bus.get_name_owner(name.clone()) {
         Ok(owner) => owner,
         Err(zbus::fdo::Error::NameHasNoOwner(_)) => return Holder::Nobody,
         Err(e) => return Holder::Unknown(format!("the session bus: {e}")),
     };
-    match bus.get_connection_unix_process_id(owner.into()) {
+    match bus.get_connection_unix_process_id(owner.clone().into()) {
         Ok(pid) if pid == std::process::id() => Holder::This,
-        Ok(pid) => Holder::Other(pid),
+        Ok(pid) => Holder::Other {
+            pid,
+            answers: answers(&connection, owner.as_str()),
+        },
         // It left between the two questions.
         Err(zbus::fdo::Error::NameHasNoOwner(_)) => Holder::Nobody,
         Err(e) => Holder::Unknown(format!("the session bus: {e}")),
+    }
+}
+
+/// Whether the connection `owner` answers a ping (`org.freedesktop.DBus.Peer`)
+/// within `ASK`. Any reply counts, an error too (it came from the process);
+/// the bus's own "no reply" (the process left or stopped) and a timeout do not.
+#[cfg(target_os = "linux")]
+fn answers(connection: &zbus::blocking::Connection, owner: &str) -> bool {
+    match connection.call_method(Some(owner), "/", Some("org.freedesktop.DBus.Peer"), "Ping", &()) {
+        Ok(_) => true,
+        Err(zbus::Error::MethodError(name, _, _)) => name.as_str() != "org.freedesktop.DBus.Error.NoReply",
+        Err(_) => false,
     }
 }
 
@@ -157,10 +196,15 @@ mod tests {
             .unwrap();
         let pid = other.id();
         assert!(
-            process::wait_until(Duration::from_secs(20), || bus.ask() == Holder::Other(pid)),
+            process::wait_until(Duration::from_secs(20), || bus.ask()
+                == Holder::Other { pid, answers: true }),
             "the other process {pid} was not named: {:?}",
             bus.ask()
         );
+        // Stopped, it still owns the name, and answers nothing.
+        // SAFETY: kill(2) on the child this test started.
+        unsafe { libc::kill(pid as i32, libc::SIGSTOP) };
+        assert_eq!(bus.ask(), Holder::Other { pid, answers: false });
         other.kill().unwrap();
         other.wait().unwrap();
         assert!(
@@ -180,6 +224,29 @@ mod tests {
         assert!(matches!(asked, Holder::Unknown(_)), "{asked:?}");
     }
 
+    /// A bus that takes a connection but never answers (its daemon stopped)
+    /// is "unknown" within the bound, not a question that never returns.
+    #[test]
+    fn a_bus_that_does_not_answer_is_unknown_in_time() {
+        let bus = Bus::start();
+        // SAFETY: kill(2) on the daemon this test started (ended on drop).
+        unsafe { libc::kill(bus.daemon.id() as i32, libc::SIGSTOP) };
+        let address = bus.address.clone();
+        let began = std::time::Instant::now();
+        let asked = bounded(move || holder_on(Builder::address(address.as_str()).unwrap(), ID));
+        assert!(matches!(asked, Holder::Unknown(_)), "{asked:?}");
+        assert!(began.elapsed() < ASK * 5, "{:?}", began.elapsed());
+        unsafe { libc::kill(bus.daemon.id() as i32, libc::SIGCONT) };
+    }
+
+    /// The object the copy serves, as the plugin serves its own.
+    struct Served;
+
+    #[zbus::interface(name = "dev.local_mcp.TestChannel")]
+    impl Served {
+        fn hello(&self) {}
+    }
+
     /// Set on the copy of this test binary that owns the channel on the bus at its value.
     const OWN: &str = "LOCAL_MCP_TEST_OWN_CHANNEL";
 
@@ -190,9 +257,12 @@ mod tests {
         let Ok(address) = std::env::var(OWN) else {
             return;
         };
+        // As the single-instance plugin does: the name, and an object served on it.
         let _owned = Builder::address(address.as_str())
             .unwrap()
             .name(format!("{ID}.SingleInstance"))
+            .unwrap()
+            .serve_at("/dev/local_mcp/test_channel/SingleInstance", Served)
             .unwrap()
             .build()
             .unwrap();

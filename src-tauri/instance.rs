@@ -142,7 +142,11 @@ fn claim_within(lock_path: &Path, starting: Duration, leaving: Duration) -> Resu
                     if taken_over { " (after local-mcp was ended)" } else { "" }
                 ));
             };
-            take_over(s.pid, &format!("{:?} for {} s", s.phase, patience.as_secs()))?;
+            take_over(
+                s.pid,
+                "the desktop lock's holder",
+                &format!("{:?} for {} s", s.phase, patience.as_secs()),
+            )?;
             // Once: whoever holds the lock after that is not the app that was ended.
             taken_over = true;
             seen = None;
@@ -153,11 +157,12 @@ fn claim_within(lock_path: &Path, starting: Duration, leaving: Duration) -> Resu
 
 /// End the app `pid`, which did not leave or answer in time: SIGTERM (it
 /// leaves gracefully if it still can), then SIGKILL. Refused unless `pid`
-/// runs this very program: a pid read from a file is not proof of who it is.
-pub fn take_over(pid: u32, why: &str) -> Result<(), String> {
+/// runs this very program: a pid read from a file, or a bus's owner, is not
+/// proof of who it is. `whose` says where the pid came from.
+pub fn take_over(pid: u32, whose: &str, why: &str) -> Result<(), String> {
     if !process::same_program(pid) {
         return Err(format!(
-            "the desktop lock's holder named process {pid}, which is not local-mcp; not ending it"
+            "{whose} is process {pid}, which is not local-mcp; not ending it"
         ));
     }
     tracing::warn!(
@@ -294,7 +299,7 @@ mod tests {
             }
             assert!(process::alive(bystander.id()), "{phase:?}: the bystander was signalled");
         }
-        assert!(take_over(bystander.id(), "a test").is_err());
+        assert!(take_over(bystander.id(), "a test's bystander", "a test").is_err());
         assert!(process::alive(bystander.id()));
         bystander.kill().unwrap();
         bystander.wait().unwrap();

@@ -40,7 +40,7 @@ pub(crate) fn hand_over(running: instance::State, lock_path: &Path, context: tau
             "it did not take a launch's arguments in {} s",
             HAND_OVER_PATIENCE.as_secs()
         );
-        if let Err(e) = instance::take_over(pid, &why) {
+        if let Err(e) = instance::take_over(pid, "the running local-mcp", &why) {
             // The call would wait for ever on a process that is not ours to end.
             eprintln!("local-mcp: could not start: {e}");
             std::process::exit(1);
@@ -65,7 +65,7 @@ pub(crate) fn hand_over(running: instance::State, lock_path: &Path, context: tau
         },
         Err(e) => {
             if process::alive(running.pid) {
-                if let Err(refused) = instance::take_over(running.pid, &e.to_string()) {
+                if let Err(refused) = instance::take_over(running.pid, "the running local-mcp", &e.to_string()) {
                     eprintln!("local-mcp: could not start: {refused}");
                     return ExitCode::FAILURE;
                 }
@@ -103,44 +103,76 @@ pub(crate) fn watch_start(identifier: String) -> Arc<AtomicBool> {
         let mut ended = None;
         let mut said_slow = false;
         while !flag.load(Ordering::SeqCst) {
-            let waited = started.elapsed().as_secs();
-            match crate::channel::holder(&identifier) {
-                crate::channel::Holder::Other(pid) if ended != Some(pid) => {
-                    let why = format!("it holds the single-instance channel and has not answered in {waited} s");
-                    if let Err(e) = instance::take_over(pid, &why) {
-                        eprintln!("local-mcp: could not start: {e} (it holds the desktop's single-instance channel, {identifier}.SingleInstance on the session bus)");
+            let waited = started.elapsed();
+            match late_start(crate::channel::holder(&identifier), ended, waited) {
+                Late::TakeOver(pid) => {
+                    let why = format!(
+                        "it holds the single-instance channel and has not answered in {} s",
+                        waited.as_secs()
+                    );
+                    let whose = format!(
+                        "the owner of the desktop's single-instance channel ({identifier}.SingleInstance on the session bus)"
+                    );
+                    if let Err(e) = instance::take_over(pid, &whose, &why) {
+                        eprintln!("local-mcp: could not start: {e}");
                         std::process::exit(1);
                     }
                     ended = Some(pid);
                 }
-                // Elsewhere the channel names no owner: a start still blocked is taken to be blocked by it.
-                // (On Linux the plugin goes on without a bus it cannot reach, so the start is only slow.)
-                crate::channel::Holder::Unknown(why) if cfg!(not(target_os = "linux")) => {
-                    eprintln!(
-                        "local-mcp: could not start: the desktop's single-instance channel did not come up in {waited} s, \
-                         and who holds it cannot be told ({why}); end the other local-mcp and start again"
-                    );
+                Late::GiveUp(why) => {
+                    eprintln!("local-mcp: could not start: {why}");
                     std::process::exit(1);
                 }
-                _ if started.elapsed() >= START_LIMIT => {
-                    eprintln!(
-                        "local-mcp: could not start: the desktop toolkit (the display, the session bus) did not come up in {waited} s"
-                    );
-                    std::process::exit(1);
+                Late::Wait(why) => {
+                    if !said_slow {
+                        said_slow = true;
+                        tracing::warn!(
+                            "the desktop toolkit has not come up in {} s ({why}); waiting (up to {} s)",
+                            waited.as_secs(),
+                            START_LIMIT.as_secs()
+                        );
+                    }
                 }
-                _ if !said_slow => {
-                    said_slow = true;
-                    tracing::warn!(
-                        "the desktop toolkit has not come up in {waited} s; nothing else holds this start, so it waits (up to {} s)",
-                        START_LIMIT.as_secs()
-                    );
-                }
-                _ => {}
             }
             std::thread::sleep(LATE_CHECKS);
         }
     });
     done
+}
+
+/// What a late start does next.
+#[derive(Debug, PartialEq, Eq)]
+enum Late {
+    /// End this local-mcp, which holds the channel and does not answer.
+    TakeOver(u32),
+    /// End this start, saying why.
+    GiveUp(String),
+    /// Go on waiting: the start is slow, not blocked (why, for the log).
+    Wait(String),
+}
+
+/// The decision of a start `waited` into its toolkit and plugins coming up,
+/// having found `holder` on the channel (and ended `ended` before).
+fn late_start(holder: crate::channel::Holder, ended: Option<u32>, waited: Duration) -> Late {
+    use crate::channel::Holder;
+    let secs = waited.as_secs();
+    match holder {
+        Holder::Other { pid, answers: false } if ended != Some(pid) => Late::TakeOver(pid),
+        // Elsewhere the channel names no owner: a start still blocked is taken to be blocked by it.
+        // (On Linux the plugin goes on without a bus it cannot reach, so the start is only slow.)
+        Holder::Unknown(why) if cfg!(not(target_os = "linux")) => Late::GiveUp(format!(
+            "the desktop's single-instance channel did not come up in {secs} s, and who holds it cannot be told \
+             ({why}); end the other local-mcp and start again"
+        )),
+        _ if waited >= START_LIMIT => Late::GiveUp(format!(
+            "the desktop toolkit (the display, the session bus) did not come up in {secs} s"
+        )),
+        // A holder that answers is running: it is not what holds this start up.
+        Holder::Other { pid, answers: true } => Late::Wait(format!("the channel's owner, process {pid}, answers")),
+        Holder::Other { pid, .. } => Late::Wait(format!("process {pid}, which held the channel, was ended")),
+        Holder::Nobody | Holder::This => Late::Wait("nothing else holds the channel".into()),
+        Holder::Unknown(why) => Late::Wait(why),
+    }
 }
 
 /// Run `on_timeout` on a thread of its own unless the returned flag is set
@@ -209,4 +241,61 @@ pub(crate) async fn leave_on_terminate(app: AppHandle) {
     engine::process::asked_to_end().await;
     tracing::info!("asked to end: quitting");
     app.exit(0);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::channel::Holder;
+
+    const LATE: Duration = Duration::from_secs(21);
+
+    #[test]
+    fn only_an_owner_that_does_not_answer_is_ended() {
+        assert_eq!(
+            late_start(Holder::Other { pid: 7, answers: false }, None, LATE),
+            Late::TakeOver(7)
+        );
+        // One that answers is running: a start that is merely slow (its display late) must not end it.
+        assert!(matches!(
+            late_start(Holder::Other { pid: 7, answers: true }, None, LATE),
+            Late::Wait(_)
+        ));
+        // Ended once already: not again.
+        assert!(matches!(
+            late_start(Holder::Other { pid: 7, answers: false }, Some(7), LATE),
+            Late::Wait(_)
+        ));
+        assert!(matches!(late_start(Holder::Nobody, None, LATE), Late::Wait(_)));
+        assert!(matches!(late_start(Holder::This, None, LATE), Late::Wait(_)));
+    }
+
+    #[test]
+    fn a_start_that_stays_late_gives_up_naming_what_it_waited_for() {
+        let limit = START_LIMIT + Duration::from_secs(1);
+        for holder in [
+            Holder::Nobody,
+            Holder::Other { pid: 7, answers: true },
+            Holder::Unknown("no bus".into()),
+        ] {
+            match late_start(holder.clone(), None, limit) {
+                Late::GiveUp(why) => assert!(why.contains("did not come up in 121 s"), "{holder:?}: {why}"),
+                other => panic!("{holder:?}: {other:?}"),
+            }
+        }
+        // An owner that does not answer is still ended first.
+        assert_eq!(
+            late_start(Holder::Other { pid: 7, answers: false }, None, limit),
+            Late::TakeOver(7)
+        );
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn on_linux_a_bus_that_cannot_be_asked_is_a_slow_start() {
+        assert!(matches!(
+            late_start(Holder::Unknown("no bus".into()), None, LATE),
+            Late::Wait(_)
+        ));
+    }
 }

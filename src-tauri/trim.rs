@@ -91,7 +91,8 @@ fn qualifies(m: &Mapping<'_>, exe: &str) -> bool {
 /// of address space were advised.
 #[cfg(target_os = "linux")]
 pub fn drop_code_pages() -> std::io::Result<u64> {
-    let smaps = std::fs::read_to_string("/proc/self/smaps")?;
+    // The kernel prints paths' bytes as they are: a folder with a name that is not UTF-8 must not turn this off.
+    let smaps = String::from_utf8_lossy(&std::fs::read("/proc/self/smaps")?).into_owned();
     let exe = std::fs::read_link("/proc/self/exe")?;
     let mut advised = 0u64;
     for range in droppable(&smaps, &exe.to_string_lossy()) {

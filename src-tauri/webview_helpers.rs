@@ -107,18 +107,42 @@ pub fn started_hidden(app: &AppHandle) {
     when_no_window(app, SETTLED);
 }
 
+/// Call once a window has been created: give back what its creation, and
+/// start-up before it, used once that is over; what the open window keeps
+/// running comes back at once.
+pub fn window_created(app: &AppHandle) {
+    let app = app.clone();
+    tauri::async_runtime::spawn(async move {
+        tokio::time::sleep(SETTLED).await;
+        if !app.webview_windows().is_empty() {
+            match crate::trim::drop_code_pages() {
+                Ok(bytes) => tracing::debug!(mib = bytes >> 20, "a window settled: gave back the code pages"),
+                Err(e) => tracing::debug!(error = %e, "could not read this process's mappings"),
+            }
+        }
+    });
+}
+
 /// How long after start-up: what it does once (loading, the tray's first
 /// drawing, the engine's first requests) is over by then.
 const SETTLED: Duration = Duration::from_secs(5);
 
-/// After `delay`, if still no window is open: end the network process and
-/// drop this process's clean code pages (`trim`).
+/// After `delay`, if still no window is open: end the network process and,
+/// once the webview's processes are gone (a page another process still maps
+/// is not reclaimed), drop this process's clean code pages (`trim`).
 fn when_no_window(app: &AppHandle, delay: Duration) {
     let app = app.clone();
     tauri::async_runtime::spawn(async move {
         tokio::time::sleep(delay).await;
+        if !app.webview_windows().is_empty() {
+            return;
+        }
+        end_network_process();
+        let deadline = tokio::time::Instant::now() + HELPERS_GONE;
+        while !helper_processes().is_empty() && tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
         if app.webview_windows().is_empty() {
-            end_network_process();
             match crate::trim::drop_code_pages() {
                 Ok(bytes) => tracing::debug!(mib = bytes >> 20, "no window open: gave back the code pages"),
                 Err(e) => tracing::debug!(error = %e, "could not read this process's mappings"),
@@ -127,25 +151,48 @@ fn when_no_window(app: &AppHandle, delay: Duration) {
     });
 }
 
+/// How long the webview's processes may take to leave before the pages are
+/// given back anyway (those they still map are then left in place).
+const HELPERS_GONE: Duration = Duration::from_secs(10);
+
+/// The webview's processes this app started that still run (WebKitGTK's web
+/// and network processes): their pids and names (`comm`, cut at 15 bytes:
+/// "WebKitNetworkPr"). One that has exited and waits to be reaped is gone.
 #[cfg(target_os = "linux")]
-fn end_network_process() {
+fn helper_processes() -> Vec<(u32, String)> {
     let me = std::process::id();
     let Ok(entries) = std::fs::read_dir("/proc") else {
-        return;
+        return Vec::new();
     };
+    let mut found = Vec::new();
     for entry in entries.flatten() {
         let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
             continue;
         };
-        // `comm` is cut at 15 bytes: "WebKitNetworkPr".
-        let ours = std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
-            let Some((name, rest)) = stat.split_once(" (").and_then(|(_, r)| r.rsplit_once(')')) else {
-                return false;
-            };
-            let parent = rest.split_whitespace().nth(1).and_then(|p| p.parse::<u32>().ok());
-            name.starts_with("WebKitNetwork") && parent == Some(me)
-        });
-        if ours {
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        let Some((name, rest)) = stat.split_once(" (").and_then(|(_, r)| r.rsplit_once(')')) else {
+            continue;
+        };
+        let mut fields = rest.split_whitespace();
+        let state = fields.next();
+        let parent = fields.next().and_then(|p| p.parse::<u32>().ok());
+        if name.starts_with("WebKit") && parent == Some(me) && state != Some("Z") {
+            found.push((pid, name.to_owned()));
+        }
+    }
+    found
+}
+
+#[cfg(not(target_os = "linux"))]
+fn helper_processes() -> Vec<(u32, String)> {
+    Vec::new()
+}
+
+fn end_network_process() {
+    for (pid, name) in helper_processes() {
+        if name.starts_with("WebKitNetwork") {
             tracing::debug!(pid, "no window left: ending the webview's network process");
             if let Err(e) = engine::process::terminate(pid) {
                 tracing::debug!(pid, error = %e, "could not end the webview's network process");
@@ -153,6 +200,3 @@ fn end_network_process() {
         }
     }
 }
-
-#[cfg(not(target_os = "linux"))]
-fn end_network_process() {}

@@ -64,6 +64,7 @@ fn create_main(app: &AppHandle) -> tauri::Result<()> {
     let _ = window.restore_state(StateFlags::all());
     sign_in(&window, &shell);
     window.navigate(shell.page_url.clone())?;
+    crate::webview_helpers::window_created(app);
     Ok(())
 }
 

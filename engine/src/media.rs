@@ -80,13 +80,23 @@ pub struct Prepared {
     pub delivery: Option<(Encoded, Vec<u8>)>,
 }
 
-/// How many bytes decoding `bytes` allocates for its pixels, read from the
-/// header alone (nothing large is allocated): 0 for what is not an image,
-/// or whose header does not read (it fails before any decode); at most
-/// what a decode may ever ask ([`MAX_ALLOC`]). What a caller weighs
-/// uploads by before it lets them decode side by side
-/// (`queue::attachments::DECODING`).
-pub fn decode_bytes(bytes: &[u8]) -> u64 {
+/// What a decode whose pixels take `pixel_bytes` may allocate: its pixels,
+/// the decoders' own buffers and the copies made on the way, measured up to
+/// 2.3× the pixels (WebP lossless, a TIFF's strips, an EXIF rotation's copy),
+/// so 2.5× them, and 1 MiB for the decoders' small buffers. A decode runs
+/// with this as its limit, so it takes no more than it was weighed at: a
+/// GIF whose first frame is larger than the screen its header declares is
+/// refused rather than decoded at the frame's size.
+pub const fn decode_allowance(pixel_bytes: u64) -> u64 {
+    pixel_bytes.saturating_mul(5) / 2 + (1 << 20)
+}
+
+/// What decoding `bytes` may allocate ([`decode_allowance`]), read from the
+/// header alone (nothing large is allocated): 0 for what is not an image, or
+/// whose header does not read (it fails before any decode); at most
+/// [`MAX_DECODE_COST`]. What a caller weighs uploads by before it lets them
+/// decode side by side (`queue::attachments::DECODING`).
+pub fn decode_cost(bytes: &[u8]) -> u64 {
     let Some(format) = image_format(bytes) else {
         return 0;
     };
@@ -96,12 +106,12 @@ pub fn decode_bytes(bytes: &[u8]) -> u64 {
     reader.limits(limits);
     reader
         .into_decoder()
-        .map(|d| d.total_bytes().min(MAX_ALLOC))
+        .map(|d| decode_allowance(d.total_bytes().min(MAX_ALLOC)))
         .unwrap_or(0)
 }
 
-/// The most [`decode_bytes`] can say: 50 megapixels of 16-bit RGBA.
-pub const MAX_DECODE_BYTES: u64 = MAX_ALLOC;
+/// The most [`decode_cost`] can say: for 50 megapixels of 16-bit RGBA.
+pub const MAX_DECODE_COST: u64 = decode_allowance(MAX_ALLOC);
 
 /// Inspect an upload and, for an image, make its delivery copy. CPU-bound
 /// (a decode and an encode): call it off the async threads.
@@ -190,6 +200,10 @@ fn image(bytes: &[u8], format: ImageFormat) -> Result<(Encoded, (Encoded, Vec<u8
     if width == 0 || height == 0 {
         return Err(Error::Invalid(format!("this {label} image has no pixels")));
     }
+    // From here the decode may take what it is weighed at, no more (`decode_allowance`).
+    let mut limits = Limits::default();
+    limits.max_alloc = Some(decode_allowance(decoder.total_bytes()));
+    decoder.set_limits(limits).map_err(unreadable)?;
     let orientation = decoder
         .orientation()
         .unwrap_or(image::metadata::Orientation::NoTransforms);
@@ -343,6 +357,34 @@ fn is_svg(text: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A GIF whose first frame is far larger than the 1×1 screen its header
+    /// declares: weighed by its screen, its decode may not take the frame's
+    /// size (such a 70-KB file was accepted, holding ~470 MB as it decoded).
+    #[test]
+    fn a_gif_frame_larger_than_its_screen_is_not_decoded_at_its_size() {
+        let (width, height) = (3000u16, 3000u16);
+        let mut out = Vec::new();
+        {
+            let mut gif = gif::Encoder::new(&mut out, 1, 1, &[0, 0, 0, 255, 255, 255]).unwrap();
+            let frame = gif::Frame {
+                width,
+                height,
+                buffer: std::borrow::Cow::Owned(vec![0u8; usize::from(width) * usize::from(height)]),
+                ..Default::default()
+            };
+            gif.write_frame(&frame).unwrap();
+        }
+        assert!(
+            decode_cost(&out) < 2 << 20,
+            "weighed by its screen: {}",
+            decode_cost(&out)
+        );
+        match prepare(&out) {
+            Err(Error::Invalid(m)) => assert!(m.contains("too large to decode"), "{m}"),
+            other => panic!("a {width}×{height} frame on a 1×1 screen: {other:?}"),
+        }
+    }
 
     fn png(width: u32, height: u32) -> Vec<u8> {
         let img = image::RgbImage::from_fn(width, height, |x, y| image::Rgb([(x % 256) as u8, (y % 256) as u8, 90]));

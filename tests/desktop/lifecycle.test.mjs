@@ -89,6 +89,7 @@ test("the webview lives only while a window is open: none when started hidden, n
   // GTK's OpenGL is off (webview_helpers::before_toolkit): its probe loaded Mesa and LLVM, ~31 MiB.
   assert.deepEqual(openGlMapped([run.child.pid]), [], "started hidden, the app has not loaded OpenGL");
 
+  let openKiB = 0;
   for (const round of [1, 2]) {
     // A second launch brings the window: the running app creates it.
     const second = spawnSync(app, [], { env, timeout: 30000, encoding: "utf8" });
@@ -104,7 +105,8 @@ test("the webview lives only while a window is open: none when started hidden, n
       [],
       "with its window open, the app's own process has not loaded OpenGL's driver (the web process draws)",
     );
-    const openKiB = pssKiB([run.child.pid]);
+    // The largest the app's own process was with its window (a round after the first starts from given-back pages).
+    openKiB = Math.max(openKiB, pssKiB([run.child.pid]));
     assert.ok(closeWindow("local-mcp"), "the window took the close request");
     await until(() => !shownWindows().includes("local-mcp"), `the window closed (round ${round})`);
     try {
@@ -116,7 +118,7 @@ test("the webview lives only while a window is open: none when started hidden, n
     // process falls well below what it held with the window open (94-97 -> 32 MiB, release build).
     await until(
       () => pssKiB([run.child.pid]) < openKiB * 0.6,
-      `the app's own process giving back the window's code pages (${openKiB} KiB with the window; now ${pssKiB([run.child.pid])} KiB) (round ${round})`,
+      `the app's own process giving back the window's code pages (${openKiB} KiB at most with the window; now ${pssKiB([run.child.pid])} KiB) (round ${round})`,
     );
     assert.equal(run.exited, null, "closing the window keeps the app in the tray");
     assert.deepEqual(openGlMapped([run.child.pid]), [], "nor after the window closed");

@@ -206,14 +206,15 @@ fn check_totals(have: usize, have_bytes: usize, ready: &[Ready]) -> Result<()> {
     Ok(())
 }
 
-/// The decoded pixels in flight at once, in MiB: two of the largest images
-/// an upload may hold ([`media::MAX_DECODE_BYTES`], 381 MiB each; a decode
-/// peaks at ~1.25× its pixels with the scaled copy), or many screenshots.
-/// Four 50-megapixel uploads at once peaked at 3.45 GB before it.
-const DECODE_BUDGET_MIB: u32 = 2 * mib(media::MAX_DECODE_BYTES);
+/// What decodes may allocate at once, in MiB: what the largest image an
+/// upload may hold may take ([`media::MAX_DECODE_COST`], 955 MiB: 50
+/// megapixels of 16-bit RGBA and the copies made on the way), or many
+/// screenshots side by side. Four 50-megapixel uploads at once had peaked at
+/// 2 GB, eight small GIFs declaring a 1×1 screen at 3.8 GB.
+const DECODE_BUDGET_MIB: u32 = mib(media::MAX_DECODE_COST);
 
-/// What decodes may hold (`DECODE_BUDGET_MIB`): each request takes its
-/// largest upload's decoded size, in MiB, for as long as it inspects its
+/// What decodes may hold (`DECODE_BUDGET_MIB`): each request takes what its
+/// largest upload's decode may allocate, in MiB, for as long as it inspects its
 /// uploads (one after another), and waits, first come first served, while
 /// others hold the rest.
 static DECODING: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(DECODE_BUDGET_MIB as usize);
@@ -248,7 +249,7 @@ pub(super) async fn prepare(
     check_totals(have, have_bytes, &sized)?;
     let weight = uploads
         .iter()
-        .map(|u| mib(media::decode_bytes(&u.bytes)))
+        .map(|u| mib(media::decode_cost(&u.bytes)))
         .max()
         .unwrap_or(1);
     // Never closed, so the wait ends only with a permit.
@@ -506,7 +507,10 @@ mod tests {
             name: "shot.png".into(),
             bytes: png(640, 480),
         };
-        assert_eq!(media::decode_bytes(&upload.bytes), 640 * 480 * 4);
+        assert_eq!(
+            media::decode_cost(&upload.bytes),
+            media::decode_allowance(640 * 480 * 4)
+        );
         let all = DECODING.acquire_many(DECODE_BUDGET_MIB).await.unwrap();
         let waiting = tokio::spawn(prepare("i".into(), vec![upload], 0, 0));
         tokio::time::sleep(std::time::Duration::from_millis(300)).await;
@@ -521,14 +525,14 @@ mod tests {
     }
 
     #[test]
-    fn the_budget_holds_two_of_the_largest_decodes() {
-        assert_eq!(mib(media::MAX_DECODE_BYTES), 382);
-        assert_eq!(DECODE_BUDGET_MIB, 764);
+    fn the_budget_holds_the_largest_decode() {
+        assert_eq!(mib(media::MAX_DECODE_COST), 955);
+        assert_eq!(DECODE_BUDGET_MIB, 955);
         assert_eq!(mib(0), 1);
         assert_eq!(mib(1024 * 1024 + 1), 2);
         // What is not an image weighs nothing of its own (text, a header that does not read).
-        assert_eq!(media::decode_bytes(b"plain text"), 0);
-        assert_eq!(media::decode_bytes(b"\x89PNG\r\n\x1a\n broken"), 0);
+        assert_eq!(media::decode_cost(b"plain text"), 0);
+        assert_eq!(media::decode_cost(b"\x89PNG\r\n\x1a\n broken"), 0);
     }
 
     #[test]
