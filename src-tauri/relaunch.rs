@@ -104,7 +104,9 @@ pub(crate) fn watch_start(identifier: String) -> Arc<AtomicBool> {
         let mut said_slow = false;
         while !flag.load(Ordering::SeqCst) {
             let waited = started.elapsed();
-            match late_start(crate::channel::holder(&identifier), ended, waited) {
+            let holder = crate::channel::holder(&identifier);
+            let ours = matches!(holder, crate::channel::Holder::Other { pid, .. } if process::same_program(pid));
+            match late_start(holder, ours, ended, waited) {
                 Late::TakeOver(pid) => {
                     let why = format!(
                         "it holds the single-instance channel and has not answered in {} s",
@@ -152,12 +154,18 @@ enum Late {
 }
 
 /// The decision of a start `waited` into its toolkit and plugins coming up,
-/// having found `holder` on the channel (and ended `ended` before).
-fn late_start(holder: crate::channel::Holder, ended: Option<u32>, waited: Duration) -> Late {
+/// having found `holder` on the channel (`ours`: it runs this program), and
+/// ended `ended` before.
+fn late_start(holder: crate::channel::Holder, ours: bool, ended: Option<u32>, waited: Duration) -> Late {
     use crate::channel::Holder;
     let secs = waited.as_secs();
     match holder {
         Holder::Other { pid, answers: false } if ended != Some(pid) => Late::TakeOver(pid),
+        // Another program holds the channel: it answers the bus but not as local-mcp does.
+        Holder::Other { pid, answers: true } if !ours => Late::GiveUp(format!(
+            "the desktop's single-instance channel is held by process {pid}, which is not local-mcp and has not \
+             taken this start's arguments in {secs} s; end it and start again"
+        )),
         // Elsewhere the channel names no owner: a start still blocked is taken to be blocked by it.
         // (On Linux the plugin goes on without a bus it cannot reach, so the start is only slow.)
         Holder::Unknown(why) if cfg!(not(target_os = "linux")) => Late::GiveUp(format!(
@@ -253,21 +261,31 @@ mod tests {
     #[test]
     fn only_an_owner_that_does_not_answer_is_ended() {
         assert_eq!(
-            late_start(Holder::Other { pid: 7, answers: false }, None, LATE),
+            late_start(Holder::Other { pid: 7, answers: false }, true, None, LATE),
             Late::TakeOver(7)
         );
         // One that answers is running: a start that is merely slow (its display late) must not end it.
         assert!(matches!(
-            late_start(Holder::Other { pid: 7, answers: true }, None, LATE),
+            late_start(Holder::Other { pid: 7, answers: true }, true, None, LATE),
             Late::Wait(_)
         ));
         // Ended once already: not again.
         assert!(matches!(
-            late_start(Holder::Other { pid: 7, answers: false }, Some(7), LATE),
+            late_start(Holder::Other { pid: 7, answers: false }, true, Some(7), LATE),
             Late::Wait(_)
         ));
-        assert!(matches!(late_start(Holder::Nobody, None, LATE), Late::Wait(_)));
-        assert!(matches!(late_start(Holder::This, None, LATE), Late::Wait(_)));
+        assert!(matches!(late_start(Holder::Nobody, false, None, LATE), Late::Wait(_)));
+        assert!(matches!(late_start(Holder::This, false, None, LATE), Late::Wait(_)));
+    }
+
+    /// Another program that holds the channel and answers pings, but never
+    /// takes a launch's arguments: named at once, not blamed on the toolkit at 120 s.
+    #[test]
+    fn another_program_holding_the_channel_is_named() {
+        match late_start(Holder::Other { pid: 7, answers: true }, false, None, LATE) {
+            Late::GiveUp(why) => assert!(why.contains("held by process 7, which is not local-mcp"), "{why}"),
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]
@@ -278,14 +296,14 @@ mod tests {
             Holder::Other { pid: 7, answers: true },
             Holder::Unknown("no bus".into()),
         ] {
-            match late_start(holder.clone(), None, limit) {
+            match late_start(holder.clone(), true, None, limit) {
                 Late::GiveUp(why) => assert!(why.contains("did not come up in 121 s"), "{holder:?}: {why}"),
                 other => panic!("{holder:?}: {other:?}"),
             }
         }
         // An owner that does not answer is still ended first.
         assert_eq!(
-            late_start(Holder::Other { pid: 7, answers: false }, None, limit),
+            late_start(Holder::Other { pid: 7, answers: false }, true, None, limit),
             Late::TakeOver(7)
         );
     }
@@ -294,7 +312,7 @@ mod tests {
     #[test]
     fn on_linux_a_bus_that_cannot_be_asked_is_a_slow_start() {
         assert!(matches!(
-            late_start(Holder::Unknown("no bus".into()), None, LATE),
+            late_start(Holder::Unknown("no bus".into()), false, None, LATE),
             Late::Wait(_)
         ));
     }

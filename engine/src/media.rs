@@ -201,8 +201,14 @@ fn image(bytes: &[u8], format: ImageFormat) -> Result<(Encoded, (Encoded, Vec<u8
         return Err(Error::Invalid(format!("this {label} image has no pixels")));
     }
     // From here the decode may take what it is weighed at, no more (`decode_allowance`).
+    // A GIF's canvas (its screen) is allocated outside the limit; its frames' buffers within it.
+    let pixel_bytes = decoder.total_bytes();
+    let allowed = match format {
+        ImageFormat::Gif => decode_allowance(pixel_bytes) - pixel_bytes,
+        _ => decode_allowance(pixel_bytes),
+    };
     let mut limits = Limits::default();
-    limits.max_alloc = Some(decode_allowance(decoder.total_bytes()));
+    limits.max_alloc = Some(allowed);
     decoder.set_limits(limits).map_err(unreadable)?;
     let orientation = decoder
         .orientation()
@@ -384,6 +390,27 @@ mod tests {
             Err(Error::Invalid(m)) => assert!(m.contains("too large to decode"), "{m}"),
             other => panic!("a {width}×{height} frame on a 1×1 screen: {other:?}"),
         }
+        // On a large screen too: the canvas (outside the decoder's limit) and the frame
+        // together stay within the weight (2.5× the canvas and 1 MiB).
+        let on_screen = |screen: u16, frame: u16| {
+            let mut out = Vec::new();
+            let mut gif = gif::Encoder::new(&mut out, screen, screen, &[0, 0, 0, 255, 255, 255]).unwrap();
+            let pixels = vec![0u8; usize::from(frame) * usize::from(frame)];
+            gif.write_frame(&gif::Frame {
+                width: frame,
+                height: frame,
+                buffer: std::borrow::Cow::Borrowed(&pixels),
+                ..Default::default()
+            })
+            .unwrap();
+            drop(gif);
+            prepare(&out)
+        };
+        assert!(
+            matches!(on_screen(1000, 1600), Err(Error::Invalid(_))),
+            "a canvas of 4 MB and a frame of 10.2 MB, weighed at 11 MB"
+        );
+        assert!(on_screen(1000, 1000).is_ok(), "a frame the size of its screen");
     }
 
     fn png(width: u32, height: u32) -> Vec<u8> {
