@@ -12,6 +12,8 @@
 
 /// Who owns the channel now.
 #[derive(Debug, Clone, PartialEq, Eq)]
+// Elsewhere than Linux the owner is always `Unknown`.
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
 pub enum Holder {
     /// Nobody: whatever holds this start up, it is not another app.
     Nobody,

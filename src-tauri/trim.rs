@@ -19,6 +19,9 @@
 //! range read from `smaps` that meanwhile held something else loses nothing
 //! to a page-out, and a page another process maps is left alone.
 
+// Reading the mappings is Linux only: elsewhere only `drop_code_pages` (a no-op) is used.
+#![cfg_attr(not(target_os = "linux"), allow(dead_code))]
+
 /// A range of this process's address space that can be dropped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Range {
