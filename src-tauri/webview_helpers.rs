@@ -115,12 +115,19 @@ pub fn window_created(app: &AppHandle) {
     tauri::async_runtime::spawn(async move {
         tokio::time::sleep(SETTLED).await;
         if !app.webview_windows().is_empty() {
-            match crate::trim::drop_code_pages() {
-                Ok(bytes) => tracing::debug!(mib = bytes >> 20, "a window settled: gave back the code pages"),
-                Err(e) => tracing::debug!(error = %e, "could not read this process's mappings"),
-            }
+            give_back("a window settled").await;
         }
     });
+}
+
+/// Have the kernel reclaim this process's clean code pages (`trim`), off
+/// the async threads (hundreds of mappings, and the kernel's work on them).
+async fn give_back(when: &'static str) {
+    match tauri::async_runtime::spawn_blocking(crate::trim::drop_code_pages).await {
+        Ok(Ok(bytes)) => tracing::debug!(mib = bytes >> 20, "{when}: gave back the code pages"),
+        Ok(Err(e)) => tracing::debug!(error = %e, "could not read this process's mappings"),
+        Err(e) => tracing::debug!(error = %e, "giving back the code pages did not finish"),
+    }
 }
 
 /// How long after start-up: what it does once (loading, the tray's first
@@ -143,10 +150,7 @@ fn when_no_window(app: &AppHandle, delay: Duration) {
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
         if app.webview_windows().is_empty() {
-            match crate::trim::drop_code_pages() {
-                Ok(bytes) => tracing::debug!(mib = bytes >> 20, "no window open: gave back the code pages"),
-                Err(e) => tracing::debug!(error = %e, "could not read this process's mappings"),
-            }
+            give_back("no window open").await;
         }
     });
 }
