@@ -185,17 +185,7 @@ mod tests {
             bus.ask()
         );
 
-        let mut other = Command::new(std::env::current_exe().unwrap())
-            .args([
-                "--exact",
-                "channel::tests::own_the_channel_for_a_test",
-                "--ignored",
-                "--nocapture",
-            ])
-            .env(OWN, &bus.address)
-            .stdout(Stdio::null())
-            .spawn()
-            .unwrap();
+        let mut other = crate::test_child("channel::tests::own_the_channel_for_a_test", OWN, &bus.address);
         let pid = other.id();
         assert!(
             process::wait_until(Duration::from_secs(20), || bus.ask()

@@ -358,17 +358,7 @@ mod tests {
 
     impl LockHolder {
         fn start(path: &Path) -> LockHolder {
-            let child = std::process::Command::new(std::env::current_exe().unwrap())
-                .args([
-                    "--exact",
-                    "instance::tests::hold_the_lock_for_a_test",
-                    "--ignored",
-                    "--nocapture",
-                ])
-                .env(HOLD, path)
-                .stdout(std::process::Stdio::null())
-                .spawn()
-                .unwrap();
+            let child = crate::test_child("instance::tests::hold_the_lock_for_a_test", HOLD, path);
             let holder = LockHolder(child);
             let file = private_fs::open_or_create(path).unwrap();
             assert!(

@@ -460,3 +460,17 @@ async fn follow_engine(
         }
     }
 }
+
+/// Another process for a test: a copy of this test binary that runs only the
+/// ignored test `test` (which reads `var` to know it is that copy), its
+/// output dropped. Used where a test needs a second process to hold a lock
+/// or a bus name.
+#[cfg(test)]
+pub(crate) fn test_child(test: &str, var: &str, value: impl AsRef<std::ffi::OsStr>) -> std::process::Child {
+    std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", test, "--ignored", "--nocapture"])
+        .env(var, value)
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap()
+}

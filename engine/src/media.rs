@@ -100,14 +100,19 @@ pub fn decode_cost(bytes: &[u8]) -> u64 {
     let Some(format) = image_format(bytes) else {
         return 0;
     };
+    header(bytes, format)
+        .map(|d| decode_allowance(d.total_bytes().min(MAX_ALLOC)))
+        .unwrap_or(0)
+}
+
+/// A decoder of `bytes` with their header read, under the limits every
+/// decode starts with: what `decode_cost` weighs is what `image` decodes.
+fn header(bytes: &[u8], format: ImageFormat) -> image::ImageResult<impl ImageDecoder + '_> {
     let mut reader = ImageReader::with_format(Cursor::new(bytes), format);
     let mut limits = Limits::default();
     limits.max_alloc = Some(MAX_ALLOC);
     reader.limits(limits);
-    reader
-        .into_decoder()
-        .map(|d| decode_allowance(d.total_bytes().min(MAX_ALLOC)))
-        .unwrap_or(0)
+    reader.into_decoder()
 }
 
 /// The most [`decode_cost`] can say: for 50 megapixels of 16-bit RGBA.
@@ -178,11 +183,7 @@ fn image(bytes: &[u8], format: ImageFormat) -> Result<(Encoded, (Encoded, Vec<u8
         };
         Error::Invalid(format!("not a readable {label} image ({why})"))
     };
-    let mut reader = ImageReader::with_format(Cursor::new(bytes), format);
-    let mut limits = Limits::default();
-    limits.max_alloc = Some(MAX_ALLOC);
-    reader.limits(limits);
-    let mut decoder = reader.into_decoder().map_err(unreadable)?;
+    let mut decoder = header(bytes, format).map_err(unreadable)?;
     let (width, height) = decoder.dimensions();
     // The header is read; nothing large is allocated yet.
     let pixels = u64::from(width) * u64::from(height);
