@@ -112,6 +112,100 @@ pub fn holder(_identifier: &str) -> Holder {
     Holder::Unknown("this platform's single-instance channel names no owner".into())
 }
 
+/// What came of handing a second launch's arguments to the app that holds
+/// the channel.
+#[derive(Debug, PartialEq, Eq)]
+// Elsewhere than Linux the answer is always `NotHere`.
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+pub enum Handed {
+    /// The running app took them: this launch is done.
+    Taken,
+    /// The channel's holder did not answer in time (why): it has hung.
+    NoAnswer(String),
+    /// Not handed (why): nobody holds the channel, there is no bus to reach
+    /// it by, or this platform's channel is only the plugin's. The start goes
+    /// on as a first launch would, and the plugin decides.
+    NotHere(String),
+}
+
+/// Hand this launch's arguments and working folder to the app `identifier`
+/// that holds the channel, as the single-instance plugin's second launch
+/// does, but before the toolkit starts: a second launch that finds its app
+/// running is done without opening the display (GTK's start was half of
+/// that launch's time), so the window it asks for comes that much sooner.
+/// The call is bounded by `patience`, the plugin's is not.
+#[cfg(target_os = "linux")]
+pub fn hand(identifier: &str, patience: std::time::Duration) -> Handed {
+    let identifier = identifier.to_owned();
+    let argv: Vec<String> = std::env::args_os().map(|a| a.to_string_lossy().into_owned()).collect();
+    let cwd = std::env::current_dir()
+        .unwrap_or_default()
+        .to_string_lossy()
+        .into_owned();
+    let (tx, rx) = std::sync::mpsc::channel();
+    // On a thread of its own: zbus bounds the call, not the bus's handshake.
+    let asked = std::thread::Builder::new().name("channel-hand".into()).spawn(move || {
+        let _ = tx.send(match zbus::blocking::connection::Builder::session() {
+            Ok(bus) => hand_on(bus, &identifier, &argv, &cwd, patience),
+            Err(e) => Handed::NotHere(format!("no session bus: {e}")),
+        });
+    });
+    if let Err(e) = asked {
+        return Handed::NotHere(format!("could not reach the session bus: {e}"));
+    }
+    rx.recv_timeout(patience + ASK).unwrap_or_else(|_| {
+        Handed::NoAnswer(format!(
+            "the session bus did not carry a launch's arguments in {} s",
+            (patience + ASK).as_secs()
+        ))
+    })
+}
+
+#[cfg(not(target_os = "linux"))]
+pub fn hand(_identifier: &str, _patience: std::time::Duration) -> Handed {
+    Handed::NotHere("this platform's single-instance channel is the plugin's alone".into())
+}
+
+/// `hand`, on the bus `bus` leads to. The plugin's names: the bus name
+/// `<identifier>.SingleInstance`, served at that name as a path ('.' → '/',
+/// '-' → '_'), method `org.SingleInstance.DBus.ExecuteCallback(argv, cwd)`.
+#[cfg(target_os = "linux")]
+fn hand_on(
+    bus: zbus::blocking::connection::Builder<'_>,
+    identifier: &str,
+    argv: &[String],
+    cwd: &str,
+    patience: std::time::Duration,
+) -> Handed {
+    let name = format!("{identifier}.SingleInstance");
+    let path = format!("/{}", name.replace('.', "/").replace('-', "_"));
+    let connection = match bus.method_timeout(patience).build() {
+        Ok(c) => c,
+        Err(e) => return Handed::NotHere(format!("the session bus: {e}")),
+    };
+    let called = connection.call_method(
+        Some(name.as_str()),
+        path.as_str(),
+        Some("org.SingleInstance.DBus"),
+        "ExecuteCallback",
+        &(argv, cwd),
+    );
+    match called {
+        Ok(_) => Handed::Taken,
+        Err(zbus::Error::InputOutput(e)) if e.kind() == std::io::ErrorKind::TimedOut => Handed::NoAnswer(format!(
+            "it did not take a launch's arguments in {} s",
+            patience.as_secs()
+        )),
+        // The holder left or stopped without answering.
+        Err(zbus::Error::MethodError(error, _, _)) if error.as_str() == "org.freedesktop.DBus.Error.NoReply" => {
+            Handed::NoAnswer("it did not answer a launch's arguments".into())
+        }
+        // Nobody holds the channel (the app is starting or leaving), or its
+        // holder does not serve the plugin's call: the plugin's own way decides.
+        Err(e) => Handed::NotHere(format!("{name}: {e}")),
+    }
+}
+
 #[cfg(test)]
 #[cfg(target_os = "linux")]
 mod tests {
@@ -231,6 +325,113 @@ mod tests {
         unsafe { libc::kill(bus.daemon.id() as i32, libc::SIGCONT) };
     }
 
+    /// A launch's arguments are handed to the app holding the channel, as
+    /// the plugin's own second launch hands them: the holder's callback gets
+    /// them, word for word, with the folder.
+    #[test]
+    fn a_launch_hands_its_arguments_to_the_holder() {
+        let bus = Bus::start();
+        let argv = vec![
+            "local-mcp".to_string(),
+            "--quick-add".to_string(),
+            "é ünïcode".to_string(),
+        ];
+        let patience = Duration::from_secs(5);
+        let hand = |argv: &[String]| {
+            hand_on(
+                Builder::address(bus.address.as_str()).unwrap(),
+                ID,
+                argv,
+                "/a folder",
+                patience,
+            )
+        };
+        assert!(
+            matches!(hand(&argv), Handed::NotHere(_)),
+            "nobody holds the channel yet"
+        );
+
+        let (tx, rx) = std::sync::mpsc::channel();
+        let _holder = Builder::address(bus.address.as_str())
+            .unwrap()
+            .name(format!("{ID}.SingleInstance"))
+            .unwrap()
+            .serve_at(PATH, Plugin(tx))
+            .unwrap()
+            .build()
+            .unwrap();
+        assert_eq!(hand(&argv), Handed::Taken);
+        assert_eq!(
+            rx.recv_timeout(Duration::from_secs(5))
+                .expect("the holder's callback ran"),
+            (argv, "/a folder".to_string())
+        );
+    }
+
+    /// A holder in another process that stops answering is told apart from
+    /// one that answers, within the patience given: the launch then takes
+    /// over instead of waiting on it for ever. One that holds the name but
+    /// serves no such call is not blamed: the plugin's own way decides.
+    #[test]
+    fn a_holder_that_does_not_answer_is_told_apart() {
+        let bus = Bus::start();
+        let argv = vec!["local-mcp".to_string()];
+        let patience = Duration::from_secs(2);
+        let hand = || {
+            hand_on(
+                Builder::address(bus.address.as_str()).unwrap(),
+                ID,
+                &argv,
+                "/",
+                patience,
+            )
+        };
+        let mut other = crate::test_child("channel::tests::own_the_channel_for_a_test", OWN, &bus.address);
+        let pid = other.id();
+        assert!(
+            process::wait_until(Duration::from_secs(20), || hand() == Handed::Taken),
+            "the other process {pid} never took the arguments: {:?}",
+            hand()
+        );
+        // SAFETY: kill(2) on the child this test started (killed below).
+        unsafe { libc::kill(pid as i32, libc::SIGSTOP) };
+        let began = std::time::Instant::now();
+        let handed = hand();
+        assert!(matches!(handed, Handed::NoAnswer(_)), "{handed:?}");
+        assert!(
+            began.elapsed() < patience + Duration::from_secs(2),
+            "{:?}",
+            began.elapsed()
+        );
+        other.kill().unwrap();
+        other.wait().unwrap();
+
+        // A holder serving something else at the plugin's path.
+        let _foreign = Builder::address(bus.address.as_str())
+            .unwrap()
+            .name(format!("{ID}.SingleInstance"))
+            .unwrap()
+            .serve_at(PATH, Served)
+            .unwrap()
+            .build()
+            .unwrap();
+        let handed = hand();
+        assert!(matches!(handed, Handed::NotHere(_)), "{handed:?}");
+    }
+
+    /// Where the plugin serves its object for the app `ID`.
+    const PATH: &str = "/dev/local_mcp/test_channel/SingleInstance";
+
+    /// The plugin's object: it gives the callback each launch's arguments.
+    struct Plugin(std::sync::mpsc::Sender<(Vec<String>, String)>);
+
+    #[zbus::interface(name = "org.SingleInstance.DBus")]
+    impl Plugin {
+        fn execute_callback(&mut self, argv: Vec<String>, cwd: String) {
+            let _ = self.0.send((argv, cwd));
+        }
+    }
+
     /// The object the copy serves, as the plugin serves its own.
     struct Served;
 
@@ -244,7 +445,7 @@ mod tests {
 
     /// Not a test of its own: what the copy of this binary runs.
     #[test]
-    #[ignore = "run by the_bus_names_who_holds_the_channel in a child process"]
+    #[ignore = "run by the tests above in a child process"]
     fn own_the_channel_for_a_test() {
         let Ok(address) = std::env::var(OWN) else {
             return;
@@ -254,7 +455,9 @@ mod tests {
             .unwrap()
             .name(format!("{ID}.SingleInstance"))
             .unwrap()
-            .serve_at("/dev/local_mcp/test_channel/SingleInstance", Served)
+            .serve_at(PATH, Served)
+            .unwrap()
+            .serve_at(PATH, Plugin(std::sync::mpsc::channel().0))
             .unwrap()
             .build()
             .unwrap();

@@ -35,6 +35,25 @@ pub(crate) fn hand_over(running: instance::State, lock_path: &Path, context: tau
     // app that is stopped or wedged never answers: past our patience, end it
     // (the call then fails, and this start goes on from there).
     let pid = running.pid;
+    // Handed over before the toolkit starts, when the running app holds its
+    // channel (the usual case): no display opened for a launch that ends here.
+    match crate::channel::hand(&context.config().identifier, HAND_OVER_PATIENCE) {
+        crate::channel::Handed::Taken => return ExitCode::SUCCESS,
+        crate::channel::Handed::NoAnswer(why) => {
+            if process::alive(pid) {
+                if let Err(e) = instance::take_over(pid, "the running local-mcp", &why) {
+                    eprintln!("local-mcp: could not start: {e}");
+                    return ExitCode::FAILURE;
+                }
+            }
+            return relaunch(&why, attempt);
+        }
+        crate::channel::Handed::NotHere(why) => tracing::debug!("{why}; handing over through the plugin"),
+    }
+    if let Err(why) = crate::webview_helpers::open_display() {
+        eprintln!("{why}");
+        return ExitCode::from(3);
+    }
     let answered = watchdog(HAND_OVER_PATIENCE, move || {
         let why = format!(
             "it did not take a launch's arguments in {} s",

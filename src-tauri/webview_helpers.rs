@@ -92,6 +92,32 @@ fn no_egl_here() {
 #[cfg(not(target_os = "linux"))]
 pub fn before_toolkit() {}
 
+/// Open the display, as Tauri's first step would (on the main thread, after
+/// [`before_toolkit`]): Tauri panics, deep in its event loop, on a display it
+/// cannot open (`DISPLAY` naming no server, a server that refuses this
+/// account); this says what is wrong instead, and where to turn. Tauri's own
+/// start then finds GTK up and goes on.
+#[cfg(target_os = "linux")]
+pub fn open_display() -> Result<(), String> {
+    gtk::init().map_err(|_| {
+        let display = std::env::var("WAYLAND_DISPLAY")
+            .ok()
+            .filter(|v| !v.is_empty())
+            .or_else(|| std::env::var("DISPLAY").ok())
+            .unwrap_or_default();
+        format!(
+            "local-mcp: cannot open the display {display:?}, so the tray app cannot start.\n\
+             On a machine without a display run the headless server instead — same options, same URL:\n\
+             \n    local-mcp-server            (or: npm start, which picks it for you)\n"
+        )
+    })
+}
+
+#[cfg(not(target_os = "linux"))]
+pub fn open_display() -> Result<(), String> {
+    Ok(())
+}
+
 /// Call when a window is destroyed: once no window is left, end the
 /// webview's helper processes that outlive them, and give back the code
 /// pages the window used.

@@ -28,6 +28,7 @@ pub fn show_main(app: &AppHandle) {
 }
 
 fn create_main(app: &AppHandle) -> tauri::Result<()> {
+    let began = std::time::Instant::now();
     let shell = app.state::<Shell>();
     let origin = shell.origin.clone();
     let opener = app.clone();
@@ -61,9 +62,17 @@ fn create_main(app: &AppHandle) -> tauri::Result<()> {
             tauri::webview::NewWindowResponse::Deny
         })
         .build()?;
+    let built = began.elapsed();
     let _ = window.restore_state(StateFlags::all());
     sign_in(&window, &shell);
+    let signed_in = began.elapsed();
     window.navigate(shell.page_url.clone())?;
+    tracing::debug!(
+        built_ms = built.as_millis() as u64,
+        signed_in_ms = signed_in.as_millis() as u64,
+        navigating_ms = began.elapsed().as_millis() as u64,
+        "the queue window is built"
+    );
     crate::webview_helpers::window_created(app);
     Ok(())
 }

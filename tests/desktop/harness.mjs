@@ -319,6 +319,32 @@ export function windowColors(title) {
 }
 
 /** The titles of the X windows that are shown. */
+/**
+ * Follow windows titled `title` as the X server maps and unmaps them, in one
+ * long-lived process (`xwindow.py watch`): `events` gets `{ at, shown }` (at:
+ * `performance.now()`) as they come. `ready` resolves once it is watching;
+ * `stop()` ends it (until then it keeps this process running).
+ */
+export function watchWindows(title) {
+  const child = spawn("python3", [join(root, "tests/desktop/xwindow.py"), "watch", title], { stdio: ["ignore", "pipe", "inherit"] });
+  const watch = { events: [], stop: () => child.kill() };
+  let buffered = "";
+  watch.ready = new Promise((resolve, reject) => {
+    child.on("exit", (code) => reject(new Error(`the window watcher ended (${code}) before it was ready`)));
+    child.stdout.on("data", (chunk) => {
+      const at = performance.now();
+      buffered += chunk;
+      const lines = buffered.split("\n");
+      buffered = lines.pop();
+      for (const line of lines) {
+        if (line === "ready") resolve();
+        else watch.events.push({ at, shown: line === "shown" });
+      }
+    });
+  });
+  return watch;
+}
+
 export function shownWindows() {
   const out = spawnSync("python3", [join(root, "tests/desktop/xwindow.py"), "list"], { timeout: 10000, encoding: "utf8" }).stdout ?? "";
   return out

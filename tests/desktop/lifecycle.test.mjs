@@ -138,6 +138,33 @@ test("the webview lives only while a window is open: none when started hidden, n
   assert.equal(run.exited.code, 0, `SIGTERM quits like the tray's Quit${said(run)}`);
 });
 
+test("a second launch hands over to the running app before it opens the display", async () => {
+  await noAppRunning();
+  const { base, env } = await setting("hand-over");
+  const run = launch(["--hidden"], env);
+  await answering(base, run);
+  // Its display cannot be opened: only a launch that never starts the
+  // toolkit (GTK's start was half of a second launch's time) gets through.
+  const second = spawnSync(app, [], { env: { ...env, DISPLAY: ":7777" }, timeout: 30000, encoding: "utf8" });
+  assert.equal(second.status, 0, `second launch: ${second.stderr}`);
+  await until(() => shownWindows().includes("local-mcp"), "the running app's queue window shown");
+  assert.equal(appProcesses().length, 1, "one app running");
+  run.child.kill("SIGTERM");
+  await until(() => run.exited, "the app gone on SIGTERM");
+});
+
+test("a start on a display that cannot be opened says so, and leaves nothing running", async () => {
+  await noAppRunning();
+  const { base, env } = await setting("no-display");
+  const start = spawnSync(app, [], { env: { ...env, DISPLAY: ":7777" }, timeout: 60000, encoding: "utf8" });
+  assert.equal(start.status, 3, `exit status (a panic is 101): ${start.stderr}`);
+  assert.match(start.stderr, /cannot open the display ":7777"/);
+  assert.match(start.stderr, /local-mcp-server/, "it names the headless server");
+  assert.doesNotMatch(start.stderr, /panicked/);
+  assert.deepEqual(appProcesses(), [], "nothing left running");
+  await assert.rejects(fetch(`${base}/healthz`, { signal: AbortSignal.timeout(2000) }), "its engine stopped with it");
+});
+
 test("a start while the previous app is leaving waits for it, and ends in one running app", async () => {
   await noAppRunning();
   const { base, env } = await setting("leaving");

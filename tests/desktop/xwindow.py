@@ -3,7 +3,10 @@
 `python3 xwindow.py close TITLE` sends WM_DELETE_WINDOW (the request a
 window manager sends when the person clicks ×) to every window titled TITLE;
 `python3 xwindow.py list` prints the titled windows, one per line (mapped
-ones marked "*"); `python3 xwindow.py colors TITLE` prints how many colours
+ones marked "*"); `python3 xwindow.py watch TITLE` prints "ready", then
+"shown" or "hidden" each time a window titled TITLE is mapped or the last
+one goes, as the X server says it (one process for a whole bench: spawning
+one per look would take CPU from the app it times); `python3 xwindow.py colors TITLE` prints how many colours
 a grid of the shown window TITLE's pixels has, as the X server holds them
 (1 for a window nothing was drawn in, dozens for a page with text). The desktop tests and the footprint bench run under Xvfb,
 where no window manager would send it, and without WebDriver, which would
@@ -86,6 +89,11 @@ class XEvent(ctypes.Union):
 
 CLIENT_MESSAGE = 33
 IS_VIEWABLE = 2
+UNMAP_NOTIFY, MAP_NOTIFY = 18, 19
+DESTROY_NOTIFY = 17
+SUBSTRUCTURE_NOTIFY_MASK = 1 << 19
+x11.XSelectInput.argtypes = [ctypes.c_void_p, Window, ctypes.c_long]
+x11.XNextEvent.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
 
 
 def windows(display, parent):
@@ -153,6 +161,29 @@ def colors(display, window, step=6):
         x11.XDestroyImage(image)
 
 
+def watch(display, title):
+    """Say "shown"/"hidden" as windows titled `title` come and go (top-level
+    windows are children of the root: its substructure events tell of them)."""
+    x11.XSelectInput(display, x11.XDefaultRootWindow(display), SUBSTRUCTURE_NOTIFY_MASK)
+    x11.XFlush(display)
+    shown = False
+
+    def look():
+        nonlocal shown
+        now = any(mapped and name == title for _w, name, mapped in titled(display))
+        if now != shown:
+            shown = now
+            print("shown" if now else "hidden", flush=True)
+
+    look()
+    print("ready", flush=True)
+    event = XEvent()
+    while True:
+        x11.XNextEvent(display, ctypes.byref(event))
+        if event.xclient.type in (MAP_NOTIFY, UNMAP_NOTIFY, DESTROY_NOTIFY):
+            look()
+
+
 def main():
     display = x11.XOpenDisplay(None)
     if not display:
@@ -169,6 +200,9 @@ def main():
                 print(f"no shown window titled {sys.argv[2]!r}", file=sys.stderr)
                 return 1
             print(colors(display, shown[0]))
+            return 0
+        if sys.argv[1:2] == ["watch"] and len(sys.argv) == 3:
+            watch(display, sys.argv[2])
             return 0
         if sys.argv[1:2] == ["close"] and len(sys.argv) == 3:
             if close(display, sys.argv[2]) == 0:
