@@ -143,27 +143,7 @@ pub fn run() -> ExitCode {
     let db_path = config.db_path.clone();
     let connection_file = config.connection_file.clone();
     let api_token = config.api_token.clone();
-    let starting = tauri::async_runtime::spawn(engine::start(config, shutdown.clone()));
-    // The display meanwhile, on this thread (GTK's): one that cannot be
-    // opened is said plainly, and the engine stopped before this start ends.
-    if let Err(why) = webview_helpers::open_display() {
-        eprintln!("{why}");
-        shutdown.cancel();
-        if let Ok(Ok(engine)) = tauri::async_runtime::block_on(starting) {
-            let _ = tauri::async_runtime::block_on(async {
-                tokio::time::timeout(Duration::from_secs(6), engine.stopped()).await
-            });
-        }
-        return ExitCode::from(3);
-    }
-    let started = match tauri::async_runtime::block_on(starting) {
-        Err(e) => {
-            eprintln!("local-mcp: could not start: the engine's start failed: {e}");
-            return ExitCode::FAILURE;
-        }
-        Ok(started) => started,
-    };
-    let started = match started {
+    let started = match tauri::async_runtime::block_on(engine::start(config, shutdown.clone())) {
         Ok(engine) => Started::Engine(engine),
         // A headless server serves this database already: be its window and tray.
         Err(engine::Error::InUse(why)) => match attach_to(&db_path, connection_file.as_deref(), api_token) {
@@ -178,6 +158,19 @@ pub fn run() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    // The display, where Tauri would open it (not beside the engine's start:
+    // on two cores that slowed the engine's first answer by 10-20 ms): one
+    // that cannot be opened is said plainly, with the engine stopped first.
+    if let Err(why) = webview_helpers::open_display() {
+        eprintln!("{why}");
+        shutdown.cancel();
+        if let Started::Engine(engine) = started {
+            let _ = tauri::async_runtime::block_on(async {
+                tokio::time::timeout(Duration::from_secs(6), engine.stopped()).await
+            });
+        }
+        return ExitCode::from(3);
+    }
     let started = Arc::new(Mutex::new(Some(started)));
     let in_setup = started.clone();
     let setup_shutdown = shutdown.clone();

@@ -12,7 +12,8 @@
 // polled every 5 ms (median of 5 fresh starts). A window is opened as a
 // person's second launch opens it (the single-instance hand-over), and its
 // page counts as shown when the page's event stream opens (the engine logs
-// that at debug level; a binary that does not log it gets "-").
+// that at debug level; a binary that does not log it gets "-"); it is
+// re-opened 3 times (LOCAL_MCP_FOOTPRINT_REOPENS), the median reported.
 
 import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -37,7 +38,7 @@ import {
 
 const SETTLE_MS = Number(process.env.LOCAL_MCP_FOOTPRINT_SETTLE_MS ?? 8000);
 const LAUNCHES = 5;
-const REOPENS = 3;
+const REOPENS = Number(process.env.LOCAL_MCP_FOOTPRINT_REOPENS ?? 3);
 const TITLE = "local-mcp";
 /** The engine's line for a page's event stream is at debug level. */
 const LOG_LEVEL = "info,engine::http::sse=debug";
@@ -177,9 +178,9 @@ async function measure({ label, path }) {
         ["tray-resident after the window closed", closedRow, "≤ 60 MiB"],
         ["launch → engine answers /healthz (median of 5)", `${median(launches).toFixed(0)} ms`, "≤ 100 ms"],
         ["first open → page's event stream", first.page === null ? "-" : `${first.page.toFixed(0)} ms`, ""],
-        ["re-open → the second launch has handed over (median of 3)", handedMs, ""],
-        ["re-open → window mapped (median of 3)", mappedMs, ""],
-        ["re-open → page's event stream (median of 3)", pageMs, "≤ 300 ms"],
+        ["re-open → the second launch has handed over (median)", handedMs, ""],
+        ["re-open → window mapped (median)", mappedMs, ""],
+        ["re-open → page's event stream (median)", pageMs, "≤ 300 ms"],
       ],
     };
   } finally {
