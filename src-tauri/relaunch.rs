@@ -26,14 +26,12 @@ pub(crate) const RELAUNCH_VAR: &str = "LOCAL_MCP_RELAUNCH";
 /// Starts tried before giving up (the first and three relaunches, over ~2 s of pauses).
 pub(crate) const STARTS: u32 = 4;
 
-/// A second launch: the single-instance plugin gives the running app this
-/// launch's arguments (it brings its window forward, opens quick add…) and
-/// ends this process. If the running app does not answer, it has hung: take
-/// over from it and start again.
+/// A second launch: the running app gets this launch's arguments (it brings
+/// its window forward, opens quick add…) and this process ends — over the
+/// session bus before the toolkit starts where it can (`channel::hand`),
+/// else through the single-instance plugin. If the running app does not
+/// answer, it has hung: take over from it and start again.
 pub(crate) fn hand_over(running: instance::State, lock_path: &Path, context: tauri::Context, attempt: u32) -> ExitCode {
-    // The plugin's call waits for the answer with no bound of its own, and an
-    // app that is stopped or wedged never answers: past our patience, end it
-    // (the call then fails, and this start goes on from there).
     let pid = running.pid;
     // Handed over before the toolkit starts, when the running app holds its
     // channel (the usual case): no display opened for a launch that ends here.
@@ -54,6 +52,9 @@ pub(crate) fn hand_over(running: instance::State, lock_path: &Path, context: tau
         eprintln!("{why}");
         return ExitCode::from(3);
     }
+    // The plugin's call waits for the answer with no bound of its own, and an
+    // app that is stopped or wedged never answers: past our patience, end it
+    // (the call then fails, and this start goes on from there).
     let answered = watchdog(HAND_OVER_PATIENCE, move || {
         let why = format!(
             "it did not take a launch's arguments in {} s",
