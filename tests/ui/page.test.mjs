@@ -382,8 +382,11 @@ describe("the queue page", () => {
     };
     const r = await server.api("POST", "/api/import", file);
     assert.equal(r.status, 200, JSON.stringify(r.body));
-    await until(async () => (await railTexts(page)).includes("Imported and pending"), { what: "the imported ticket" });
-    await until(async () => (await page.locator("#ledger .entry__text").first().textContent()) === "Imported from another machine", { what: "the imported history, newest first" });
+    // An import commits in one transaction and the page then reloads what it shows: under a second
+    // on a quiet machine, over five beside a cold release build (CI's command, once).
+    // What is checked is that the import reaches the open page, not how fast: speed is the bench's.
+    await until(async () => (await railTexts(page)).includes("Imported and pending"), { what: "the imported ticket", timeout: 20000 });
+    await until(async () => (await page.locator("#ledger .entry__text").first().textContent()) === "Imported from another machine", { what: "the imported history, newest first", timeout: 20000 });
     const report = page.locator("#ledger .entry").first().locator("strong");
     assert.equal(await report.textContent(), "there", "the report's HTML is rendered here, not taken from the file");
     assert.deepEqual(errors, []);
