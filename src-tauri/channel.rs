@@ -37,27 +37,52 @@ const ASK: std::time::Duration = std::time::Duration::from_secs(3);
 #[cfg(target_os = "linux")]
 pub fn holder(identifier: &str) -> Holder {
     let identifier = identifier.to_owned();
-    bounded(move || match zbus::blocking::connection::Builder::session() {
+    holder_within(move || match zbus::blocking::connection::Builder::session() {
         Ok(bus) => holder_on(bus, &identifier),
         Err(e) => Holder::Unknown(format!("the session bus: {e}")),
     })
 }
 
-/// `ask`'s answer, asked on a thread of its own; `Unknown` if it takes longer
-/// than its questions may (its own connection, two questions and a ping).
+/// `ask`'s answer within the time its questions may take (its own
+/// connection, two questions and a ping); `Unknown` past that.
 #[cfg(target_os = "linux")]
-fn bounded(ask: impl FnOnce() -> Holder + Send + 'static) -> Holder {
+fn holder_within(ask: impl FnOnce() -> Holder + Send + 'static) -> Holder {
+    bounded(ASK * 4, ask).unwrap_or_else(|unasked| match unasked {
+        Unasked::NoThread(e) => Holder::Unknown(format!("could not ask the session bus: {e}")),
+        Unasked::Late(within) => Holder::Unknown(format!("the session bus did not answer in {} s", within.as_secs())),
+    })
+}
+
+/// Why a question to the bus got no answer (`bounded`).
+#[cfg(target_os = "linux")]
+enum Unasked {
+    /// There was no thread to ask it on.
+    NoThread(std::io::Error),
+    /// It was asked, and not answered within this long.
+    Late(std::time::Duration),
+}
+
+/// `ask`'s answer, asked on a thread of its own and waited for at most
+/// `within`: zbus bounds method calls, not the bus's handshake.
+#[cfg(target_os = "linux")]
+fn bounded<T: Send + 'static>(
+    within: std::time::Duration,
+    ask: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, Unasked> {
     let (tx, rx) = std::sync::mpsc::channel();
-    let asked = std::thread::Builder::new()
-        .name("channel-holder".into())
+    std::thread::Builder::new()
+        .name("channel-ask".into())
         .spawn(move || {
             let _ = tx.send(ask());
-        });
-    if let Err(e) = asked {
-        return Holder::Unknown(format!("could not ask the session bus: {e}"));
-    }
-    rx.recv_timeout(ASK * 4)
-        .unwrap_or_else(|_| Holder::Unknown(format!("the session bus did not answer in {} s", (ASK * 4).as_secs())))
+        })
+        .map_err(Unasked::NoThread)?;
+    rx.recv_timeout(within).map_err(|_| Unasked::Late(within))
+}
+
+/// The session bus name of the plugin's channel for the app `identifier`.
+#[cfg(target_os = "linux")]
+fn bus_name(identifier: &str) -> String {
+    format!("{identifier}.SingleInstance")
 }
 
 /// The owner of the channel of the app `identifier` on the bus `bus` leads to.
@@ -65,7 +90,7 @@ fn bounded(ask: impl FnOnce() -> Holder + Send + 'static) -> Holder {
 fn holder_on(bus: zbus::blocking::connection::Builder<'_>, identifier: &str) -> Holder {
     use zbus::names::BusName;
 
-    let name = format!("{identifier}.SingleInstance");
+    let name = bus_name(identifier);
     let Ok(name) = BusName::try_from(name.as_str()) else {
         return Holder::Unknown(format!("{name} is not a bus name"));
     };
@@ -142,22 +167,19 @@ pub fn hand(identifier: &str, patience: std::time::Duration) -> Handed {
         .unwrap_or_default()
         .to_string_lossy()
         .into_owned();
-    let (tx, rx) = std::sync::mpsc::channel();
-    // On a thread of its own: zbus bounds the call, not the bus's handshake.
-    let asked = std::thread::Builder::new().name("channel-hand".into()).spawn(move || {
-        let _ = tx.send(match zbus::blocking::connection::Builder::session() {
+    let handed = bounded(
+        patience + ASK,
+        move || match zbus::blocking::connection::Builder::session() {
             Ok(bus) => hand_on(bus, &identifier, &argv, &cwd, patience),
             Err(e) => Handed::NotHere(format!("no session bus: {e}")),
-        });
-    });
-    if let Err(e) = asked {
-        return Handed::NotHere(format!("could not reach the session bus: {e}"));
-    }
-    rx.recv_timeout(patience + ASK).unwrap_or_else(|_| {
-        Handed::NoAnswer(format!(
+        },
+    );
+    handed.unwrap_or_else(|unasked| match unasked {
+        Unasked::NoThread(e) => Handed::NotHere(format!("could not reach the session bus: {e}")),
+        Unasked::Late(within) => Handed::NoAnswer(format!(
             "the session bus did not carry a launch's arguments in {} s",
-            (patience + ASK).as_secs()
-        ))
+            within.as_secs()
+        )),
     })
 }
 
@@ -177,7 +199,7 @@ fn hand_on(
     cwd: &str,
     patience: std::time::Duration,
 ) -> Handed {
-    let name = format!("{identifier}.SingleInstance");
+    let name = bus_name(identifier);
     let path = format!("/{}", name.replace('.', "/").replace('-', "_"));
     let connection = match bus.method_timeout(patience).build() {
         Ok(c) => c,
@@ -246,11 +268,18 @@ mod tests {
 
         /// A connection of this process that owns the channel's name.
         fn own(&self) -> zbus::blocking::Connection {
+            self.owner().build().unwrap()
+        }
+
+        /// The same, serving `served` where the plugin serves its object.
+        fn own_serving(&self, served: impl zbus::object_server::Interface) -> zbus::blocking::Connection {
+            self.owner().serve_at(PATH, served).unwrap().build().unwrap()
+        }
+
+        fn owner(&self) -> Builder<'_> {
             Builder::address(self.address.as_str())
                 .unwrap()
                 .name(format!("{ID}.SingleInstance"))
-                .unwrap()
-                .build()
                 .unwrap()
         }
     }
@@ -319,7 +348,7 @@ mod tests {
         unsafe { libc::kill(bus.daemon.id() as i32, libc::SIGSTOP) };
         let address = bus.address.clone();
         let began = std::time::Instant::now();
-        let asked = bounded(move || holder_on(Builder::address(address.as_str()).unwrap(), ID));
+        let asked = holder_within(move || holder_on(Builder::address(address.as_str()).unwrap(), ID));
         assert!(matches!(asked, Holder::Unknown(_)), "{asked:?}");
         assert!(began.elapsed() < ASK * 5, "{:?}", began.elapsed());
         unsafe { libc::kill(bus.daemon.id() as i32, libc::SIGCONT) };
@@ -352,14 +381,7 @@ mod tests {
         );
 
         let (tx, rx) = std::sync::mpsc::channel();
-        let _holder = Builder::address(bus.address.as_str())
-            .unwrap()
-            .name(format!("{ID}.SingleInstance"))
-            .unwrap()
-            .serve_at(PATH, Plugin(tx))
-            .unwrap()
-            .build()
-            .unwrap();
+        let _holder = bus.own_serving(Plugin(tx));
         assert_eq!(hand(&argv), Handed::Taken);
         assert_eq!(
             rx.recv_timeout(Duration::from_secs(5))
@@ -407,14 +429,7 @@ mod tests {
         other.wait().unwrap();
 
         // A holder serving something else at the plugin's path.
-        let _foreign = Builder::address(bus.address.as_str())
-            .unwrap()
-            .name(format!("{ID}.SingleInstance"))
-            .unwrap()
-            .serve_at(PATH, Served)
-            .unwrap()
-            .build()
-            .unwrap();
+        let _foreign = bus.own_serving(Served);
         let handed = hand();
         assert!(matches!(handed, Handed::NotHere(_)), "{handed:?}");
     }

@@ -165,9 +165,7 @@ pub fn run() -> ExitCode {
         eprintln!("{why}");
         shutdown.cancel();
         if let Started::Engine(engine) = started {
-            let _ = tauri::async_runtime::block_on(async {
-                tokio::time::timeout(Duration::from_secs(6), engine.stopped()).await
-            });
+            stop(engine, &shutdown);
         }
         return ExitCode::from(3);
     }
@@ -227,9 +225,7 @@ pub fn run() -> ExitCode {
             shutdown.cancel();
             let taken = started.lock_anyway().take();
             if let Some(Started::Engine(engine)) = taken {
-                let _ = tauri::async_runtime::block_on(async {
-                    tokio::time::timeout(Duration::from_secs(6), engine.stopped()).await
-                });
+                stop(engine, &shutdown);
             }
             return relaunch(&e.to_string(), attempt);
         }
@@ -406,10 +402,16 @@ fn stop_engine(app: &AppHandle, shutdown: &CancellationToken) {
     };
     let engine = shell.engine.lock_anyway().take();
     if let Some(engine) = engine {
-        let _ = tauri::async_runtime::block_on(async {
-            tokio::time::timeout(Duration::from_secs(6), engine.stopped()).await
-        });
+        stop(engine, shutdown);
     }
+}
+
+/// Stop `engine` (its `shutdown` token) and wait for it, at most 6 s: its
+/// waiting agents answered and its database closed.
+fn stop(engine: Engine, shutdown: &CancellationToken) {
+    shutdown.cancel();
+    let _ =
+        tauri::async_runtime::block_on(async { tokio::time::timeout(Duration::from_secs(6), engine.stopped()).await });
 }
 
 /// React to engine events: tray on every status change, notifications on

@@ -37,15 +37,7 @@ pub(crate) fn hand_over(running: instance::State, lock_path: &Path, context: tau
     // channel (the usual case): no display opened for a launch that ends here.
     match crate::channel::hand(&context.config().identifier, HAND_OVER_PATIENCE) {
         crate::channel::Handed::Taken => return ExitCode::SUCCESS,
-        crate::channel::Handed::NoAnswer(why) => {
-            if process::alive(pid) {
-                if let Err(e) = instance::take_over(pid, "the running local-mcp", &why) {
-                    eprintln!("local-mcp: could not start: {e}");
-                    return ExitCode::FAILURE;
-                }
-            }
-            return relaunch(&why, attempt);
-        }
+        crate::channel::Handed::NoAnswer(why) => return take_over_and_start_again(pid, &why, attempt),
         crate::channel::Handed::NotHere(why) => tracing::debug!("{why}; handing over through the plugin"),
     }
     if let Err(why) = crate::webview_helpers::open_display() {
@@ -83,16 +75,20 @@ pub(crate) fn hand_over(running: instance::State, lock_path: &Path, context: tau
             }
             _ => relaunch("the running local-mcp was leaving", attempt),
         },
-        Err(e) => {
-            if process::alive(running.pid) {
-                if let Err(refused) = instance::take_over(running.pid, "the running local-mcp", &e.to_string()) {
-                    eprintln!("local-mcp: could not start: {refused}");
-                    return ExitCode::FAILURE;
-                }
-            }
-            relaunch(&e.to_string(), attempt)
+        Err(e) => take_over_and_start_again(pid, &e.to_string(), attempt),
+    }
+}
+
+/// The running app `pid` did not take a launch's arguments (`why`): end it
+/// if it still runs, and start again in its place.
+fn take_over_and_start_again(pid: u32, why: &str, attempt: u32) -> ExitCode {
+    if process::alive(pid) {
+        if let Err(refused) = instance::take_over(pid, "the running local-mcp", why) {
+            eprintln!("local-mcp: could not start: {refused}");
+            return ExitCode::FAILURE;
         }
     }
+    relaunch(why, attempt)
 }
 
 /// How long a second launch waits for the running app to take its arguments.

@@ -356,13 +356,23 @@ pub fn missing_display(display: Option<&str>, wayland: Option<&str>) -> Option<S
     if set(display) || set(wayland) {
         return None;
     }
-    Some(
-        "local-mcp: no graphical display (neither DISPLAY nor WAYLAND_DISPLAY is set), so the tray app cannot start.\n\
-         On a machine without a display run the headless server instead — same options, same URL:\n\
-         \n    local-mcp-server            (or: npm start, which picks it for you)\n"
-            .into(),
-    )
+    Some(format!(
+        "local-mcp: no graphical display (neither DISPLAY nor WAYLAND_DISPLAY is set), so the tray app cannot start.\n{HEADLESS}"
+    ))
 }
+
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+/// What to say when the display `display` (the variable's value) is set but
+/// cannot be opened: no X server there, or one that refuses this account.
+// Only Linux opens the display before Tauri does (`webview_helpers::open_display`).
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+pub fn unopenable_display(display: &str) -> String {
+    format!("local-mcp: cannot open the display {display:?}, so the tray app cannot start.\n{HEADLESS}")
+}
+
+/// Where to turn without a display.
+const HEADLESS: &str = "On a machine without a display run the headless server instead — same options, same URL:\n\
+     \n    local-mcp-server            (or: npm start, which picks it for you)\n";
 
 #[cfg(test)]
 mod clipboard_tests {
@@ -691,6 +701,11 @@ mod tests {
             assert!(msg.contains("local-mcp-server"));
             assert!(missing_display(Some(":0"), None).is_none());
             assert!(missing_display(None, Some("wayland-0")).is_none());
+            let msg = unopenable_display(":7");
+            assert!(
+                msg.contains("cannot open the display \":7\"") && msg.contains("local-mcp-server"),
+                "{msg}"
+            );
         }
     }
 }

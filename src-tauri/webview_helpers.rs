@@ -105,11 +105,7 @@ pub fn open_display() -> Result<(), String> {
             .filter(|v| !v.is_empty())
             .or_else(|| std::env::var("DISPLAY").ok())
             .unwrap_or_default();
-        format!(
-            "local-mcp: cannot open the display {display:?}, so the tray app cannot start.\n\
-             On a machine without a display run the headless server instead — same options, same URL:\n\
-             \n    local-mcp-server            (or: npm start, which picks it for you)\n"
-        )
+        crate::view::unopenable_display(&display)
     })
 }
 
