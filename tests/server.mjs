@@ -129,8 +129,12 @@ export async function startServer({ dir = mkdtempSync(join(tmpdir(), "local-mcp-
   return server;
 }
 
-/** Poll `check()` until it is truthy (bounded). */
-export async function until(check, { timeout = 5000, what = "condition" } = {}) {
+/**
+ * Poll `check()` until it is truthy, for at most `timeout` ms. The default is
+ * generous: it bounds a wait for something to happen, not how fast it happens
+ * (on a busy 2-core machine a page update can take seconds; speed is the bench's).
+ */
+export async function until(check, { timeout = 15000, what = "condition" } = {}) {
   const deadline = Date.now() + timeout;
   for (;;) {
     const v = await check();

@@ -6,7 +6,7 @@ import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { chromium } from "playwright-core";
 
-import { root, startServer as startBinary } from "../server.mjs";
+import { root, startServer as startBinary, until } from "../server.mjs";
 
 export { root, serverBin, until } from "../server.mjs";
 export const artifacts = join(root, "tests/artifacts");
@@ -26,7 +26,9 @@ export async function launchBrowser() {
 
 /**
  * A page on the server, recording console errors and every request URL.
- * `colorScheme` picks the OS theme the page sees.
+ * `colorScheme` picks the OS theme the page sees. `settled()` waits until the
+ * page is live on its event stream with none of its API requests in flight:
+ * from then on, a change it shows without a new request came over the stream.
  */
 export async function openPage(browser, server, { width = 1280, height = 800, colorScheme = "light", reducedMotion = "reduce" } = {}) {
   const context = await browser.newContext({ viewport: { width, height }, colorScheme, reducedMotion });
@@ -34,9 +36,27 @@ export async function openPage(browser, server, { width = 1280, height = 800, co
   const page = await context.newPage();
   const errors = [];
   const requests = [];
+  const inFlight = new Set();
+  const isApi = (r) => new URL(r.url()).pathname.startsWith("/api/") && !r.url().includes("/api/events");
   page.on("console", (m) => m.type() === "error" && errors.push(m.text()));
   page.on("pageerror", (e) => errors.push(String(e)));
-  page.on("request", (r) => requests.push(r.url()));
+  page.on("request", (r) => {
+    requests.push(r.url());
+    if (isApi(r)) inFlight.add(r);
+  });
+  page.on("requestfinished", (r) => inFlight.delete(r));
+  page.on("requestfailed", (r) => inFlight.delete(r));
   await page.goto(server.url + "/");
-  return { page, context, errors, requests };
+  // Quiet twice, 300 ms apart: a request the page has just begun reaches us a moment later.
+  const quiet = async () => inFlight.size === 0 && (await page.locator("#conn").getAttribute("data-conn")) === "live";
+  const settled = () =>
+    until(async () => (await quiet()) && (await new Promise((r) => setTimeout(r, 300))) === undefined && (await quiet()), {
+      what: "the page live on its event stream, no API request in flight",
+    });
+  return { page, context, errors, requests, settled };
+}
+
+/** The API requests among `requests` from index `from` on (the event stream's excepted). */
+export function apiRequestsSince(requests, from) {
+  return requests.slice(from).filter((u) => new URL(u).pathname.startsWith("/api/") && !u.includes("/api/events"));
 }

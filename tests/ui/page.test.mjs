@@ -8,7 +8,7 @@ import { createRequire } from "node:module";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 
-import { artifacts, launchBrowser, openPage, serverBin, startServer, until } from "./harness.mjs";
+import { apiRequestsSince, artifacts, launchBrowser, openPage, serverBin, startServer, until } from "./harness.mjs";
 
 const require = createRequire(import.meta.url);
 
@@ -153,17 +153,18 @@ describe("the queue page", () => {
     for (const i of await server.pending()) await server.api("DELETE", `/api/instructions/${i.id}`);
   });
 
-  test("an agent consuming a ticket moves it to the ledger within a second; send again", async () => {
+  test("an agent consuming a ticket moves it to the ledger live, over the event stream; send again", async () => {
     await server.add("ship it");
-    const { page, errors, context } = await openPage(browser, server);
+    const { page, errors, context, requests, settled } = await openPage(browser, server);
     await until(async () => (await railTexts(page)).includes("ship it"), { what: "ticket" });
-    const t0 = Date.now();
+    await settled();
+    const mark = requests.length;
     const got = await server.consume("copilot-e2e");
     assert.equal(got.instruction.content, "ship it");
-    await until(async () => (await texts(page, "#ledger .entry__text")).includes("ship it"), { what: "ledger entry", timeout: 1000 });
-    const took = Date.now() - t0;
-    assert.ok(took < 1000, `moved in ${took} ms`);
-    await until(async () => !(await railTexts(page)).includes("ship it"), { what: "gone from the rail", timeout: 1000 });
+    await until(async () => (await texts(page, "#ledger .entry__text")).includes("ship it"), { what: "ledger entry" });
+    await until(async () => !(await railTexts(page)).includes("ship it"), { what: "gone from the rail" });
+    // Shown without asking the server again: the event stream carried it (how fast is the bench's row).
+    assert.deepEqual(apiRequestsSince(requests, mark), [], "no reload or poll brought it");
     const entry = page.locator("#ledger .entry").first();
     assert.equal(await entry.locator(".entry__text").evaluate((e) => getComputedStyle(e).textDecorationLine), "line-through");
     assert.match(await entry.locator(".entry__meta").textContent(), /copilot-e2e/);
@@ -318,11 +319,8 @@ describe("the queue page", () => {
     for (const i of await server.pending()) await server.api("DELETE", `/api/instructions/${i.id}`);
     for (let i = 0; i < 1200; i++) await server.add(`bulk ${i}`);
     for (let i = 0; i < 1200; i++) await server.consume("bulk-agent");
-    const t0 = Date.now();
     const { page, errors, context } = await openPage(browser, server);
     await until(async () => (await page.locator("#ledger .entry").count()) >= 20, { what: "the first ledger rows" });
-    const loaded = Date.now() - t0;
-    assert.ok(loaded < 3000, `page with a long ledger ready in ${loaded} ms`);
     assert.ok((await page.locator("#ledger .entry").count()) < 1200, "not everything at once");
     assert.match(await page.locator("#ledger-aside").textContent(), /12\d\d delivered/);
     assert.equal(await page.locator("#ledger .entry__text").first().textContent(), "bulk 1199", "newest first");
@@ -560,10 +558,13 @@ describe("reports", () => {
   });
 
   test("an agent's report shows live and inert; picking an option answers it first", async () => {
-    const { page, errors, context, requests } = await openPage(browser, server);
+    const { page, errors, context, requests, settled } = await openPage(browser, server);
     await server.add("Refactor the parser");
     await until(async () => (await railTexts(page)).includes("Refactor the parser"), { what: "ticket" });
     await server.consume("rep");
+    await until(async () => (await texts(page, "#ledger .entry__text")).includes("Refactor the parser"), { what: "delivered" });
+    await settled();
+    const mark = requests.length;
     const hostile = [
       "Done: **parser split** into `lexer.rs` and `ast.rs`.",
       "",
@@ -576,11 +577,10 @@ describe("reports", () => {
       "",
       "Ship it?",
     ].join("\n");
-    const t0 = Date.now();
     await server.consume("rep", null, { report: hostile, options: ["Ship it", "Add tests first"] });
     const entryReport = page.locator("#ledger .entry .report").first();
-    await until(async () => (await entryReport.count()) === 1, { what: "report under the ledger entry", timeout: 1000 });
-    assert.ok(Date.now() - t0 < 1000, "live within a second");
+    await until(async () => (await entryReport.count()) === 1, { what: "report under the ledger entry" });
+    assert.deepEqual(apiRequestsSince(requests, mark), [], "live: the event stream brought it, no reload");
     assert.equal(await entryReport.locator("strong").textContent(), "parser split");
     assert.equal(await entryReport.locator("td").first().textContent(), "lexer.rs");
     assert.equal(await page.evaluate(() => window.__pwned), undefined, "no script ran");
@@ -621,9 +621,10 @@ describe("reports", () => {
     const nested = Array.from({ length: 500 }, (_, i) => "  ".repeat(i) + "- x").join("\n");
     await server.consume("rep", null, { report: "`".repeat(60000) + "\n\n" + nested.slice(0, 4000) });
     await until(async () => (await page.locator('#agents li[data-agent="rep"] .report__body pre').count()) === 1, { what: "the big report shown" });
+    // A hang guard, not a speed test: a renderer stuck on the report would not take input at all.
     const t1 = Date.now();
     await page.locator("#composer-text").fill("still typing");
-    assert.ok(Date.now() - t1 < 2000, "the page answers input");
+    assert.ok(Date.now() - t1 < 10000, "the page answers input");
     assert.equal(await page.evaluate(() => window.__pwned), undefined);
     assert.deepEqual(errors, []);
     await context.close();
@@ -1047,6 +1048,27 @@ describe("resilience", () => {
     await until(async () => (await page.locator("#conn").textContent()) === "polling", { what: "polling shown" });
     await server.add("seen by polling");
     await until(async () => (await railTexts(page)).includes("seen by polling"), { what: "polled update", timeout: 8000 });
+    await context.close();
+    await server.stop();
+  });
+
+  test("a load that fails while the stream is live is tried again until it succeeds", async () => {
+    const server = await startServer();
+    await server.add("there all along");
+    const context = await browser.newContext({ reducedMotion: "reduce" });
+    const page = await context.newPage();
+    // The real server answers; the first two loads of the rail fail in between
+    // (a proxy's hiccup): the boot's, and the one made when the stream opens.
+    let failed = 0;
+    await page.route(/\/api\/instructions\?status=pending/, (route) =>
+      failed < 2 ? (failed++, route.fulfill({ status: 502, contentType: "application/json", body: JSON.stringify({ error: { code: "bad_gateway", message: "The proxy lost the answer." } }) })) : route.continue(),
+    );
+    await page.goto(server.url + "/");
+    await until(async () => (await page.locator("#conn").textContent()) === "live", { what: "the stream live" });
+    await until(async () => /Retrying/.test(await page.locator("#banner").textContent()), { what: "the banner says it retries" });
+    await until(async () => (await railTexts(page)).includes("there all along"), { what: "the retried load" });
+    await until(() => page.locator("#banner").isHidden(), { what: "the banner gone" });
+    assert.equal(failed, 2, "both failed loads were made");
     await context.close();
     await server.stop();
   });

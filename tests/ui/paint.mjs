@@ -3,7 +3,11 @@
 // page in a fresh browser context (no cache, as on a first open) and takes,
 // from the start of navigation: the first contentful paint, and the moment
 // the ledger holds its first delivered entry (the page's data has arrived and
-// been drawn). Prints one JSON object: {"fcp_ms": [...], "ledger_ms": [...]}.
+// been drawn). Then, in one open page, RUNS times: an instruction is queued,
+// an agent's `get_user_request` takes it, and the time from sending that call
+// to the page drawing the delivery in its ledger (over the event stream).
+// Prints one JSON object: {"fcp_ms": [...], "ledger_ms": [...], "live_ms": [...]}.
+// The server must answer without a token, in stateless MCP mode.
 
 import { chromium } from "playwright-core";
 
@@ -29,6 +33,7 @@ const browser = await chromium.launch({
 });
 const fcp = [];
 const ledger = [];
+const liveTimes = [];
 try {
   for (let i = 0; i < Number(runs); i++) {
     const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
@@ -44,7 +49,36 @@ try {
     ledger.push(times.ledger);
     await context.close();
   }
+  await live(Number(runs));
 } finally {
   await browser.close();
 }
-console.log(JSON.stringify({ fcp_ms: fcp, ledger_ms: ledger }));
+console.log(JSON.stringify({ fcp_ms: fcp, ledger_ms: ledger, live_ms: liveTimes }));
+
+/** Runs in the page: note when a ledger entry with each text is first drawn (epoch ms). */
+function watchDeliveries() {
+  window.__drawn = {};
+  new MutationObserver(() => {
+    for (const e of document.querySelectorAll("#ledger .entry__text")) window.__drawn[e.textContent] ??= performance.timeOrigin + performance.now();
+  }).observe(document, { childList: true, subtree: true, characterData: true });
+}
+
+async function live(n) {
+  const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+  const page = await context.newPage();
+  await page.addInitScript(watchDeliveries);
+  await page.goto(url);
+  await page.waitForFunction(() => document.querySelector("#conn")?.dataset.conn === "live", null, { timeout: 30_000 });
+  const post = (path, body, headers = {}) => fetch(new URL(path, url), { method: "POST", headers: { "content-type": "application/json", ...headers }, body: JSON.stringify(body) });
+  for (let i = 0; i < n; i++) {
+    const content = `live delivery ${i} ${Date.now()}`;
+    await post("/api/instructions", { content });
+    await page.waitForFunction((c) => [...document.querySelectorAll("#rail .ticket__text")].some((e) => e.textContent.includes(c)), content, { timeout: 30_000 });
+    const sent = performance.timeOrigin + performance.now();
+    const call = { jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "get_user_request", arguments: { agent_id: "bench-live" } } };
+    await (await post("/mcp", call, { accept: "application/json, text/event-stream" })).text();
+    const drawn = await page.waitForFunction((c) => window.__drawn[c], content, { timeout: 30_000 });
+    liveTimes.push((await drawn.jsonValue()) - sent);
+  }
+  await context.close();
+}

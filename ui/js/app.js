@@ -27,6 +27,14 @@ const INITIAL_LEDGER = 50;
 let loadError = null;
 
 /**
+ * A load that fails while the stream is live is tried again after this long:
+ * nothing else would (the stream only brings changes, and polling runs only
+ * without it), and the banner promises a retry.
+ */
+const RETRY_LOAD_MS = 3000;
+let retryTimer = null;
+
+/**
  * The banner says what is wrong now: a failed load, or a dropped live
  * connection. Derived from state, so a late success cannot hide a live problem.
  */
@@ -76,6 +84,7 @@ async function reload() {
     if (err.status === 401) return; // the token gate handles it
     loadError = err.message;
     if (state.conn === "polling" || state.conn === "connecting") setConn("offline");
+    if (state.conn === "live") retryTimer ??= setTimeout(() => ((retryTimer = null), reload()), RETRY_LOAD_MS);
   }
   renderBanner();
 }
@@ -88,7 +97,9 @@ function initConn() {
     el.dataset.conn = c;
     el.textContent = CONN_WORDS[c] ?? c;
     renderBanner();
-    if (c === "live" && state.loaded) reload();
+    // Live again (or for the first time): catch up on what the stream did not carry,
+    // or load at last what failed to load before it opened.
+    if (c === "live") reload();
   });
 }
 
