@@ -1,7 +1,8 @@
 //! `GET /api/events`: the live event stream for the page.
 //!
 //! On connect a stream first replays what the client missed (events after its
-//! `Last-Event-ID`), then sends a fresh `status.changed` snapshot whose id is
+//! `Last-Event-ID`, or for a new client what was logged since its request
+//! came in), then sends a fresh `status.changed` snapshot whose id is
 //! the log position it reflects, then forwards live events. A client that fell
 //! behind the broadcast channel is caught up from the log; one whose cursor is
 //! older than the log keeps gets `stream.reset` and reloads. Streams end when
@@ -59,7 +60,7 @@ const RETRY: Duration = Duration::from_secs(2);
 async fn events(
     State(s): State<AppState>,
     headers: HeaderMap,
-) -> Sse<impl Stream<Item = Result<SseEvent, Infallible>>> {
+) -> Result<Sse<impl Stream<Item = Result<SseEvent, Infallible>>>> {
     let last_id = headers
         .get("last-event-id")
         .and_then(|v| v.to_str().ok())
@@ -67,20 +68,29 @@ async fn events(
     // The page opens this stream once its scripts run: the desktop's
     // footprint bench times a window's page by this line.
     tracing::debug!(replay_after = ?last_id, "an event stream opened");
+    // Where the stream starts is fixed before its answer goes out, and it is
+    // subscribed next: an event logged after that point is replayed or live,
+    // never neither. (Read later, in the task, a change a client made as soon
+    // as its stream answered could fall below the start and be skipped.)
+    let after = match last_id {
+        Some(id) => id,
+        None => s.queue.event_log_bounds().await?.1,
+    };
     let (tx, rx) = mpsc::channel(64);
     let live = s.queue.bus().subscribe();
     tokio::spawn(async move {
         tokio::select! {
             _ = s.shutdown.cancelled() => {}
             _ = tx.closed() => {}
-            r = pump(&s.queue, live, last_id, &tx) => {
+            r = pump(&s.queue, live, after, &tx) => {
                 if let Err(e) = r {
                     tracing::warn!(error = %e, "event stream ended with an error");
                 }
             }
         }
     });
-    Sse::new(ReceiverStream::new(rx)).keep_alive(KeepAlive::new().interval(Duration::from_secs(15)).text("keep-alive"))
+    Ok(Sse::new(ReceiverStream::new(rx))
+        .keep_alive(KeepAlive::new().interval(Duration::from_secs(15)).text("keep-alive")))
 }
 
 type Tx = mpsc::Sender<Result<SseEvent, Infallible>>;
@@ -119,13 +129,12 @@ async fn replay(queue: &Queue, mut cursor: i64, tx: &Tx) -> Result<Option<i64>> 
     }
 }
 
-async fn pump(queue: &Queue, mut live: broadcast::Receiver<Arc<Event>>, last_id: Option<i64>, tx: &Tx) -> Result<()> {
-    let mut cursor = match last_id {
-        Some(id) => match replay(queue, id, tx).await? {
-            Some(c) => c,
-            None => return reset(queue, tx).await,
-        },
-        None => queue.event_log_bounds().await?.1,
+/// Replay what was logged after `after`, send the snapshot, then forward live
+/// events (skipping those the replay sent).
+async fn pump(queue: &Queue, mut live: broadcast::Receiver<Arc<Event>>, after: i64, tx: &Tx) -> Result<()> {
+    let mut cursor = match replay(queue, after, tx).await? {
+        Some(c) => c,
+        None => return reset(queue, tx).await,
     };
     // The snapshot carries the cursor as its id, so a reconnect resumes after it.
     let hello = queue.status_event().await?;

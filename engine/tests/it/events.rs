@@ -115,3 +115,45 @@ async fn open_streams_end_when_the_server_stops() {
     );
     assert!(sse.next().await.is_none(), "the stream ends");
 }
+
+/// A change made as soon as a new stream has answered is on that stream, with
+/// other changes landing all around it. The stream's start used to be read in
+/// its task, after it had answered: a change committed in between fell below
+/// the start and was skipped as if replayed (CI saw a report's event missing).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_change_made_as_soon_as_a_stream_answers_is_on_it() {
+    let s = common::start(|_| {}).await;
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let noise = {
+        let (http, url, stop) = (s.http.clone(), s.api("/api/instructions"), stop.clone());
+        tokio::spawn(async move {
+            let mut n = 0;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let r = http
+                    .post(&url)
+                    .json(&json!({ "content": format!("noise {n}") }))
+                    .send()
+                    .await
+                    .unwrap();
+                assert_eq!(r.status(), 201);
+                n += 1;
+            }
+            n
+        })
+    };
+    for round in 0..60 {
+        let mut sse = SseReader::open(&s, None).await;
+        let mine = s.add(&format!("mine {round}")).await;
+        let seen = tokio::time::timeout(std::time::Duration::from_secs(10), async {
+            while sse.next_of("instruction.created").await.data["data"]["id"] != mine["id"] {}
+        })
+        .await;
+        assert!(
+            seen.is_ok(),
+            "round {round}: the change made as the stream answered was not on it within 10 s"
+        );
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let noisy = noise.await.unwrap();
+    assert!(noisy > 0, "changes landed meanwhile");
+}
