@@ -201,6 +201,12 @@ fn image(bytes: &[u8], format: ImageFormat) -> Result<(Encoded, (Encoded, Vec<u8
     if width == 0 || height == 0 {
         return Err(Error::Invalid(format!("this {label} image has no pixels")));
     }
+    if format == ImageFormat::Jpeg && jpeg_cut_off(bytes) {
+        return Err(Error::Invalid(format!(
+            "not a readable {label} image (it is cut off: the file ends before the picture does; \
+             was it still being written?)"
+        )));
+    }
     // From here the decode may take what it is weighed at, no more (`decode_allowance`).
     // A GIF's canvas (its screen) is allocated outside the limit; its frames' buffers within it.
     let pixel_bytes = decoder.total_bytes();
@@ -224,6 +230,38 @@ fn image(bytes: &[u8], format: ImageFormat) -> Result<(Encoded, (Encoded, Vec<u8
         height: Some(img.height()),
     };
     Ok((original, delivery_copy(img)?))
+}
+
+/// Whether a JPEG ends before its picture does (a file still being written,
+/// a download that stopped). The decoder `image` uses fills what is missing
+/// with grey and says nothing, so the agent would get the top of the picture
+/// and a grey rest, and the person no word of it. A whole file has its
+/// end-of-image marker after the start of its last scan (compressed data
+/// never holds the marker's two bytes); without one, the file is decoded
+/// strictly, which fails where the data runs out — a few writers leave out
+/// only the marker after complete data: a baseline file then decodes and is
+/// taken; a progressive one cannot be told from a file cut between scans,
+/// and is refused (it is cut off, if only by its last two bytes).
+/// Called after the header's size was checked: the decode is weighed as the
+/// other one is, and runs before it (never beside it).
+fn jpeg_cut_off(bytes: &[u8]) -> bool {
+    const START_OF_SCAN: [u8; 2] = [0xFF, 0xDA];
+    const END_OF_IMAGE: [u8; 2] = [0xFF, 0xD9];
+    let Some(last_scan) = bytes.windows(2).rposition(|w| w == START_OF_SCAN) else {
+        return false; // no picture data at all: the decode refuses it
+    };
+    if bytes[last_scan..].windows(2).any(|w| w == END_OF_IMAGE) {
+        return false;
+    }
+    let side = usize::from(u16::try_from(MAX_SIDE).unwrap_or(u16::MAX));
+    let strict = zune_jpeg::zune_core::options::DecoderOptions::default()
+        .set_strict_mode(true)
+        .set_max_width(side)
+        .set_max_height(side);
+    let cursor = zune_jpeg::zune_core::bytestream::ZCursor::new(bytes);
+    zune_jpeg::JpegDecoder::new_with_options(cursor, strict)
+        .decode()
+        .is_err()
 }
 
 /// Scale, then PNG if small enough, else JPEG at falling quality until it fits.
@@ -557,6 +595,53 @@ mod tests {
         let err = prepare(svg.as_bytes()).unwrap_err();
         assert!(err.to_string().contains("SVG"), "{err}");
         assert!(prepare(b"a\0b").is_err());
+    }
+
+    /// A baseline JPEG of 256×192 with detail in it (as `image` writes one).
+    fn jpeg() -> Vec<u8> {
+        let img = image::RgbImage::from_fn(256, 192, |x, y| {
+            image::Rgb([(x * 7 % 256) as u8, (y * 13 % 256) as u8, ((x ^ y) % 256) as u8])
+        });
+        let mut out = Vec::new();
+        DynamicImage::ImageRgb8(img)
+            .write_with_encoder(JpegEncoder::new_with_quality(&mut out, 90))
+            .unwrap();
+        out
+    }
+
+    /// A JPEG cut short is refused in words; one missing only its end marker,
+    /// or with bytes after it, is taken whole.
+    #[test]
+    fn a_jpeg_cut_short_is_refused_and_a_whole_one_taken() {
+        // A progressive one, as cameras and browsers save them (libjpeg-turbo's
+        // `cjpeg -progressive`, 160×120, ten scans).
+        let progressive: &[u8] = include_bytes!("../tests/fixtures/progressive.jpg");
+        for (what, whole) in [("baseline", jpeg()), ("progressive", progressive.to_vec())] {
+            assert_eq!(&whole[whole.len() - 2..], [0xFF, 0xD9], "{what}: ends with its marker");
+            let p = prepare(&whole).unwrap_or_else(|e| panic!("{what}: {e}"));
+            assert_eq!(
+                (p.original.mime_type, p.original.width),
+                ("image/jpeg", Some(if what == "baseline" { 256 } else { 160 }))
+            );
+            for cut in [whole.len() / 2, whole.len() * 9 / 10, whole.len() - 40] {
+                match prepare(&whole[..cut]) {
+                    Err(Error::Invalid(m)) => assert!(m.contains("cut off"), "{what} cut at {cut}: {m}"),
+                    other => panic!("{what} cut at {cut} of {}: {other:?}", whole.len()),
+                }
+            }
+            // Complete data without the end marker: a baseline file decodes strictly to its
+            // last block and is taken; a progressive one, whose decoder looks for a marker
+            // after each scan, cannot be told from one cut at a scan's end, and is refused.
+            let unmarked = prepare(&whole[..whole.len() - 2]);
+            assert_eq!(
+                unmarked.is_ok(),
+                what == "baseline",
+                "{what}, only its end marker missing: {unmarked:?}"
+            );
+            let mut trailed = whole.clone();
+            trailed.extend_from_slice(&[0u8; 64]);
+            assert!(prepare(&trailed).is_ok(), "{what}: bytes after its end");
+        }
     }
 
     #[test]

@@ -48,6 +48,7 @@ impl Queue {
             None => crate::model::DEFAULT_QUEUE.to_owned(),
         };
         let target = agent_id(new.target.as_deref())?;
+        not_empty(&uploads)?;
         let mut item = Instruction::new_pending(content, queue, target, 0, time::now());
         let ready = prepare(item.id.clone(), uploads, 0, 0).await?;
         let items = self
@@ -79,6 +80,7 @@ impl Queue {
         if uploads.is_empty() {
             return Err(Error::Invalid("no files were sent".into()));
         }
+        not_empty(&uploads)?;
         let existing = self.get(id.clone()).await?;
         if existing.status != InstructionStatus::Pending {
             return Err(self
@@ -187,6 +189,19 @@ pub(super) fn check_text(content: String) -> Result<String> {
         return Ok(String::new());
     }
     validate_content(content)
+}
+
+/// A new upload has something in it: an empty file is most often one still
+/// being written or a failed save, and would reach an agent as nothing. (An
+/// import keeps what an older version stored, empty or not.)
+pub(super) fn not_empty(uploads: &[Upload]) -> Result<()> {
+    match uploads.iter().find(|u| u.bytes.is_empty()) {
+        Some(u) => Err(Error::Invalid(format!(
+            "{}: the file is empty (0 bytes); there is nothing in it to attach",
+            attachment_name(&u.name)
+        ))),
+        None => Ok(()),
+    }
 }
 
 fn check_totals(have: usize, have_bytes: usize, ready: &[Ready]) -> Result<()> {

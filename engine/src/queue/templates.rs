@@ -10,7 +10,7 @@
 
 use std::path::PathBuf;
 
-use super::attachments::{prepare, Ready};
+use super::attachments::{not_empty, prepare, Ready};
 use super::{validate_content, Queue};
 use crate::model::{template_name, Template, TemplateFile, Upload};
 use crate::store::{template_folder, Durability, NewFile, TemplateFileRow};
@@ -51,6 +51,7 @@ impl Queue {
         if uploads.is_empty() {
             return Err(Error::Invalid("no files were sent".into()));
         }
+        not_empty(&uploads)?;
         let current = self.template(name).await?;
         let name = current.name.clone();
         let have_bytes = current.files.iter().map(|f| f.bytes as usize).sum();

@@ -384,6 +384,48 @@ fn crc32(data: &[u8]) -> u32 {
 }
 
 #[tokio::test]
+async fn an_empty_file_is_refused_and_the_rest_of_the_request_with_it() {
+    let s = common::start(|_| {}).await;
+    // Beside text, beside a good file, or alone: a 0-byte file (one still being
+    // written, a failed save) would reach an agent as nothing.
+    for form in [
+        Form::new()
+            .text("content", "see the log")
+            .part("files", file("x.jpg", Vec::new(), "image/jpeg")),
+        Form::new()
+            .part("files", file("shot.png", png(8, 8), "image/png"))
+            .part("files", file("notes.txt", Vec::new(), "text/plain")),
+    ] {
+        let (status, body) = s.upload(form).await;
+        assert_eq!(status, 400, "{body}");
+        let message = body["error"]["message"].as_str().unwrap();
+        assert!(message.contains(": the file is empty (0 bytes)"), "{message}");
+        assert!(
+            message.starts_with("x.jpg") || message.starts_with("notes.txt"),
+            "names the file: {message}"
+        );
+    }
+    assert_eq!(s.get_json("/api/instructions").await["items"], json!([]));
+    assert!(stored_files(&s).is_empty(), "{:?}", stored_files(&s));
+    // Added to a pending instruction: refused, and the instruction is as it was.
+    let item = s.add("look at this").await;
+    let id = item["id"].as_str().unwrap().to_owned();
+    let r = s
+        .http
+        .post(s.api(&format!("/api/instructions/{id}/attachments")))
+        .multipart(Form::new().part("files", file("empty.log", Vec::new(), "text/plain")))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 400);
+    assert_eq!(
+        s.get_json(&format!("/api/instructions/{id}")).await["item"],
+        item,
+        "unchanged"
+    );
+}
+
+#[tokio::test]
 async fn files_of_a_pending_instruction_change_until_it_is_taken() {
     let s = common::start(|c| c.settings.default_wait_seconds = 0).await;
     let item = s.add("look at these").await;

@@ -185,6 +185,20 @@ async fn a_templates_files_are_kept_reused_and_removed_with_it() {
     )
     .await;
     assert_eq!(status, 415);
+    let (status, body) = upload(
+        &s,
+        "shot",
+        Form::new().part("files", Part::bytes(Vec::new()).file_name("empty.png")),
+    )
+    .await;
+    assert_eq!(status, 400, "an empty file: {body}");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("empty.png: the file is empty"),
+        "{body}"
+    );
     let mut many = Form::new();
     for n in 0..7 {
         many = many.part(
