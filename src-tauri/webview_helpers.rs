@@ -195,17 +195,11 @@ fn helper_processes() -> Vec<(u32, String)> {
         let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
             continue;
         };
-        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        let Some(stat) = engine::process::stat(pid) else {
             continue;
         };
-        let Some((name, rest)) = stat.split_once(" (").and_then(|(_, r)| r.rsplit_once(')')) else {
-            continue;
-        };
-        let mut fields = rest.split_whitespace();
-        let state = fields.next();
-        let parent = fields.next().and_then(|p| p.parse::<u32>().ok());
-        if name.starts_with("WebKit") && parent == Some(me) && state != Some("Z") {
-            found.push((pid, name.to_owned()));
+        if stat.name.starts_with("WebKit") && stat.parent == me && !stat.gone() {
+            found.push((pid, stat.name));
         }
     }
     found

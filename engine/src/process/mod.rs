@@ -19,6 +19,9 @@ mod imp;
 #[path = "windows.rs"]
 mod imp;
 
+#[cfg(target_os = "linux")]
+pub use imp::{stat, Stat};
+
 /// Whether a process with this pid exists (a zombie counts as gone).
 pub fn alive(pid: u32) -> bool {
     imp::alive(pid)
@@ -160,6 +163,30 @@ mod tests {
         if std::env::var_os("LOCAL_MCP_TEST_WAIT").is_some() {
             std::thread::sleep(Duration::from_secs(30));
         }
+    }
+
+    /// A child's name, state and parent, read right when its name holds the
+    /// characters that end the field (a program may name itself anything).
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_processs_stat_is_read_whatever_its_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let odd = dir.path().join("a) Z 1 (b");
+        std::os::unix::fs::symlink("/bin/sleep", &odd).unwrap();
+        let mut child = std::process::Command::new(&odd).arg("30").spawn().unwrap();
+        let stat = stat(child.id()).unwrap();
+        assert_eq!((stat.name.as_str(), stat.parent), ("a) Z 1 (b", std::process::id()));
+        assert!(!stat.gone(), "{stat:?}");
+        kill(child.id()).unwrap();
+        wait_until(Duration::from_secs(10), || stat_of(&child).is_some_and(|s| s.gone()));
+        assert_eq!(stat_of(&child).map(|s| s.state), Some('Z'), "killed, not yet reaped");
+        child.wait().unwrap();
+        assert_eq!(stat_of(&child), None, "reaped: no such process");
+    }
+
+    #[cfg(target_os = "linux")]
+    fn stat_of(child: &std::process::Child) -> Option<Stat> {
+        stat(child.id())
     }
 
     #[test]

@@ -25,13 +25,47 @@ pub fn alive(p: u32) -> bool {
     }
     // A zombie (exited, not yet reaped by its parent) holds no lock and serves nothing.
     #[cfg(target_os = "linux")]
-    if let Ok(stat) = std::fs::read_to_string(format!("/proc/{p}/stat")) {
-        let state = stat
-            .rsplit_once(')')
-            .and_then(|(_, rest)| rest.split_whitespace().next());
-        return !matches!(state, Some("Z" | "X"));
+    if let Some(stat) = stat(p) {
+        return !stat.gone();
     }
     true
+}
+
+/// What Linux's `/proc/<pid>/stat` says of a process.
+#[cfg(target_os = "linux")]
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Stat {
+    /// Its name (`comm`: the executable's, cut at 15 bytes).
+    pub name: String,
+    /// Its state letter (`R`, `S`, `Z`…).
+    pub state: char,
+    /// Its parent's pid.
+    pub parent: u32,
+}
+
+#[cfg(target_os = "linux")]
+impl Stat {
+    /// Exited: a zombie waiting to be reaped, or dead.
+    pub fn gone(&self) -> bool {
+        matches!(self.state, 'Z' | 'X')
+    }
+}
+
+/// The process's `/proc/<pid>/stat`, if it exists and reads. The name sits
+/// in parentheses and may hold spaces and parentheses itself: it ends at the
+/// last `)`.
+#[cfg(target_os = "linux")]
+pub fn stat(pid: u32) -> Option<Stat> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let (name, rest) = text.split_once(" (")?.1.rsplit_once(')')?;
+    let mut fields = rest.split_whitespace();
+    let state = fields.next()?.chars().next()?;
+    let parent = fields.next()?.parse().ok()?;
+    Some(Stat {
+        name: name.to_owned(),
+        state,
+        parent,
+    })
 }
 
 pub fn terminate(p: u32) -> std::io::Result<()> {
