@@ -203,8 +203,8 @@ fn image(bytes: &[u8], format: ImageFormat) -> Result<(Encoded, (Encoded, Vec<u8
     }
     if format == ImageFormat::Jpeg && jpeg_cut_off(bytes) {
         return Err(Error::Invalid(format!(
-            "not a readable {label} image (it is cut off: the file ends before the picture does; \
-             was it still being written?)"
+            "not a readable {label} image (it is cut off: the file ends without the marker that ends \
+             the picture; was it still being written?)"
         )));
     }
     // From here the decode may take what it is weighed at, no more (`decode_allowance`).
@@ -237,31 +237,19 @@ fn image(bytes: &[u8], format: ImageFormat) -> Result<(Encoded, (Encoded, Vec<u8
 /// with grey and says nothing, so the agent would get the top of the picture
 /// and a grey rest, and the person no word of it. A whole file has its
 /// end-of-image marker after the start of its last scan (compressed data
-/// never holds the marker's two bytes); without one, the file is decoded
-/// strictly, which fails where the data runs out — a few writers leave out
-/// only the marker after complete data: a baseline file then decodes and is
-/// taken; a progressive one cannot be told from a file cut between scans,
-/// and is refused (it is cut off, if only by its last two bytes).
-/// Called after the header's size was checked: the decode is weighed as the
-/// other one is, and runs before it (never beside it).
+/// never holds the marker's two bytes): without one, the file is cut off.
+/// Not left to the decoder: even strictly it decodes a file that lost only
+/// its last bytes (the missing bits read as zeros), and a progressive file
+/// cut between scans looks whole to it. A file whose writer left out only
+/// the marker is refused too; such writers are rare, and the message says
+/// what is missing.
 fn jpeg_cut_off(bytes: &[u8]) -> bool {
     const START_OF_SCAN: [u8; 2] = [0xFF, 0xDA];
     const END_OF_IMAGE: [u8; 2] = [0xFF, 0xD9];
-    let Some(last_scan) = bytes.windows(2).rposition(|w| w == START_OF_SCAN) else {
-        return false; // no picture data at all: the decode refuses it
-    };
-    if bytes[last_scan..].windows(2).any(|w| w == END_OF_IMAGE) {
-        return false;
+    match bytes.windows(2).rposition(|w| w == START_OF_SCAN) {
+        Some(last_scan) => !bytes[last_scan..].windows(2).any(|w| w == END_OF_IMAGE),
+        None => false, // no picture data at all: the decode refuses it
     }
-    let side = usize::from(u16::try_from(MAX_SIDE).unwrap_or(u16::MAX));
-    let strict = zune_jpeg::zune_core::options::DecoderOptions::default()
-        .set_strict_mode(true)
-        .set_max_width(side)
-        .set_max_height(side);
-    let cursor = zune_jpeg::zune_core::bytestream::ZCursor::new(bytes);
-    zune_jpeg::JpegDecoder::new_with_options(cursor, strict)
-        .decode()
-        .is_err()
 }
 
 /// Scale, then PNG if small enough, else JPEG at falling quality until it fits.
@@ -609,8 +597,8 @@ mod tests {
         out
     }
 
-    /// A JPEG cut short is refused in words; one missing only its end marker,
-    /// or with bytes after it, is taken whole.
+    /// A JPEG cut short is refused in words; a whole one, with bytes after its
+    /// end or not, is taken.
     #[test]
     fn a_jpeg_cut_short_is_refused_and_a_whole_one_taken() {
         // A progressive one, as cameras and browsers save them (libjpeg-turbo's
@@ -629,15 +617,18 @@ mod tests {
                     other => panic!("{what} cut at {cut} of {}: {other:?}", whole.len()),
                 }
             }
-            // Complete data without the end marker: a baseline file decodes strictly to its
-            // last block and is taken; a progressive one, whose decoder looks for a marker
-            // after each scan, cannot be told from one cut at a scan's end, and is refused.
-            let unmarked = prepare(&whole[..whole.len() - 2]);
-            assert_eq!(
-                unmarked.is_ok(),
-                what == "baseline",
-                "{what}, only its end marker missing: {unmarked:?}"
-            );
+            // Cut anywhere, even by its end marker alone, it is refused in words: never
+            // a panic, never a picture with a grey rest.
+            for cut in (2..=whole.len() - 2)
+                .step_by(29)
+                .chain([whole.len() - 12, whole.len() - 2])
+            {
+                assert!(
+                    prepare(&whole[..cut]).is_err(),
+                    "{what} cut at {cut} of {}",
+                    whole.len()
+                );
+            }
             let mut trailed = whole.clone();
             trailed.extend_from_slice(&[0u8; 64]);
             assert!(prepare(&trailed).is_ok(), "{what}: bytes after its end");
