@@ -118,11 +118,34 @@ fn header(bytes: &[u8], format: ImageFormat) -> image::ImageResult<impl ImageDec
 /// The most [`decode_cost`] can say: for 50 megapixels of 16-bit RGBA.
 pub const MAX_DECODE_COST: u64 = decode_allowance(MAX_ALLOC);
 
+/// Where a file comes from: what is checked of it besides its type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Arrival {
+    /// Sent now: also refused when it is not whole yet — empty, or a JPEG cut
+    /// short (a file still being written, a download that stopped).
+    New,
+    /// From an archive of an earlier version, which took it: kept as it is,
+    /// so an import is not refused for a file that was accepted once.
+    Restored,
+}
+
 /// Inspect an upload and, for an image, make its delivery copy. CPU-bound
 /// (a decode and an encode): call it off the async threads.
-pub fn prepare(bytes: &[u8]) -> Result<Prepared, Error> {
+pub fn prepare(bytes: &[u8], arrival: Arrival) -> Result<Prepared, Error> {
+    if arrival == Arrival::New && bytes.is_empty() {
+        return Err(Error::Invalid(
+            "the file is empty (0 bytes); there is nothing in it to attach".into(),
+        ));
+    }
     let sha256 = hex::encode(Sha256::digest(bytes));
     if let Some(format) = image_format(bytes) {
+        if arrival == Arrival::New && format == ImageFormat::Jpeg && jpeg_cut_off(bytes) {
+            return Err(Error::Invalid(
+                "not a readable JPEG image (it is cut off: the file ends before the marker that ends \
+                 the picture; was it still being written?)"
+                    .into(),
+            ));
+        }
         let (original, delivery) = image(bytes, format)?;
         return Ok(Prepared {
             kind: Kind::Image,
@@ -201,12 +224,6 @@ fn image(bytes: &[u8], format: ImageFormat) -> Result<(Encoded, (Encoded, Vec<u8
     if width == 0 || height == 0 {
         return Err(Error::Invalid(format!("this {label} image has no pixels")));
     }
-    if format == ImageFormat::Jpeg && jpeg_cut_off(bytes) {
-        return Err(Error::Invalid(format!(
-            "not a readable {label} image (it is cut off: the file ends without the marker that ends \
-             the picture; was it still being written?)"
-        )));
-    }
     // From here the decode may take what it is weighed at, no more (`decode_allowance`).
     // A GIF's canvas (its screen) is allocated outside the limit; its frames' buffers within it.
     let pixel_bytes = decoder.total_bytes();
@@ -235,20 +252,69 @@ fn image(bytes: &[u8], format: ImageFormat) -> Result<(Encoded, (Encoded, Vec<u8
 /// Whether a JPEG ends before its picture does (a file still being written,
 /// a download that stopped). The decoder `image` uses fills what is missing
 /// with grey and says nothing, so the agent would get the top of the picture
-/// and a grey rest, and the person no word of it. A whole file has its
-/// end-of-image marker after the start of its last scan (compressed data
-/// never holds the marker's two bytes): without one, the file is cut off.
-/// Not left to the decoder: even strictly it decodes a file that lost only
-/// its last bytes (the missing bits read as zeros), and a progressive file
-/// cut between scans looks whole to it. A file whose writer left out only
-/// the marker is refused too; such writers are rare, and the message says
-/// what is missing.
+/// and a grey rest, and the person no word of it. Not left to the decoder:
+/// even strictly it decodes a file that lost only its last bytes (the
+/// missing bits read as zeros), and a progressive file cut between scans
+/// looks whole to it. So the file's markers are walked from its start: each
+/// segment skipped by its length, each scan's compressed data to the next
+/// marker (in it, `FF` is followed by `00` or a restart marker only), until
+/// the end-of-image marker. A file that runs out first is cut off; what
+/// follows the marker (a phone's motion-photo video, a second picture) is
+/// not looked at. A file whose markers do not follow that structure is left
+/// to the decoder's judgement.
 fn jpeg_cut_off(bytes: &[u8]) -> bool {
-    const START_OF_SCAN: [u8; 2] = [0xFF, 0xDA];
-    const END_OF_IMAGE: [u8; 2] = [0xFF, 0xD9];
-    match bytes.windows(2).rposition(|w| w == START_OF_SCAN) {
-        Some(last_scan) => !bytes[last_scan..].windows(2).any(|w| w == END_OF_IMAGE),
-        None => false, // no picture data at all: the decode refuses it
+    const MARKER: u8 = 0xFF;
+    const END_OF_IMAGE: u8 = 0xD9;
+    const START_OF_SCAN: u8 = 0xDA;
+    let is_restart = |m: u8| (0xD0..=0xD7).contains(&m);
+    if !bytes.starts_with(&[MARKER, 0xD8]) {
+        return false;
+    }
+    let mut at = 2;
+    loop {
+        // A marker: FF, perhaps more FF as fill, then its code.
+        if bytes.get(at) != Some(&MARKER) {
+            return at >= bytes.len(); // out of bytes: cut off; anything else: not our call
+        }
+        while bytes.get(at) == Some(&MARKER) {
+            at += 1;
+        }
+        let Some(&code) = bytes.get(at) else {
+            return true;
+        };
+        at += 1;
+        match code {
+            END_OF_IMAGE => return false,
+            0x01 => continue,
+            c if is_restart(c) => continue,
+            0x00 | 0xD8 => return false, // not a marker where one belongs: the decoder judges
+            _ => {}
+        }
+        // A segment: its length counts itself, not the marker.
+        let Some(length) = bytes
+            .get(at..at + 2)
+            .map(|l| usize::from(u16::from_be_bytes([l[0], l[1]])))
+        else {
+            return true;
+        };
+        if length < 2 {
+            return false;
+        }
+        at += length;
+        if at > bytes.len() {
+            return true;
+        }
+        if code == START_OF_SCAN {
+            // Compressed data up to the next marker that is not a restart or a stuffed FF.
+            loop {
+                match bytes.get(at..at + 2) {
+                    None => return true,
+                    Some([MARKER, next]) if *next == 0x00 || is_restart(*next) => at += 2,
+                    Some([MARKER, _]) => break,
+                    Some(_) => at += 1,
+                }
+            }
+        }
     }
 }
 
@@ -390,6 +456,11 @@ fn is_svg(text: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// As a file sent now is inspected.
+    fn prepare(bytes: &[u8]) -> Result<Prepared, Error> {
+        super::prepare(bytes, Arrival::New)
+    }
 
     /// A GIF whose first frame is far larger than the 1×1 screen its header
     /// declares: weighed by its screen, its decode may not take the frame's
@@ -604,7 +675,13 @@ mod tests {
         // A progressive one, as cameras and browsers save them (libjpeg-turbo's
         // `cjpeg -progressive`, 160×120, ten scans).
         let progressive: &[u8] = include_bytes!("../tests/fixtures/progressive.jpg");
-        for (what, whole) in [("baseline", jpeg()), ("progressive", progressive.to_vec())] {
+        // A baseline one with a restart marker after each row of blocks (`cjpeg -restart 1`).
+        let restarts: &[u8] = include_bytes!("../tests/fixtures/restarts.jpg");
+        for (what, whole) in [
+            ("baseline", jpeg()),
+            ("progressive", progressive.to_vec()),
+            ("restarts", restarts.to_vec()),
+        ] {
             assert_eq!(&whole[whole.len() - 2..], [0xFF, 0xD9], "{what}: ends with its marker");
             let p = prepare(&whole).unwrap_or_else(|e| panic!("{what}: {e}"));
             assert_eq!(
@@ -629,10 +706,29 @@ mod tests {
                     whole.len()
                 );
             }
-            let mut trailed = whole.clone();
-            trailed.extend_from_slice(&[0u8; 64]);
-            assert!(prepare(&trailed).is_ok(), "{what}: bytes after its end");
+            // What follows the end is not looked at: a phone's motion photo carries a video
+            // there, whose bytes hold every marker's pair.
+            let mut motion = whole.clone();
+            motion.extend((0..200_000u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8));
+            motion.extend_from_slice(&[0xFF, 0xDA, 0x00, 0x0C, 0x03]);
+            assert!(prepare(&motion).is_ok(), "{what}: a video after its end");
+            // From an archive, a file an earlier version took is kept as it was.
+            let cut = &whole[..whole.len() / 2];
+            assert!(
+                super::prepare(cut, Arrival::Restored).is_ok(),
+                "{what}: restored as it was"
+            );
         }
+    }
+
+    #[test]
+    fn an_empty_file_is_refused_when_sent_and_kept_when_restored() {
+        match prepare(b"") {
+            Err(Error::Invalid(m)) => assert!(m.contains("empty (0 bytes)"), "{m}"),
+            other => panic!("{other:?}"),
+        }
+        let kept = super::prepare(b"", Arrival::Restored).unwrap();
+        assert_eq!(kept.kind, Kind::Text);
     }
 
     #[test]

@@ -27,12 +27,15 @@ const INITIAL_LEDGER = 50;
 let loadError = null;
 
 /**
- * A load that fails while the stream is live is tried again after this long:
- * nothing else would (the stream only brings changes, and polling runs only
- * without it), and the banner promises a retry.
+ * A load that fails while the stream is live is tried again: nothing else
+ * would (the stream only brings changes, and polling runs only without it),
+ * and the banner promises a retry. After 3 s, then twice as long each time
+ * it fails again, up to 30 s.
  */
 const RETRY_LOAD_MS = 3000;
+const RETRY_LOAD_MAX_MS = 30_000;
 let retryTimer = null;
+let retryMs = RETRY_LOAD_MS;
 
 /**
  * The banner says what is wrong now: a failed load, or a dropped live
@@ -79,12 +82,16 @@ async function reload() {
     setReports(reports.items);
     load({ pending: pending.items, consumed: consumed.items, status }, missed);
     loadError = null;
+    retryMs = RETRY_LOAD_MS;
   } catch (err) {
     abandonSnapshot(missed);
     if (err.status === 401) return; // the token gate handles it
     loadError = err.message;
     if (state.conn === "polling" || state.conn === "connecting") setConn("offline");
-    if (state.conn === "live") retryTimer ??= setTimeout(() => ((retryTimer = null), reload()), RETRY_LOAD_MS);
+    if (state.conn === "live" && !retryTimer) {
+      retryTimer = setTimeout(() => ((retryTimer = null), reload()), retryMs);
+      retryMs = Math.min(retryMs * 2, RETRY_LOAD_MAX_MS);
+    }
   }
   renderBanner();
 }

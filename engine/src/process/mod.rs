@@ -170,10 +170,17 @@ mod tests {
     #[cfg(target_os = "linux")]
     #[test]
     fn a_processs_stat_is_read_whatever_its_name() {
+        use std::os::unix::process::CommandExt;
         let dir = tempfile::tempdir().unwrap();
         let odd = dir.path().join("a) Z 1 (b");
         std::os::unix::fs::symlink("/bin/sleep", &odd).unwrap();
-        let mut child = std::process::Command::new(&odd).arg("30").spawn().unwrap();
+        // argv[0] says `sleep`, for a sleep that is one of a multi-call binary's programs;
+        // the name in /proc comes from the file run.
+        let mut child = std::process::Command::new(&odd)
+            .arg0("sleep")
+            .arg("30")
+            .spawn()
+            .unwrap();
         let stat = stat(child.id()).unwrap();
         assert_eq!((stat.name.as_str(), stat.parent), ("a) Z 1 (b", std::process::id()));
         assert!(!stat.gone(), "{stat:?}");

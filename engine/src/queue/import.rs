@@ -19,10 +19,12 @@ use std::path::PathBuf;
 
 use sha2::Digest as _;
 
-use super::attachments::{check_text, prepare, write_files, Ready};
+use super::attachments::{check_text, write_files};
+use super::uploads::{prepare, Ready};
 use super::{log_event, validate_content, Queue};
 use crate::events::{Event, EventData, EventKind};
 use crate::export::{self, ImportSummary, Opened};
+use crate::media::Arrival;
 use crate::model::{agent_id, queue_name, time_bound, Instruction, InstructionStatus, Report, Upload};
 use crate::store::Durability;
 use crate::sync::RwLockExt as _;
@@ -350,7 +352,8 @@ async fn read_files(
         let files = if uploads.is_empty() {
             Vec::new()
         } else {
-            prepare(item.id.clone(), uploads, 0, 0)
+            // What an earlier version took is kept as it was (`media::Arrival`).
+            prepare(item.id.clone(), uploads, 0, 0, Arrival::Restored)
                 .await
                 .map_err(|e| at(&place, e))?
         };

@@ -23,6 +23,7 @@ mod queues;
 mod reports;
 mod status;
 mod templates;
+mod uploads;
 mod wait;
 
 use std::collections::HashMap;

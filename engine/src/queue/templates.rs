@@ -10,8 +10,9 @@
 
 use std::path::PathBuf;
 
-use super::attachments::{not_empty, prepare, Ready};
+use super::uploads::{prepare, Ready};
 use super::{validate_content, Queue};
+use crate::media::Arrival;
 use crate::model::{template_name, Template, TemplateFile, Upload};
 use crate::store::{template_folder, Durability, NewFile, TemplateFileRow};
 use crate::{time, Error, Result};
@@ -51,11 +52,17 @@ impl Queue {
         if uploads.is_empty() {
             return Err(Error::Invalid("no files were sent".into()));
         }
-        not_empty(&uploads)?;
         let current = self.template(name).await?;
         let name = current.name.clone();
         let have_bytes = current.files.iter().map(|f| f.bytes as usize).sum();
-        let ready: Vec<Ready> = prepare(template_folder(&name), uploads, current.files.len(), have_bytes).await?;
+        let ready: Vec<Ready> = prepare(
+            template_folder(&name),
+            uploads,
+            current.files.len(),
+            have_bytes,
+            Arrival::New,
+        )
+        .await?;
         let key = name.clone();
         self.blocking(move |i| {
             let folder = template_folder(&key);
