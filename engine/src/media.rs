@@ -95,7 +95,7 @@ pub const fn decode_allowance(pixel_bytes: u64) -> u64 {
 /// header alone (nothing large is allocated): 0 for what is not an image, or
 /// whose header does not read (it fails before any decode); at most
 /// [`MAX_DECODE_COST`]. What a caller weighs uploads by before it lets them
-/// decode side by side (`queue::attachments::DECODING`).
+/// decode side by side (`queue::uploads::DECODING`).
 pub fn decode_cost(bytes: &[u8]) -> u64 {
     let Some(format) = image_format(bytes) else {
         return 0;
