@@ -721,6 +721,35 @@ mod tests {
         }
     }
 
+    /// The marker walk on hostile bytes: it ends, and never panics, whatever
+    /// lengths and markers a file claims.
+    #[test]
+    fn the_marker_walk_survives_any_bytes() {
+        let mut state = 0x2545_F491_4F6C_DD1Du64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        for n in 0..3000 {
+            let len = (next() % 600) as usize;
+            // Biased toward the bytes the walk looks at.
+            let mut bytes: Vec<u8> = (0..len)
+                .map(|_| match next() % 6 {
+                    0 | 1 => 0xFF,
+                    2 => [0xDA, 0xD9, 0xD0, 0x00, 0x01, 0xD8][(next() % 6) as usize],
+                    _ => next() as u8,
+                })
+                .collect();
+            bytes.splice(0..0, [0xFF, 0xD8]);
+            let _ = jpeg_cut_off(&bytes);
+            if n % 10 == 0 {
+                let _ = prepare(&bytes);
+            }
+        }
+    }
+
     #[test]
     fn an_empty_file_is_refused_when_sent_and_kept_when_restored() {
         match prepare(b"") {
