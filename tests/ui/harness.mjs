@@ -37,12 +37,11 @@ export async function openPage(browser, server, { width = 1280, height = 800, co
   const errors = [];
   const requests = [];
   const inFlight = new Set();
-  const isApi = (r) => new URL(r.url()).pathname.startsWith("/api/") && !r.url().includes("/api/events");
   page.on("console", (m) => m.type() === "error" && errors.push(m.text()));
   page.on("pageerror", (e) => errors.push(String(e)));
   page.on("request", (r) => {
     requests.push(r.url());
-    if (isApi(r)) inFlight.add(r);
+    if (isApiRequest(r.url())) inFlight.add(r);
   });
   page.on("requestfinished", (r) => inFlight.delete(r));
   page.on("requestfailed", (r) => inFlight.delete(r));
@@ -56,7 +55,13 @@ export async function openPage(browser, server, { width = 1280, height = 800, co
   return { page, context, errors, requests, settled };
 }
 
+/** A request to the API other than the event stream (which stays open). */
+function isApiRequest(url) {
+  const path = new URL(url).pathname;
+  return path.startsWith("/api/") && path !== "/api/events";
+}
+
 /** The API requests among `requests` from index `from` on (the event stream's excepted). */
 export function apiRequestsSince(requests, from) {
-  return requests.slice(from).filter((u) => new URL(u).pathname.startsWith("/api/") && !u.includes("/api/events"));
+  return requests.slice(from).filter(isApiRequest);
 }

@@ -181,19 +181,17 @@ mod tests {
             .arg("30")
             .spawn()
             .unwrap();
-        let stat = stat(child.id()).unwrap();
-        assert_eq!((stat.name.as_str(), stat.parent), ("a) Z 1 (b", std::process::id()));
-        assert!(!stat.gone(), "{stat:?}");
+        let running = stat(child.id()).unwrap();
+        assert_eq!(
+            (running.name.as_str(), running.parent),
+            ("a) Z 1 (b", std::process::id())
+        );
+        assert!(!running.gone(), "{running:?}");
         kill(child.id()).unwrap();
-        wait_until(Duration::from_secs(10), || stat_of(&child).is_some_and(|s| s.gone()));
-        assert_eq!(stat_of(&child).map(|s| s.state), Some('Z'), "killed, not yet reaped");
+        wait_until(Duration::from_secs(10), || stat(child.id()).is_some_and(|s| s.gone()));
+        assert_eq!(stat(child.id()).map(|s| s.state), Some('Z'), "killed, not yet reaped");
         child.wait().unwrap();
-        assert_eq!(stat_of(&child), None, "reaped: no such process");
-    }
-
-    #[cfg(target_os = "linux")]
-    fn stat_of(child: &std::process::Child) -> Option<Stat> {
-        stat(child.id())
+        assert_eq!(stat(child.id()), None, "reaped: no such process");
     }
 
     #[test]
