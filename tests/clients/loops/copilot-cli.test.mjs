@@ -1,0 +1,34 @@
+// GitHub Copilot CLI (@github/copilot) runs its own agent loop, `copilot -p`,
+// against the real server, with the scripted model as its "bring your own
+// key" provider: COPILOT_PROVIDER_BASE_URL (type "openai", chat completions,
+// SSE) and COPILOT_OFFLINE=true (no GitHub sign-in, no other network).
+// Images in MCP tool results do not reach a BYOK model (github/copilot-cli#4600):
+// the model gets the JSON, whose attachment path the agent can open itself.
+
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+
+import { PROMPT, agentLoop, runTo, serverBin } from "./harness.mjs";
+
+agentLoop({
+  name: "GitHub Copilot CLI",
+  connect: "copilot-cli",
+  known: { name: "GitHub Copilot CLI", version: "1.0.102" },
+  images: "dropped",
+  async configure({ model, home }) {
+    await runTo(serverBin, ["connect", "copilot-cli"], { env: home.env, cwd: home.project });
+    const entry = JSON.parse(readFileSync(join(home.dir, ".copilot", "mcp-config.json"), "utf8")).mcpServers["local-mcp"];
+    return {
+      cmd: "copilot",
+      args: ["-p", PROMPT, "--allow-all-tools"],
+      env: {
+        COPILOT_OFFLINE: "true",
+        COPILOT_PROVIDER_BASE_URL: `${model.url}/v1`,
+        COPILOT_PROVIDER_API_KEY: "scripted-model",
+        COPILOT_MODEL: "scripted",
+        COPILOT_AUTO_UPDATE: "false",
+      },
+      timeout: entry.timeout / 1000,
+    };
+  },
+});
