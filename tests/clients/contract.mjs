@@ -80,6 +80,49 @@ export function clientContract(name, open) {
   }
 }
 
+/**
+ * A stop or a restart breaks no loop: a call waiting when the server is asked
+ * to stop gets its normal answer (never an error, never a hang), and after a
+ * restart on the same database and port the same client's next call reaches
+ * the new process and gets the next instruction — in both MCP modes.
+ */
+export function stopAndRestart(name, open) {
+  for (const mode of MODES) {
+    test(`${name} — ${mode}: a stop answers the waiting call; after a restart the loop goes on`, async () => {
+      const first = await startServer({ mode, waitSeconds: 600 });
+      const client = await open(first);
+      let second;
+      try {
+        assert.deepEqual((await client.listTools()).map((t) => t.name), ["get_user_request"]);
+        const agent = `${name}-${mode}-restart`;
+        const call = client.call(agent);
+        await until(async () => (await first.agent(agent))?.waiting, { what: "the call waits" });
+        const stopping = first.stop();
+        const r = await Promise.race([
+          call,
+          new Promise((_, fail) => setTimeout(() => fail(new Error("the waiting call got no answer within 15 s of the stop")), 15_000)),
+        ]);
+        await stopping;
+        assert.equal(r.isError ?? false, false, JSON.stringify(r));
+        assert.ok(["empty", "default_response"].includes(resultJson(r).result_type), JSON.stringify(resultJson(r)));
+        assert.equal(resultJson(r).instruction, null);
+        assert.equal(first.child.exitCode, 0, first.log.slice(-20).join("\n"));
+
+        second = await startServer({ mode, waitSeconds: 600, dir: first.dir, port: first.port });
+        const text = 'after the restart: "quoted" — ünïcødé\nsecond line';
+        await second.add(text);
+        const next = await client.call(agent);
+        assert.equal(resultJson(next).result_type, "instruction", JSON.stringify(resultJson(next)));
+        assert.equal(resultJson(next).instruction.content, text);
+      } finally {
+        await client.close().catch(() => {});
+        await first.stop();
+        await second?.stop();
+      }
+    });
+  }
+}
+
 const LONG_WAIT = Number(process.env.LOCAL_MCP_TS_LONG_WAIT_SECONDS ?? 70);
 
 /**

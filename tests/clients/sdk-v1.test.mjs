@@ -3,7 +3,7 @@
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 
-import { clientContract, longWait } from "./contract.mjs";
+import { clientContract, longWait, stopAndRestart } from "./contract.mjs";
 
 async function open(server) {
   const client = new Client({ name: "ts-sdk-v1-test", version: "1.0.0" });
@@ -17,3 +17,4 @@ async function open(server) {
 
 clientContract("ts-v1", open);
 longWait("ts-v1", open);
+stopAndRestart("ts-v1", open);

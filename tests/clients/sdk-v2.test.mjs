@@ -3,7 +3,7 @@
 
 import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
 
-import { clientContract, longWait } from "./contract.mjs";
+import { clientContract, longWait, stopAndRestart } from "./contract.mjs";
 
 async function open(server) {
   const client = new Client({ name: "ts-sdk-v2-test", version: "2.0.0" });
@@ -17,3 +17,4 @@ async function open(server) {
 
 clientContract("ts-v2", open);
 longWait("ts-v2", open);
+stopAndRestart("ts-v2", open);

@@ -90,15 +90,16 @@ fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
 
 /// Build the whole router for a running queue.
 pub fn router(state: AppState) -> Router {
+    let (disconnect_guard, mcp) = mcp::service(
+        state.queue.clone(),
+        state.mcp_stateless,
+        MAX_BODY_BYTES,
+        state.shutdown.clone(),
+    );
     let mcp = tower::ServiceBuilder::new()
         .layer(axum::middleware::from_fn(mcp_errors::middleware))
-        .layer(mcp::DisconnectGuardLayer)
-        .service(mcp::service(
-            state.queue.clone(),
-            state.mcp_stateless,
-            MAX_BODY_BYTES,
-            state.shutdown.clone(),
-        ));
+        .layer(disconnect_guard)
+        .service(mcp);
     let (api, doc) = api();
     // Served as written once: the document never changes while serving.
     let doc = bytes::Bytes::from(serde_json::to_vec(&doc).unwrap_or_default());

@@ -49,37 +49,43 @@ use super::{encode, LocalMcp};
 
 type Rmcp = StreamableHttpService<LocalMcp, LocalSessionManager>;
 
-/// `/mcp`: the direct path when it applies (stateless mode), rmcp otherwise.
+/// `/mcp`: the direct path when it applies (stateless mode), rmcp otherwise
+/// — and, in session mode, a session rmcp no longer knows served statelessly
+/// (`super::forgotten`).
 #[derive(Clone)]
 pub struct Mcp {
     rmcp: Rmcp,
     direct: Option<Arc<Direct>>,
+    forgotten: Option<super::forgotten::Forgotten>,
 }
 
 /// What the direct path answers with.
 pub struct Direct {
     handler: LocalMcp,
-    /// Ends every answer's stream, and cancels its call, when the server stops.
-    shutdown: CancellationToken,
+    /// Ends every answer's stream once a stop has let the answers out
+    /// (`mcp::service`): the call itself ends with the stop's start, in
+    /// the queue's wait, and answers.
+    streams_end: CancellationToken,
     max_body_bytes: usize,
     keep_alive: Duration,
 }
 
 impl Mcp {
-    /// `direct`: `Some` in stateless mode.
-    pub fn new(rmcp: Rmcp, direct: Option<Direct>) -> Self {
+    /// `direct`: `Some` in stateless mode; `forgotten`: `Some` in session mode.
+    pub fn new(rmcp: Rmcp, direct: Option<Direct>, forgotten: Option<super::forgotten::Forgotten>) -> Self {
         Mcp {
             rmcp,
             direct: direct.map(Arc::new),
+            forgotten,
         }
     }
 }
 
 impl Direct {
-    pub fn new(handler: LocalMcp, shutdown: CancellationToken, max_body_bytes: usize, keep_alive: Duration) -> Self {
+    pub fn new(handler: LocalMcp, streams_end: CancellationToken, max_body_bytes: usize, keep_alive: Duration) -> Self {
         Direct {
             handler,
-            shutdown,
+            streams_end,
             max_body_bytes,
             keep_alive,
         }
@@ -102,8 +108,17 @@ impl Service<Request<Body>> for Mcp {
             Some(_) if request.method() == Method::POST => head_fits(request.headers()),
             _ => None,
         };
-        match (&self.direct, head) {
-            (Some(direct), Some(version)) => Box::pin(direct.clone().serve(request, version, rmcp)),
+        match (&self.direct, head, &self.forgotten) {
+            (Some(direct), Some(version), _) => Box::pin(direct.clone().serve(request, version, rmcp)),
+            (_, _, Some(forgotten)) => {
+                let forgotten = forgotten.clone();
+                Box::pin(async move {
+                    match forgotten.unknown(request).await {
+                        Ok(request) => Ok(forgotten.serve(request).await),
+                        Err(request) => to_rmcp(rmcp, request).await,
+                    }
+                })
+            }
             _ => Box::pin(to_rmcp(rmcp, request)),
         }
     }
@@ -164,7 +179,7 @@ impl Direct {
         // watches itself.
         let gone = match head.extensions.get::<ClientGone>() {
             Some(guard) => guard.0.clone(),
-            None => self.shutdown.child_token(),
+            None => self.streams_end.child_token(),
         };
         // A call sends at most two messages before its answer can wait.
         let (mut tx, mut rx) = futures::channel::mpsc::channel::<String>(2);
@@ -216,7 +231,7 @@ impl Direct {
             .chain(rx)
             // Compact JSON holds no line breaks: one `data:` line, as rmcp writes it.
             .map(|json| Ok::<_, Infallible>(Event::default().data(json)))
-            .take_until(self.shutdown.clone().cancelled_owned());
+            .take_until(self.streams_end.clone().cancelled_owned());
         let mut response = Sse::new(events)
             .keep_alive(KeepAlive::new().interval(self.keep_alive))
             .into_response();

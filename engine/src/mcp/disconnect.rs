@@ -13,6 +13,11 @@
 //! socket (`crate::written`) and with `false` when the body is dropped or the
 //! connection ends before (the client went, the server stopped) — `sent` or
 //! `in_doubt` (`queue::delivery`).
+//!
+//! And it counts the answers on their way ([`Answers`]: every POST's
+//! response until its body ends or is dropped), so a stop can let the
+//! answers its waiting calls were just given go out before it ends the
+//! streams (`mcp::service`).
 
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
@@ -23,6 +28,7 @@ use crate::written::Written;
 use bytes::Bytes;
 use http_body::{Body, Frame, SizeHint};
 use tokio_util::sync::{CancellationToken, DropGuard};
+use tokio_util::task::task_tracker::{TaskTracker, TaskTrackerToken};
 use tower::{Layer, Service};
 
 /// Cancelled when the client stops reading the response.
@@ -107,19 +113,51 @@ impl std::fmt::Debug for Carried {
     }
 }
 
-#[derive(Clone, Copy, Debug, Default)]
-pub struct DisconnectGuardLayer;
+/// The responses to POSTs (tool calls above all) not yet ended: a stop
+/// waits for them before it ends the streams, or a waiting call answered
+/// by the stop would lose that answer to the cut (it did: agents saw "SSE
+/// stream ended without a response", or waited on past the server's exit).
+#[derive(Clone, Debug, Default)]
+pub struct Answers(TaskTracker);
+
+impl Answers {
+    /// Wait until every answer on its way has ended (written, or its
+    /// connection gone), at most `patience`; how many had not.
+    pub async fn out(&self, patience: std::time::Duration) -> usize {
+        self.0.close();
+        match tokio::time::timeout(patience, self.0.wait()).await {
+            Ok(()) => 0,
+            Err(_) => self.0.len(),
+        }
+    }
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct DisconnectGuardLayer {
+    answers: Answers,
+}
+
+impl DisconnectGuardLayer {
+    /// A guard that counts its POSTs' responses in `answers`.
+    pub fn counting(answers: Answers) -> Self {
+        DisconnectGuardLayer { answers }
+    }
+}
 
 impl<S> Layer<S> for DisconnectGuardLayer {
     type Service = DisconnectGuard<S>;
     fn layer(&self, inner: S) -> Self::Service {
-        DisconnectGuard { inner }
+        DisconnectGuard {
+            inner,
+            answers: self.answers.clone(),
+        }
     }
 }
 
 #[derive(Clone, Debug)]
 pub struct DisconnectGuard<S> {
     inner: S,
+    answers: Answers,
 }
 
 impl<S, ReqBody, ResBody> Service<http::Request<ReqBody>> for DisconnectGuard<S>
@@ -148,6 +186,7 @@ where
         let owed = Owed {
             guard: Some(token.drop_guard()),
             carried,
+            _on_its_way: (req.method() == http::Method::POST).then(|| self.answers.0.token()),
         };
         let fut = self.inner.call(req);
         Box::pin(async move {
@@ -165,6 +204,8 @@ where
 struct Owed {
     guard: Option<DropGuard>,
     carried: Carried,
+    /// A POST's response counts in [`Answers`] until it ends.
+    _on_its_way: Option<TaskTrackerToken>,
 }
 
 impl Drop for Owed {
@@ -304,28 +345,30 @@ mod tests {
         let frames_rx = Arc::new(Mutex::new(Some(frames_rx)));
         let asked = Arc::new(Notify::new());
         let asked_body = asked.clone();
-        let app = DisconnectGuardLayer.layer(tower::service_fn(move |req: http::Request<hyper::body::Incoming>| {
-            let (settled, asked) = (settled.clone(), asked_body.clone());
-            let mut frames = frames_rx.lock_anyway().take().expect("one request");
-            async move {
-                let carried = req.extensions().get::<Carried>().expect("the guard's slot").clone();
-                carried.carry(
-                    INSTRUCTION.to_owned(),
-                    Box::new(move |sent| {
-                        let _ = settled.send(sent);
-                    }),
-                );
-                let body = futures::stream::poll_fn(move |cx| match frames.poll_recv(cx) {
-                    Poll::Ready(Some(f)) => Poll::Ready(Some(Ok::<_, std::convert::Infallible>(f))),
-                    Poll::Ready(None) => Poll::Ready(None),
-                    Poll::Pending => {
-                        asked.notify_one();
-                        Poll::Pending
-                    }
-                });
-                Ok::<_, std::convert::Infallible>(http::Response::new(axum::body::Body::from_stream(body)))
-            }
-        }));
+        let app = DisconnectGuardLayer::default().layer(tower::service_fn(
+            move |req: http::Request<hyper::body::Incoming>| {
+                let (settled, asked) = (settled.clone(), asked_body.clone());
+                let mut frames = frames_rx.lock_anyway().take().expect("one request");
+                async move {
+                    let carried = req.extensions().get::<Carried>().expect("the guard's slot").clone();
+                    carried.carry(
+                        INSTRUCTION.to_owned(),
+                        Box::new(move |sent| {
+                            let _ = settled.send(sent);
+                        }),
+                    );
+                    let body = futures::stream::poll_fn(move |cx| match frames.poll_recv(cx) {
+                        Poll::Ready(Some(f)) => Poll::Ready(Some(Ok::<_, std::convert::Infallible>(f))),
+                        Poll::Ready(None) => Poll::Ready(None),
+                        Poll::Pending => {
+                            asked.notify_one();
+                            Poll::Pending
+                        }
+                    });
+                    Ok::<_, std::convert::Infallible>(http::Response::new(axum::body::Body::from_stream(body)))
+                }
+            },
+        ));
         let app = tower::ServiceExt::map_request(app, move |mut req: http::Request<hyper::body::Incoming>| {
             req.extensions_mut().insert(written.clone());
             req
@@ -482,6 +525,7 @@ mod tests {
         let owed = Owed {
             guard: Some(CancellationToken::new().drop_guard()),
             carried: carried.clone(),
+            _on_its_way: None,
         };
         drop(owed);
         let (tx, rx) = std::sync::mpsc::channel();
@@ -494,7 +538,7 @@ mod tests {
         // The inner service never answers; the guard's future is dropped as
         // hyper drops it when the client leaves before the headers.
         let (slot_tx, slot_rx) = std::sync::mpsc::channel::<(ClientGone, Carried)>();
-        let mut service = DisconnectGuardLayer.layer(tower::service_fn(move |req: http::Request<()>| {
+        let mut service = DisconnectGuardLayer::default().layer(tower::service_fn(move |req: http::Request<()>| {
             let gone = req.extensions().get::<ClientGone>().unwrap().clone();
             let carried = req.extensions().get::<Carried>().unwrap().clone();
             slot_tx.send((gone, carried)).unwrap();

@@ -8,6 +8,7 @@ mod catalog;
 pub mod client_limits;
 mod direct;
 mod disconnect;
+mod forgotten;
 mod logs;
 mod tools;
 
@@ -207,11 +208,43 @@ const SESSION_IDLE: Duration = Duration::from_secs(MAX_WAIT_SECONDS as u64 + 600
 /// How often an SSE answer that is still waiting sends a keep-alive.
 const SSE_KEEP_ALIVE: Duration = Duration::from_secs(15);
 
-/// The `/mcp` service: rmcp's, with `get_user_request` answered directly
-/// in stateless mode (`direct`). Host/Origin checks are done for every
-/// route by the HTTP layer, so rmcp's own (which cover `/mcp` only) are
-/// switched off here to keep one rule in one place.
-pub fn service(queue: Queue, stateless: bool, max_body_bytes: usize, shutdown: CancellationToken) -> direct::Mcp {
+/// How long a stop lets the answers on their way go out before it ends
+/// every stream. A waiting call answers as soon as the stop begins (its
+/// wait watches it), so this bounds only a client that reads slowly.
+const ANSWERS_OUT_WITHIN: Duration = Duration::from_secs(3);
+
+/// The `/mcp` service and the guard in front of it: rmcp's, with
+/// `get_user_request` answered directly in stateless mode (`direct`).
+/// Host/Origin checks are done for every route by the HTTP layer, so rmcp's
+/// own (which cover `/mcp` only) are switched off here to keep one rule in
+/// one place.
+///
+/// A stop (`shutdown`) runs in two steps: every waiting call is answered
+/// (the queue's waits end with it) and those answers go out; only then are
+/// the streams ended — rmcp's sessions and the direct answers — so no call
+/// is cut off without its answer.
+pub fn service(
+    queue: Queue,
+    stateless: bool,
+    max_body_bytes: usize,
+    shutdown: CancellationToken,
+) -> (DisconnectGuardLayer, direct::Mcp) {
+    let answers = disconnect::Answers::default();
+    let streams_end = CancellationToken::new();
+    tokio::spawn({
+        let (answers, streams_end) = (answers.clone(), streams_end.clone());
+        async move {
+            shutdown.cancelled().await;
+            let left = answers.out(ANSWERS_OUT_WITHIN).await;
+            if left > 0 {
+                tracing::warn!(
+                    left,
+                    "answers still on their way {ANSWERS_OUT_WITHIN:?} into the stop: ending them"
+                );
+            }
+            streams_end.cancel();
+        }
+    });
     let config = StreamableHttpServerConfig::default()
         .with_legacy_session_mode(!stateless)
         // Always answer tool calls as SSE: keep-alives flow during long waits
@@ -221,19 +254,36 @@ pub fn service(queue: Queue, stateless: bool, max_body_bytes: usize, shutdown: C
         .disable_allowed_hosts()
         .disable_allowed_origins()
         .with_max_request_body_bytes(max_body_bytes)
-        .with_cancellation_token(shutdown.child_token());
+        .with_cancellation_token(streams_end.child_token());
     let mut sessions = LocalSessionManager::default();
     sessions.session_config.keep_alive = Some(SESSION_IDLE);
+    let sessions = Arc::new(sessions);
     let clients = Arc::new(client_limits::Seen::default());
     let direct = stateless.then(|| {
         let handler = LocalMcp::new(queue.clone(), false, clients.clone());
-        direct::Direct::new(handler, shutdown, max_body_bytes, SSE_KEEP_ALIVE)
+        direct::Direct::new(handler, streams_end, max_body_bytes, SSE_KEEP_ALIVE)
+    });
+    // Session mode: a session this server does not know (it restarted) is
+    // served by a stateless service of the same handlers.
+    let forgotten = (!stateless).then(|| {
+        let (queue, clients) = (queue.clone(), clients.clone());
+        forgotten::Forgotten::new(
+            sessions.clone(),
+            StreamableHttpService::new(
+                move || Ok(LocalMcp::new(queue.clone(), false, clients.clone())),
+                Arc::default(),
+                config.clone().with_legacy_session_mode(false),
+            ),
+        )
     });
     // A handler per session (or stateless request): each has its own log level.
     let rmcp = StreamableHttpService::new(
         move || Ok(LocalMcp::new(queue.clone(), !stateless, clients.clone())),
-        Arc::new(sessions),
+        sessions,
         config,
     );
-    direct::Mcp::new(rmcp, direct)
+    (
+        DisconnectGuardLayer::counting(answers),
+        direct::Mcp::new(rmcp, direct, forgotten),
+    )
 }
