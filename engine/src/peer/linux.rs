@@ -56,11 +56,32 @@ pub fn connection(local: SocketAddr, remote: SocketAddr) -> Result<Account> {
         interface_id: 0,
         cookie: NO_COOKIE,
     };
-    let found = query(family, id, StateFlags::all(), false)?;
-    found
-        .first()
-        .map(|(_, uid)| Account(*uid))
-        .ok_or_else(|| Error::new(ErrorKind::NotFound, "no such connection in the kernel's tables"))
+    // An exact lookup answers whatever socket has these addresses, whatever
+    // its state (the state filter applies to dumps only).
+    match query(family, id, StateFlags::all(), false)?.first() {
+        Some(&(_, uid, state)) if owned(state) => Ok(Account(uid)),
+        Some(&(_, _, state)) => Err(Error::new(
+            ErrorKind::NotFound,
+            format!("the connection is no longer open (TCP state {state}): who made it cannot be told"),
+        )),
+        None => Err(Error::new(
+            ErrorKind::NotFound,
+            "no such connection in the kernel's tables",
+        )),
+    }
+}
+
+/// Whether a socket in `state` carries the uid of the account that made it.
+/// A connection closed by its client lingers as a TIME_WAIT entry, and a
+/// half-open one as a request: neither is a full socket, and the kernel
+/// reports uid 0 for them. A server running as root took such an entry as
+/// its own account's and let another account in (it queued instructions by
+/// closing each connection before the lookup), so they are unknown.
+fn owned(state: u8) -> bool {
+    const TCP_SYN_RECV: u8 = 3;
+    const TCP_TIME_WAIT: u8 = 6;
+    const TCP_NEW_SYN_RECV: u8 = 12;
+    !matches!(state, TCP_SYN_RECV | TCP_TIME_WAIT | TCP_NEW_SYN_RECV)
 }
 
 /// The uid owning the socket that listens on `addr`'s port (on `addr` or on every address).
@@ -71,7 +92,7 @@ pub fn listener(addr: SocketAddr) -> Result<Account> {
         } else {
             SocketId::new_v6()
         };
-        for (id, uid) in query(family, any, StateFlags::LISTEN, true)? {
+        for (id, uid, _) in query(family, any, StateFlags::LISTEN, true)? {
             let ip = id.source_address.to_canonical();
             if id.source_port == addr.port() && (ip.is_unspecified() || ip == addr.ip().to_canonical()) {
                 return Ok(Account(uid));
@@ -88,9 +109,10 @@ fn in_family(ip: IpAddr, family: u8) -> IpAddr {
     }
 }
 
-/// One request; the sockets it returns with their owners. Without `dump`
-/// the kernel looks up exactly `id` (and answers ENOENT when it is not there).
-fn query(family: u8, id: SocketId, states: StateFlags, dump: bool) -> Result<Vec<(SocketId, u32)>> {
+/// One request; the sockets it returns with their owners and TCP states.
+/// Without `dump` the kernel looks up exactly `id` (and answers ENOENT when
+/// it is not there).
+fn query(family: u8, id: SocketId, states: StateFlags, dump: bool) -> Result<Vec<(SocketId, u32, u8)>> {
     let mut socket = Socket::new(NETLINK_SOCK_DIAG)?;
     socket.bind_auto()?;
     socket.connect(&netlink_sys::SocketAddr::new(0, 0))?;
@@ -120,7 +142,7 @@ fn query(family: u8, id: SocketId, states: StateFlags, dump: bool) -> Result<Vec
             let length = message.header.length as usize;
             match message.payload {
                 NetlinkPayload::InnerMessage(SockDiagMessage::InetResponse(r)) => {
-                    found.push((r.header.socket_id.clone(), r.header.uid));
+                    found.push((r.header.socket_id.clone(), r.header.uid, r.header.state));
                     if !dump {
                         return Ok(found);
                     }
@@ -165,6 +187,50 @@ pub fn name(account: Account) -> Option<String> {
 mod tests {
     use super::super::describe;
     use super::Account;
+
+    /// A client that closes first leaves a TIME_WAIT entry with uid 0; a
+    /// server running as root took it for its own account's connection.
+    #[test]
+    fn a_connection_its_client_closed_has_no_owner_not_uid_0() {
+        use std::io::Read;
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let ours = listener.local_addr().unwrap();
+        let client = std::net::TcpStream::connect(ours).unwrap();
+        let (mut accepted, peer) = listener.accept().unwrap();
+        assert_eq!(super::connection(peer, ours).unwrap(), super::me().unwrap());
+        // The client closes first (its end goes to TIME_WAIT once ours closes too).
+        drop(client);
+        let mut rest = Vec::new();
+        accepted.read_to_end(&mut rest).unwrap();
+        drop(accepted);
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        loop {
+            let found = super::query(
+                netlink_packet_sock_diag::constants::AF_INET,
+                netlink_packet_sock_diag::inet::SocketId {
+                    source_port: peer.port(),
+                    destination_port: ours.port(),
+                    source_address: peer.ip(),
+                    destination_address: ours.ip(),
+                    interface_id: 0,
+                    cookie: super::NO_COOKIE,
+                },
+                netlink_packet_sock_diag::inet::StateFlags::all(),
+                false,
+            )
+            .unwrap();
+            if found.first().is_some_and(|f| f.2 == 6) {
+                break;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the client's socket never reached TIME_WAIT: {found:?}"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        let err = super::connection(peer, ours).expect_err("a TIME_WAIT entry has no owner to tell");
+        assert!(err.to_string().contains("no longer open"), "{err}");
+    }
 
     #[test]
     fn an_account_is_named_from_the_password_file() {
