@@ -6,8 +6,9 @@
 # bridge), the page in a real Chromium, and the desktop app under Xvfb
 # through WebDriver. System packages it lacks are
 # installed first (scripts/setup-system.sh). The 600-second wait test (the SDK
-# gives up after 300 s of silence) runs alongside the rest; set
-# LOCAL_MCP_LONG_WAIT_SECONDS=0 to skip it while iterating.
+# gives up after 300 s of silence) and Claude Code's own loop past its 120 s
+# limit run alongside the rest; set LOCAL_MCP_LONG_WAIT_SECONDS=0 to skip them
+# while iterating.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
@@ -57,16 +58,27 @@ if [ ! -x "$venv1/bin/python" ]; then
 fi
 "$venv1/bin/python" -m pip install --quiet --disable-pip-version-check -r tests/python/requirements-mcp1.txt
 
+step "MCP client test packages (tests/clients: Node 22, the real coding agents)"
+# Installed before the background step below, which runs one of them.
+# opencode-ai is installed apart from the lock file: it lists a binary
+# package per platform as optional dependencies, and a registry mirror that
+# lacks some of them leaves a lock `npm ci` refuses. Pinned here instead.
+(cd tests/clients && npm ci --no-audit --no-fund --silent \
+  && npm install --no-save --no-audit --no-fund --silent opencode-ai@1.18.33)
+
 long_pid=""
 long_log="$(mktemp)"
 if [ "$long_wait" != "0" ]; then
-  step "start the ${long_wait}-second wait tests in the background (both SDK lines)"
+  step "start the long wait tests in the background (both SDK lines ${long_wait} s; Claude Code past 120 s)"
   # 1.x: a 600 s wait kept alive past the SDK's 300 s silence limit; 2.x
   # (2026-07-28, nothing may be sent before the answer): the wait ends inside it.
+  # Claude Code's own agent loop, with a scripted model, waits past its 120 s
+  # background threshold (tests/clients/loops/claude-code-slow.test.mjs).
   ( LOCAL_MCP_LONG_WAIT_SECONDS="$long_wait" timeout --kill-after=30 "$((long_wait + 600))" "$venv/bin/python" -m pytest -q -p no:cacheprovider \
       -k long_wait tests/python &
     LOCAL_MCP_LONG_WAIT_SECONDS="$long_wait" timeout --kill-after=30 "$((long_wait + 600))" "$venv1/bin/python" -m pytest -q -p no:cacheprovider \
       -k long_wait tests/python &
+    (cd tests/clients && timeout --kill-after=30 900 npm run --silent test:slow) &
     rc=0
     for job in $(jobs -p); do wait "$job" || rc=1; done
     exit "$rc" ) >"$long_log" 2>&1 &
@@ -82,13 +94,8 @@ bounded 1200 "$venv/bin/python" -m pytest -q -p no:cacheprovider -k "not long_wa
 step "official Python MCP SDK tests, 1.x line (tests/.venv-mcp1)"
 bounded 1200 "$venv1/bin/python" -m pytest -q -p no:cacheprovider -k "not long_wait" tests/python
 
-step "TypeScript SDK v1 and v2, the Inspector CLI, the conformance suite and the real clients connect writes for (Node 22 from npm)"
-# opencode-ai is installed apart from the lock file: it lists a binary
-# package per platform as optional dependencies, and a registry mirror that
-# lacks some of them leaves a lock `npm ci` refuses. Pinned here instead.
-(cd tests/clients && npm ci --no-audit --no-fund --silent \
-  && npm install --no-save --no-audit --no-fund --silent opencode-ai@1.18.33 \
-  && bounded 1200 npm test)
+step "TypeScript SDK v1 and v2, the Inspector CLI, the conformance suite, the real clients connect writes for, and their own agent loops (Node 22 from npm)"
+(cd tests/clients && bounded 1200 npm test)
 
 step "browser tests of the page (Chromium: ${CHROMIUM_PATH:-/usr/bin/chromium})"
 if [ ! -x "${CHROMIUM_PATH:-/usr/bin/chromium}" ]; then
@@ -101,7 +108,7 @@ step "the desktop app end to end (Xvfb, private D-Bus, WebDriver)"
 bounded 1500 bash scripts/test-desktop.sh
 
 if [ -n "$long_pid" ]; then
-  step "wait for the ${long_wait}-second wait test"
+  step "wait for the long wait tests"
   if ! wait "$long_pid"; then
     cat "$long_log"
     echo "the long wait test failed" >&2
