@@ -1,7 +1,7 @@
 // A usable small window (issue 25 §12), at 400 px in both themes: the
-// header and the queue bar are one row each; the history and its search
-// come before Agents, Connect and Settings (and loading more as one scrolls
-// does not push those away); the search box looks like the other boxes; a
+// header is one row, the queue bar's controls all on the screen (issue 39);
+// the history and its search come before Settings (and loading more as one
+// scrolls does not push it away); the search box looks like the other boxes; a
 // file's tile never breaks its name mid-word; an error under the composer
 // leaves Queue in its row.
 
@@ -42,32 +42,35 @@ const oneRow = async (locator) =>
 
 describe("at 400 px", () => {
   for (const scheme of ["light", "dark"]) {
-    test(`${scheme}: one-row header and queue bar, the history before the side panels, boxes alike, Queue in its row`, async () => {
+    test(`${scheme}: one-row header, the queue bar whole, the history before Settings, boxes alike, Queue in its row`, async () => {
       const { page, errors, context } = await openPage(browser, server, { width: 400, height: 800, colorScheme: scheme });
       await until(async () => (await page.locator("#rail .ticket").count()) === 2, { what: "two tickets" });
       await until(async () => (await page.locator("#ledger .entry").count()) === 20, { what: "the ledger's first entries" });
       await page.evaluate(() => document.fonts.ready);
       assert.ok(await oneRow(page.locator(".strip")), "the header is one row");
       assert.ok((await rect(page.locator(".strip"))).height < 56, "the header is one row high");
-      assert.ok(await oneRow(page.locator(".queues")), "the queue bar is one row");
-      assert.ok((await rect(page.locator(".queues"))).height < 56, "the queue bar is one row high");
+      // The queue bar wraps rather than scroll (issue 39 §7): every one of its controls on the screen.
+      assert.ok(await page.locator(".queues").evaluate((b) => b.scrollWidth <= b.clientWidth), "the queue bar scrolls sideways");
+      const off = await page.locator(".queues button").evaluateAll((bs) => bs.filter((b) => b.offsetParent && (b.getBoundingClientRect().left < 0 || b.getBoundingClientRect().right > innerWidth)).map((b) => b.textContent));
+      assert.deepEqual(off, [], "queue bar controls off the screen");
       const overflow = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
       assert.ok(overflow <= 0, `horizontal overflow of ${overflow}px`);
 
-      // The history and its search come before the side panels.
+      // The history and its search come before Settings (Agents and Connect agents come before it: issue 39 §7).
       const search = await rect(page.locator("#ledger-search"));
-      for (const sel of ["#agents-title", "#clients-details", "#settings-details"]) {
-        assert.ok(search.bottom < (await rect(page.locator(sel))).top, `the ledger's search comes before ${sel}`);
+      assert.ok(search.bottom < (await rect(page.locator("#settings-details"))).top, "the ledger's search comes before Settings");
+      for (const sel of ["#agents-title", "#clients-details"]) {
+        assert.ok((await rect(page.locator(sel))).bottom < search.top, `${sel} comes before the ledger`);
       }
       // The search box, the dates and the pickers look like the composer's box.
       const look = (sel) => page.locator(sel).evaluate((e) => { const s = getComputedStyle(e); return `${s.backgroundColor} ${s.borderTopColor}`; });
       const composer = await look("#composer-text");
       for (const sel of ["#ledger-search", "#ledger-since", "#ledger-agent", "#composer-target"]) assert.equal(await look(sel), composer, `${sel} in the ${scheme} theme`);
 
-      // Scrolled to the end, the side panels are there: the ledger waits for Show more.
+      // Scrolled to the end, Settings is there: the ledger waits for Show more.
       await page.evaluate(() => window.scrollTo(0, document.documentElement.scrollHeight));
       await page.waitForTimeout(500);
-      assert.equal(await page.locator("#ledger .entry").count(), 20, "scrolling loaded more and pushed the side panels away");
+      assert.equal(await page.locator("#ledger .entry").count(), 20, "scrolling loaded more and pushed Settings away");
       assert.ok(await page.locator("#settings-details summary").isVisible());
       await page.screenshot({ path: join(artifacts, "screenshots", `narrow-400-${scheme}.png`), fullPage: true });
 

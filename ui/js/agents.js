@@ -7,34 +7,69 @@
 
 import { api } from "./api.js";
 import { $, el } from "./dom.js";
+import { goToQuestion, questionOf } from "./asks.js";
 import { clientLine, detail, loudness, needingYou, stateOf, WORDS, wordOf } from "./presence.js";
-import { reportBlock } from "./report.js";
+import { answerOf, reportBlock } from "./report.js";
 import { toast } from "./toast.js";
 import { every20s, exact } from "./time.js";
 import { on, state } from "./state.js";
 
-/** The loudest thing in the header: an agent waiting on the person, else the server's summary. */
+/** Who the header's pill leads to: { queue, agent } of the question first in line, or null. */
+let pillAsks = null;
+
+/**
+ * The loudest thing in the header: an agent waiting on the person, else the
+ * server's summary. It is a control (issue 39 §3): an agent that needs you
+ * leads to its question, switching queue if need be; another state to the
+ * agent in the panel; no agent yet to Connect agents.
+ */
 function renderHeader(status) {
   const lamp = $("lamp");
   const word = $("agent-word");
   const asking = needingYou().sort((x, y) => (x.queue === state.queue ? 0 : 1) - (y.queue === state.queue ? 0 : 1));
   let st;
-  let text;
+  let parts;
   if (asking.length) {
     const a = asking[0];
     st = "needs_you";
+    pillAsks = { queue: a.queue, agent: a.agent_id };
     const where = a.queue !== state.queue ? ` in ${a.queue}` : "";
     const more = asking.length > 1 ? ` and ${asking.length - 1} more` : "";
-    text = `${WORDS.needs_you} · ${a.agent_id}${where}${more}`;
+    parts = [WORDS.needs_you, `${a.agent_id}${where}${more}`];
+    word.title = `Go to ${a.agent_id}'s question`;
   } else {
-    const agent = status?.agent;
+    pillAsks = null;
+    // The loudest agent as the page sees it (an answered question needs nobody), else the server's summary.
+    const agent = [...(status?.agents ?? [])].sort((x, y) => loudness(y) - loudness(x))[0] ?? status?.agent;
     st = agent?.agent_id ? stateOf(agent) : "offline";
-    text = agent?.agent_id ? `${WORDS[st]} · ${agent.agent_id}` : "No agent yet";
+    parts = agent?.agent_id ? [WORDS[st], agent.agent_id] : ["No agent yet"];
+    word.title = agent?.agent_id ? `Show ${agent.agent_id} in Agents` : "Connect an agent";
   }
   lamp.dataset.state = st;
   word.dataset.state = st;
-  word.textContent = text;
-  word.title = text;
+  // Two lines at narrow widths: the state, then who (whole, never cut).
+  const nodes = [el("span", "strip__state", parts[0])];
+  if (parts[1]) nodes.push(el("span", "strip__dot", " · "), el("span", "strip__who", parts[1]));
+  word.replaceChildren(...nodes);
+}
+
+/** Where the header's pill leads. */
+function followPill() {
+  if (pillAsks) {
+    goToQuestion(pillAsks.queue, pillAsks.agent);
+    return;
+  }
+  const id = $("agent-word").querySelector(".strip__who")?.textContent;
+  const row = id && [...$("agents").querySelectorAll("li[data-agent]")].find((li) => li.dataset.agent === id);
+  if (row) {
+    row.scrollIntoView({ block: "start" });
+    row.focus();
+    return;
+  }
+  const connect = $("clients-details");
+  connect.open = true;
+  connect.querySelector("summary").scrollIntoView({ block: "start" });
+  connect.querySelector("summary").focus();
 }
 
 const STOP_ICON = "M7 7h10v10H7z";
@@ -79,13 +114,25 @@ function agentRow(a, { showQueue, client, now }) {
   if (a.last_seen_at) line.title = `last heard from ${exact(a.last_seen_at)}`;
   li.append(lamp, head, line);
   if (client) li.append(el("p", "agent__client", client));
+  const question = st !== "offline" ? questionOf(a) : null;
   const report = a.queue === state.queue ? state.reports.get(a.agent_id) : null;
-  if (report && report.id === a.asking && st !== "offline") {
-    li.append(el("p", "agent__ask", "Its question is above the rail."));
+  if (question) {
+    // What it asked, here too; its answers and reply box are in "Needs you", above the rail,
+    // in whichever queue is shown: one place to answer it.
+    li.append(reportBlock(question));
+    if (!answerOf(question)) {
+      const go = el("button", "btn btn--small btn--answer agent__go", "Answer it");
+      go.type = "button";
+      go.dataset.action = "answer";
+      go.title = "Go to the question, above the rail";
+      go.setAttribute("aria-label", `Answer it: ${a.agent_id}'s question`);
+      li.append(go);
+    }
   } else if (report) {
-    // Its newest report, and a box to reply; a question already answered offers no options again.
-    li.append(reportBlock(report, { answers: true, options: false }));
+    // Its newest report: a small "Reply" (a "Done: …" asks nothing), or the answer it got.
+    li.append(reportBlock(report, { replyLink: true }));
   }
+  li.tabIndex = -1;
   return li;
 }
 
@@ -111,9 +158,9 @@ function renderList(status) {
   const agents = (status?.agents ?? []).slice(0, 48);
   $("agents-empty").hidden = agents.length > 0;
   const now = Date.now();
-  // Status updates re-render the list: keep what is being typed in a reply box.
+  // Status updates re-render the list: keep what is being typed in a reply box, and where focus was.
   const drafts = new Map([...list.querySelectorAll(".report__reply input")].map((i) => [i.closest("[data-report]").dataset.report, i.value]));
-  const typingIn = document.activeElement?.closest?.("#agents [data-report]")?.dataset.report;
+  const focus = focusIn(list);
   const queues = new Set(agents.map((a) => a.queue));
   const showQueue = (a) => queues.size > 1 || a.queue !== "default";
   list.replaceChildren(
@@ -133,8 +180,21 @@ function renderList(status) {
   for (const input of list.querySelectorAll(".report__reply input")) {
     const id = input.closest("[data-report]").dataset.report;
     input.value = drafts.get(id) ?? "";
-    if (id === typingIn) input.focus();
   }
+  focus?.();
+}
+
+/** What has focus in the panel, as a way to find it again once the panel is redrawn. */
+function focusIn(list) {
+  const active = document.activeElement;
+  const row = active?.closest?.("li[data-agent]");
+  if (!row || !list.contains(row)) return null;
+  const { agent, queue } = row.dataset;
+  const what = active === row ? null : active.dataset.action ? `[data-action="${active.dataset.action}"]` : active.matches(".report__reply input") ? ".report__reply input" : active.matches(".report__reply button") ? ".report__reply button" : null;
+  return () => {
+    const again = [...list.querySelectorAll("li[data-agent]")].find((li) => li.dataset.agent === agent && li.dataset.queue === queue);
+    ((what && again?.querySelector(what)) || again)?.focus();
+  };
 }
 
 async function stopAgent(btn) {
@@ -153,7 +213,13 @@ export function initAgents() {
   $("agents").addEventListener("click", (e) => {
     const btn = e.target.closest('[data-action="stop"]');
     if (btn) stopAgent(btn);
+    const go = e.target.closest('[data-action="answer"]');
+    if (go) {
+      const li = go.closest("li[data-agent]");
+      goToQuestion(li.dataset.queue, li.dataset.agent);
+    }
   });
+  $("agent-word").addEventListener("click", followPill);
   const render = () => {
     renderHeader(state.status);
     renderList(state.status);

@@ -62,6 +62,8 @@ export const api = {
   login: (token) => request("POST", "/api/session", { token }),
   status: () => request("GET", "/api/status"),
   pending: (queue) => request("GET", `/api/instructions?status=pending&${q(queue)}`),
+  /** A queue's pending instructions for one agent (the answers queued to its questions among them). */
+  pendingFor: (queue, target) => request("GET", `/api/instructions?status=pending&${q(queue)}&target=${enc(target)}`),
   consumed: (queue, limit, offset = 0) => request("GET", `/api/instructions?status=consumed&${q(queue)}&limit=${limit}&offset=${offset}`),
   /** Delivered instructions whose text or report has every word of `text` (and of `agent`, if given). */
   searchLedger: (queue, text, agent, limit, since = null, until = null) => {

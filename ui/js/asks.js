@@ -1,48 +1,77 @@
-// "Needs you": the questions the shown queue's agents are waiting on, above
-// the rail, so that at any width the question and its answers come before
-// the work queued behind it (issue 25 §2). Each shows what the agent asked,
-// its suggested answers and a reply box; once answered, what was sent and
-// that it is next. Questions are rendered keyed by report, so a status event
-// never steals focus or a half-typed reply.
+// "Needs you": the questions agents are waiting on, above the rail, so that
+// at any width the question and its answers come before the work queued
+// behind it (issue 25 §2) — every queue's, so a question is answerable from
+// wherever the person is (issue 39 §3); another queue's says which. Each
+// shows what the agent asked, its suggested answers and a reply box; once
+// answered, what was sent and where it is. Questions are rendered keyed by
+// queue and agent, so a status event never steals focus or a half-typed
+// reply. goToQuestion() is where the header's pill and the agent panel lead.
 
+import { api } from "./api.js";
 import { $, el } from "./dom.js";
-import { agentsOf, stateOf } from "./presence.js";
-import { reportBlock } from "./report.js";
+import { stateOf } from "./presence.js";
+import { showQueue } from "./queues.js";
+import { answerOf, reportBlock } from "./report.js";
 import { every20s, exact, relative } from "./time.js";
-import { on, state } from "./state.js";
+import { learnAnswers, on, setQuestion, state } from "./state.js";
 
-/** agent id → its rendered question, with the key it was rendered for. */
+/** queue + agent id → its rendered question, with the key it was rendered for. */
 const shown = new Map();
+const keyOf = (a) => `${a.queue}\n${a.agent_id}`;
 
-/** Open questions of the shown queue: the agent's newest report, asking, while it is not gone. */
+/** The question an agent's `asking` names, if the page has it. */
+export function questionOf(agent) {
+  if (!agent.asking) return null;
+  const known = state.questions.get(agent.asking);
+  if (known) return known;
+  const newest = agent.queue === state.queue ? state.reports.get(agent.agent_id) : null;
+  return newest?.id === agent.asking ? newest : null;
+}
+
+/** Questions being fetched (asked before this page opened, in another queue). */
+const fetching = new Set();
+
+/** Fetch a question the page has not seen, and the answers already queued to it. */
+async function fetchQuestion(agent) {
+  const id = agent.asking;
+  if (fetching.has(id)) return;
+  fetching.add(id);
+  try {
+    const [reports, pending] = await Promise.all([api.reports(agent.queue, 5, agent.agent_id), api.pendingFor(agent.queue, agent.agent_id)]);
+    learnAnswers(pending.items);
+    const report = reports.items.find((r) => r.id === id);
+    if (report) setQuestion(report);
+  } catch {
+    fetching.delete(id); // tried again at the next render
+  }
+}
+
+/** Open questions of every queue: an agent's question while it is not gone. The shown queue's first. */
 function openQuestions() {
-  return agentsOf()
-    .filter((a) => a.asking && stateOf(a) !== "offline" && state.reports.get(a.agent_id)?.id === a.asking)
-    .sort((x, y) => (stateOf(x) === "needs_you" ? 0 : 1) - (stateOf(y) === "needs_you" ? 0 : 1) || x.agent_id.localeCompare(y.agent_id));
+  const open = [];
+  for (const agent of state.status?.agents ?? []) {
+    if (!agent.asking || stateOf(agent) === "offline") continue;
+    const report = questionOf(agent);
+    if (report) open.push({ agent, report });
+    else fetchQuestion(agent);
+  }
+  const here = ({ agent }) => (agent.queue === state.queue ? 0 : 1);
+  const loud = ({ agent }) => (stateOf(agent) === "needs_you" ? 0 : 1);
+  return open.sort((x, y) => here(x) - here(y) || loud(x) - loud(y) || x.agent.queue.localeCompare(y.agent.queue) || x.agent.agent_id.localeCompare(y.agent.agent_id));
 }
 
-/** The answer already queued for this question: an instruction for that agent, queued after it asked. */
-function answerTo(agent, report) {
-  return state.pending.find((p) => p.target === agent.agent_id && p.created_at >= report.created_at);
-}
-
-function question(agent, report, answered, now) {
+function question(agent, report, now) {
   const li = el("li", "ask");
   li.dataset.agent = agent.agent_id;
   li.dataset.queue = agent.queue;
+  li.tabIndex = -1;
   const head = el("p", "ask__head");
   head.append(el("span", "ask__agent", agent.agent_id), document.createTextNode(" asks"));
+  if (agent.queue !== state.queue) head.append(" in ", el("span", "chip ask__queue", agent.queue));
   const when = el("span", "ask__when", ` · ${relative(report.created_at, now)}`);
   when.title = exact(report.created_at);
   head.append(when);
-  li.append(head);
-  if (answered) {
-    li.append(reportBlock(report));
-    const first = answered.content.split("\n")[0];
-    li.append(el("p", "ask__answered", `You answered “${first}”: it is next for ${agent.agent_id}.`));
-  } else {
-    li.append(reportBlock(report, { answers: true }));
-  }
+  li.append(head, reportBlock(report, { answers: true }));
   return li;
 }
 
@@ -50,23 +79,25 @@ function render() {
   const list = $("asks-list");
   const now = Date.now();
   const open = openQuestions();
-  const wanted = new Set(open.map((a) => a.agent_id));
-  for (const [id, entry] of shown) {
-    if (!wanted.has(id)) {
+  const wanted = new Set(open.map(({ agent }) => keyOf(agent)));
+  for (const [key, entry] of shown) {
+    if (!wanted.has(key)) {
       entry.node.remove();
-      shown.delete(id);
+      shown.delete(key);
     }
   }
-  open.forEach((agent, index) => {
-    const report = state.reports.get(agent.agent_id);
-    const answered = answerTo(agent, report);
-    const key = `${report.id}|${answered?.id ?? ""}`;
-    let entry = shown.get(agent.agent_id);
+  open.forEach(({ agent, report }, index) => {
+    const answer = answerOf(report);
+    // What the question's node shows: a new question, an answer, its fate, the queue shown.
+    const key = `${report.id}|${answer?.id ?? ""}|${answer?.status ?? ""}|${agent.queue === state.queue}`;
+    let entry = shown.get(keyOf(agent));
     if (!entry || entry.key !== key) {
-      const node = question(agent, report, answered, now);
+      const node = question(agent, report, now);
+      const focused = entry?.node.contains(document.activeElement);
       entry?.node.replaceWith(node);
+      if (focused) node.focus();
       entry = { key, node };
-      shown.set(agent.agent_id, entry);
+      shown.set(keyOf(agent), entry);
     } else {
       const when = entry.node.querySelector(".ask__when");
       when.textContent = ` · ${relative(report.created_at, now)}`;
@@ -74,10 +105,27 @@ function render() {
     if (list.children[index] !== entry.node) list.insertBefore(entry.node, list.children[index] ?? null);
   });
   // Once every question has its answer queued, nothing here needs the person any more.
-  const waiting = open.some((agent) => !answerTo(agent, state.reports.get(agent.agent_id)));
+  const waiting = open.some(({ report }) => !answerOf(report));
   $("asks").hidden = open.length === 0;
   $("asks").dataset.answered = String(!waiting);
-  $("asks-title").textContent = waiting ? "Needs you" : "Answered: on its way";
+  // "On its way" only when it is: an answer on a held queue waits for the person's Release.
+  const held = (name) => (state.status?.queues ?? []).find((q) => q.name === name)?.held;
+  const stuck = open.some(({ report }) => answerOf(report)?.status === "pending" && held(answerOf(report).queue));
+  $("asks-title").textContent = waiting ? "Needs you" : stuck ? "Answered: held until you release the queue" : "Answered: on its way";
+}
+
+/**
+ * Take the person to an agent's question: its queue shown (the rail and
+ * ledger it is about), the question scrolled into view, focus on its first
+ * answer (or its reply box).
+ */
+export function goToQuestion(queue, agentId) {
+  if (queue !== state.queue) showQueue(queue);
+  render();
+  const node = shown.get(`${queue}\n${agentId}`)?.node;
+  if (!node) return;
+  node.scrollIntoView({ block: "start" });
+  (node.querySelector(".report__options button, .report__reply input") ?? node).focus();
 }
 
 export function initAsks() {

@@ -15,12 +15,65 @@ import { toast } from "./toast.js";
 /** The most files an instruction holds (the server says so too). */
 export const MAX_FILES = 8;
 
+/** What the server takes (engine/src/media.rs `ACCEPTED`). */
+const ACCEPTED = "PNG, JPEG, WebP, GIF, BMP or TIFF images, or UTF-8 text files";
+/** How much of a file is looked at here: the server reads all of it. */
+const SNIFF_BYTES = 64 * 1024;
+const MAGIC = [
+  [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a], // PNG
+  [0xff, 0xd8, 0xff], // JPEG
+  [0x47, 0x49, 0x46, 0x38], // GIF8
+  [0x42, 0x4d], // BMP
+  [0x49, 0x49, 0x2a, 0x00], // TIFF, little-endian
+  [0x4d, 0x4d, 0x00, 0x2a], // TIFF, big-endian
+];
+const startsWith = (bytes, magic, at = 0) => magic.every((b, i) => bytes[at + i] === b);
+const isWebp = (bytes) => startsWith(bytes, [0x52, 0x49, 0x46, 0x46]) && startsWith(bytes, [0x57, 0x45, 0x42, 0x50], 8);
+
+/**
+ * Why a file cannot be attached, from its first bytes, or null when it may
+ * be (issue 39 §6): an image by its magic number, or UTF-8 text without NUL
+ * (and not SVG: markup that can carry script). The server decides for good
+ * (it reads the whole file and decodes images); this spares the person a
+ * refusal only at "Queue".
+ */
+export async function refusal(file) {
+  if (file.size === 0) return `“${file.name}” is empty.`;
+  const bytes = new Uint8Array(await file.slice(0, SNIFF_BYTES).arrayBuffer());
+  if (MAGIC.some((m) => startsWith(bytes, m)) || isWebp(bytes)) return null;
+  let text;
+  try {
+    // `stream`: a character cut by the slice's end is not an error.
+    text = new TextDecoder("utf-8", { fatal: true }).decode(bytes, { stream: file.size > SNIFF_BYTES });
+  } catch {
+    return `“${file.name}” is neither an image nor UTF-8 text.`;
+  }
+  if (text.includes("\0")) return `“${file.name}” is binary (it holds NUL bytes).`;
+  const head = text.replace(/^\uFEFF/, "").slice(0, 4096).trimStart().toLowerCase();
+  if (head.startsWith("<") && head.includes("<svg")) return `“${file.name}” is an SVG image, which can carry script.`;
+  return null;
+}
+
+/** The files that may be attached, and one sentence on those that may not (or null). */
+export async function screen(files) {
+  const ok = [];
+  const why = [];
+  for (const file of files) {
+    const no = await refusal(file);
+    if (no) why.push(no);
+    else ok.push(file);
+  }
+  const message = why.length ? `Not attached: ${why.join(" ")} Accepted: ${ACCEPTED}.` : null;
+  return { ok, message };
+}
+
 /**
  * Files picked but not sent yet, shown as thumbnails in `strip` with a
- * remove button each. `onLimit` says why some were left out; `onRemove`
+ * remove button each. `onLimit` says why some were left out (too many, or
+ * files that cannot be attached: `onRefuse`, by default the same); `onRemove`
  * runs after one is removed (to put focus back).
  */
-export function createStaging(strip, { onLimit, onRemove = () => {} }) {
+export function createStaging(strip, { onLimit, onRefuse = onLimit, onRemove = () => {} }) {
   /** In order: { file, url } (a blob: URL for images). */
   let staged = [];
   function render() {
@@ -44,8 +97,9 @@ export function createStaging(strip, { onLimit, onRemove = () => {} }) {
   }
   return {
     files: () => staged.map((s) => s.file),
-    add(files) {
-      const list = [...files];
+    async add(files) {
+      const { ok: list, message } = await screen([...files]);
+      if (message) onRefuse(message);
       const room = Math.max(MAX_FILES - staged.length, 0);
       if (list.length > room) onLimit(`An instruction holds at most ${MAX_FILES} files; ${list.length - room} left out.`);
       for (const file of list.slice(0, room)) staged.push({ file, url: file.type.startsWith("image/") ? URL.createObjectURL(file) : null });
@@ -155,7 +209,10 @@ async function detach(id, attachmentId) {
 }
 
 /** Add files to a pending ticket (dropped on it). */
-export async function attachTo(id, files) {
+export async function attachTo(id, dropped) {
+  const { ok: files, message } = await screen(dropped);
+  if (message) toast(message);
+  if (!files.length) return;
   try {
     const { item } = await api.attach(id, files);
     applyAnswer(KIND.updated, item);
@@ -203,8 +260,9 @@ export function pasteFilesInto(staging, focus) {
   });
 }
 
-export function initAttach() {
-  composer = createStaging($("composer-files"), { onLimit: toast, onRemove: () => $("composer-text").focus() });
+/** `refuse` says, under the composer, why files were not attached (what was typed stays). */
+export function initAttach({ refuse = toast } = {}) {
+  composer = createStaging($("composer-files"), { onLimit: toast, onRefuse: refuse, onRemove: () => $("composer-text").focus() });
   const stage = (files) => composer.add(files);
   const picker = $("composer-pick");
   $("composer-attach").addEventListener("click", () => picker.click());

@@ -8,7 +8,8 @@ import { $ } from "./dom.js";
 import { applyAnswer, KIND, on, state } from "./state.js";
 import { BLANK_INSTRUCTION } from "./text.js";
 
-function composerError(msg) {
+/** Say (or clear) what is wrong under the composer; what was typed is never touched. */
+export function composerError(msg) {
   const err = $("composer-error");
   err.textContent = msg ?? "";
   err.hidden = !msg;

@@ -5,6 +5,7 @@
 import { api } from "./api.js";
 import { $ } from "./dom.js";
 import { on, state } from "./state.js";
+import { START_SENTENCE } from "./text.js";
 import { toast } from "./toast.js";
 
 // ---- port fallback: agents configured for the old port must be told ------
@@ -54,6 +55,17 @@ export async function loadClients() {
 export function initConnectHelp() {
   const url = `${location.origin}/mcp`;
   for (const id of ["mcp-url", "mcp-url-2", "mcp-url-3"]) $(id).textContent = url;
+  for (const q of document.querySelectorAll("[data-start-sentence]")) q.textContent = START_SENTENCE;
+  // "Connect agents" named in a sentence opens that panel, wherever the layout put it.
+  document.body.addEventListener("click", (e) => {
+    const btn = e.target.closest("[data-open]");
+    if (!btn) return;
+    const details = $(btn.dataset.open);
+    details.open = true;
+    const summary = details.querySelector("summary");
+    summary.scrollIntoView({ block: "start" });
+    summary.focus();
+  });
   document.body.addEventListener("click", async (e) => {
     const btn = e.target.closest("[data-copy]");
     if (!btn) return;

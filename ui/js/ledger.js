@@ -47,8 +47,9 @@ function entryFor(item, now) {
     more.dataset.action = "expand";
     li.append(more);
   }
-  const to = item.target ? ` (for ${item.target})` : "";
   const agent = item.consumed_by_agent_id ?? "unknown agent";
+  // Addressed to the agent that took it: said once ("newbie", not "newbie (for newbie)").
+  const to = item.target && item.target !== item.consumed_by_agent_id ? ` (for ${item.target})` : "";
   const meta = el("p", "entry__meta", `${agent}${to} · ${relative(item.consumed_at, now)}`);
   meta.title = `taken ${exact(item.consumed_at)}`;
   // In doubt, sending again is the obvious next step: a real button then.
@@ -135,14 +136,14 @@ async function showMore() {
  * Scrolling near the end of the ledger loads the next entries, as if "Show
  * more" was pressed (the button stays, for keyboards and for screen readers).
  * An answer that leaves the button in view asks again: a tall window fills.
- * In one column the side panel (agents, connect, settings) comes after the
- * ledger, and loading as one scrolls would push it away for ever: there,
- * only "Show more" loads more.
+ * In one column Settings comes after the ledger (agents and Connect agents
+ * before it), and loading as one scrolls would push it away for ever:
+ * there, only "Show more" loads more.
  */
 function loadWhileScrolling() {
   if (!("IntersectionObserver" in window)) return;
   const more = $("ledger-more");
-  const sideBelow = () => document.querySelector(".side").getBoundingClientRect().top > more.getBoundingClientRect().top;
+  const sideBelow = () => document.querySelector(".settings").getBoundingClientRect().top > more.getBoundingClientRect().top;
   let inView = false;
   const observer = new IntersectionObserver(
     async (entries) => {
@@ -286,9 +287,10 @@ export function initLedger() {
     clearTimeout(searchTimer);
     search();
   });
-  // A new standalone report of the agent shown joins the conversation.
+  // A new standalone report of the agent shown joins the conversation; an answer shows under its question.
   on("reports", () => {
     if (agentFilter) filterTo(agentFilter);
+    else renderLedger();
   });
   $("ledger").addEventListener("click", (e) => {
     const btn = e.target.closest("[data-action]");

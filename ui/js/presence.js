@@ -25,7 +25,10 @@ const LOUDNESS = { needs_you: 4, listening: 3, working: 2, idle: 1, offline: 0 }
  * waiting agent with an open question needs the person (issue 25 §2).
  */
 export function stateOf(agent) {
-  if (agent.state === "needs_you" || (agent.waiting && agent.asking && agent.state !== "offline")) return "needs_you";
+  if (agent.state === "needs_you" || (agent.waiting && agent.asking && agent.state !== "offline")) {
+    // Answered already (the answer waits on a held queue, or is on its way): it needs nobody now.
+    return state.answers.has(agent.asking) ? "listening" : "needs_you";
+  }
   return agent.state in WORDS ? agent.state : "idle";
 }
 

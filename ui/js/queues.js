@@ -9,7 +9,32 @@ import { api } from "./api.js";
 import { $, el } from "./dom.js";
 import { agentsOf, stateOf } from "./presence.js";
 import { currentQueue, on, setQueue, state } from "./state.js";
+import { QUEUE_NAME_RULE } from "./text.js";
 import { toast } from "./toast.js";
+
+/** The engine's rule (model::queue_name): lower case is what is kept. */
+const NAME = /^[a-z0-9._-]{1,64}$/;
+
+/**
+ * What a typed queue name becomes: `{ name, note }` when the engine takes it
+ * (`note` says how it will be called when that is not what was typed), or
+ * `{ error }` saying what a name may hold and what is wrong with this one.
+ */
+export function checkQueueName(typed) {
+  const name = typed.trim().toLowerCase();
+  if (!name) return { error: QUEUE_NAME_RULE };
+  if (NAME.test(name) && !/^\.+$/.test(name)) {
+    return { name, note: name !== typed ? `It will be called “${name}”.` : null };
+  }
+  if (/^\.+$/.test(name)) return { error: `${QUEUE_NAME_RULE} Not only dots.` };
+  if (name.length > 64) return { error: `${QUEUE_NAME_RULE} This one has ${name.length}.` };
+  const bad = [...new Set([...name].filter((c) => !/[a-z0-9._-]/.test(c)).map((c) => (/\s/.test(c) ? "a space" : `“${c}”`)))];
+  const fixed = name.replace(/[^a-z0-9._-]+/g, "-").replace(/^-+|-+$/g, "").slice(0, 64);
+  return { error: `${QUEUE_NAME_RULE} “${typed.trim()}” has ${bad.join(" and ")}.${fixed ? ` Try “${fixed}”.` : ""}` };
+}
+
+/** Show another queue (set by initQueues: it reloads what the page shows). */
+export let showQueue = () => {};
 
 function tab(q) {
   const b = el("button", "qtab");
@@ -61,6 +86,69 @@ function render() {
   all.dataset.held = String(anyHeld);
 }
 
+/**
+ * A form of the queue bar that opens under it: `toggle` opens and closes it,
+ * Esc and Cancel close it and give focus back to `toggle`.
+ */
+function barForm(form, toggle, { onOpen }) {
+  const close = () => {
+    form.hidden = true;
+    toggle.setAttribute("aria-expanded", "false");
+  };
+  toggle.addEventListener("click", () => {
+    if (!form.hidden) {
+      close();
+      return;
+    }
+    for (const other of document.querySelectorAll(".queues__form")) other.hidden = true;
+    form.hidden = false;
+    toggle.setAttribute("aria-expanded", "true");
+    onOpen();
+  });
+  const back = () => {
+    close();
+    toggle.focus();
+  };
+  form.addEventListener("keydown", (e) => {
+    if (e.key === "Escape") back();
+  });
+  form.querySelector("[data-cancel]").addEventListener("click", back);
+  return close;
+}
+
+/**
+ * A queue name typed in `input`, said back under it as it is typed: the
+ * rule, how the name will be called (no silent change), or what is wrong.
+ */
+function nameField(input, note) {
+  const say = (text, error = false) => {
+    note.textContent = text;
+    note.classList.toggle("field-error", error);
+    input.setAttribute("aria-invalid", String(error));
+  };
+  const check = () => {
+    const typed = input.value;
+    if (!typed.trim()) return say(QUEUE_NAME_RULE);
+    const r = checkQueueName(typed);
+    say(r.error ?? r.note ?? QUEUE_NAME_RULE, Boolean(r.error));
+  };
+  input.addEventListener("input", check);
+  return {
+    check,
+    /** The name to send, or null (the reason is shown). */
+    name() {
+      const r = checkQueueName(input.value);
+      if (r.error) {
+        say(r.error, true);
+        input.focus();
+        return null;
+      }
+      return r.name;
+    },
+    fail: (message) => say(message, true),
+  };
+}
+
 export function initQueues(reload, loadClients) {
   const show = (name) => {
     setQueue(name);
@@ -68,6 +156,7 @@ export function initQueues(reload, loadClients) {
     reload();
     loadClients();
   };
+  showQueue = show;
   $("queue-tabs").addEventListener("click", (e) => {
     const b = e.target.closest("[data-queue]");
     if (b) show(b.dataset.queue);
@@ -90,70 +179,75 @@ export function initQueues(reload, loadClients) {
       toast(`Not changed: ${err.message}`);
     }
   });
+
   const form = $("queue-new");
-  $("queue-add").addEventListener("click", () => {
-    form.hidden = false;
-    $("queue-new-name").focus();
+  const input = $("queue-new-name");
+  const newName = nameField(input, $("queue-new-note"));
+  const closeNew = barForm(form, $("queue-add"), {
+    onOpen: () => {
+      newName.check();
+      input.focus();
+    },
   });
   form.addEventListener("submit", async (e) => {
     e.preventDefault();
-    const input = $("queue-new-name");
+    const name = newName.name();
+    if (!name) return;
     try {
-      const { item } = await api.createQueue(input.value.trim());
+      const { item } = await api.createQueue(name);
       input.value = "";
-      form.hidden = true;
+      closeNew();
       show(item.name);
     } catch (err) {
       // A name that exists already is simply shown.
       if (err.status === 409) {
-        form.hidden = true;
-        show(input.value.trim().toLowerCase());
-      } else toast(`No queue made: ${err.message}`);
+        input.value = "";
+        closeNew();
+        show(name);
+      } else newName.fail(`No queue made: ${err.message}`);
     }
-  });
-  form.addEventListener("keydown", (e) => {
-    if (e.key === "Escape") form.hidden = true;
   });
 
   const suffix = $("queue-suffix-form");
-  $("queue-suffix").addEventListener("click", () => {
-    suffix.hidden = false;
-    $("queue-suffix-text").value = currentQueue()?.suffix ?? "";
-    $("queue-suffix-text").focus();
+  const closeSuffix = barForm(suffix, $("queue-suffix"), {
+    onOpen: () => {
+      $("queue-suffix-text").value = currentQueue()?.suffix ?? "";
+      $("queue-suffix-text").focus();
+    },
   });
   suffix.addEventListener("submit", async (e) => {
     e.preventDefault();
     try {
       const { item } = await api.patchQueue(state.queue, { suffix: $("queue-suffix-text").value });
-      suffix.hidden = true;
+      closeSuffix();
       toast(item.suffix ? `Each instruction of ${item.name} is now delivered with that after it.` : `${item.name} has no suffix now.`);
     } catch (err) {
       toast(`Not saved: ${err.message}`); // the text stays in the box
     }
   });
-  suffix.addEventListener("keydown", (e) => {
-    if (e.key === "Escape") suffix.hidden = true;
-  });
 
   const rename = $("queue-rename-form");
-  $("queue-rename").addEventListener("click", () => {
-    rename.hidden = false;
-    $("queue-rename-name").value = state.queue;
-    $("queue-rename-name").select();
+  const renameInput = $("queue-rename-name");
+  const newAs = nameField(renameInput, $("queue-rename-note"));
+  const closeRename = barForm(rename, $("queue-rename"), {
+    onOpen: () => {
+      renameInput.value = state.queue;
+      newAs.check();
+      renameInput.select();
+    },
   });
   rename.addEventListener("submit", async (e) => {
     e.preventDefault();
+    const name = newAs.name();
+    if (!name) return;
     try {
-      const { item } = await api.patchQueue(state.queue, { name: $("queue-rename-name").value.trim() });
-      rename.hidden = true;
+      const { item } = await api.patchQueue(state.queue, { name });
+      closeRename();
       toast(`Renamed to ${item.name}. Agents configured with the old URL must be pointed at the new one (Connect an agent).`);
       show(item.name);
     } catch (err) {
-      toast(`Not renamed: ${err.message}`);
+      newAs.fail(`Not renamed: ${err.message}`);
     }
-  });
-  rename.addEventListener("keydown", (e) => {
-    if (e.key === "Escape") rename.hidden = true;
   });
   $("queue-archive").addEventListener("click", async () => {
     const name = state.queue;

@@ -10,7 +10,7 @@
 import { api } from "./api.js";
 import { attachmentStrip, fetchOriginals } from "./attach.js";
 import { $, el, iconButton } from "./dom.js";
-import { agentsOf, loudness, stateOf } from "./presence.js";
+import { agentsOf, loudness, needingYou, stateOf } from "./presence.js";
 import { abandonSnapshot, applyAnswer, beginSnapshot, currentQueue, KIND, on, replacePending, state } from "./state.js";
 import { toast } from "./toast.js";
 
@@ -101,6 +101,9 @@ function ticketKey(item, index, total) {
 function ticketFor(item, index, total) {
   const li = el("li", `ticket${index === 0 ? " ticket--head" : ""}`);
   li.dataset.id = item.id;
+  // Focusable by script (after a move or a delete), named by its place and its words.
+  li.tabIndex = -1;
+  li.setAttribute("aria-label", `${index === 0 ? "Next" : `Number ${index + 1}`}: ${item.content.slice(0, 80)}`);
   li.dataset.key = ticketKey(item, index, total);
   const stub = el("div", "ticket__stub", index === 0 ? "NEXT" : String(index + 1).padStart(2, "0"));
   stub.setAttribute("aria-label", index === 0 ? "next to be delivered" : `number ${index + 1} in line`);
@@ -123,6 +126,13 @@ const READY = {
   working: "is working: what you queue goes to it on its next call.",
   idle: "is connected: what you queue goes to it on its next call.",
 };
+/** The same, while the queue is held: nothing is promised (issue 39 §2). */
+const READY_HELD = {
+  needs_you: "is waiting for your answer; nothing goes to it while the queue is held.",
+  listening: "is listening; nothing goes to it while the queue is held.",
+  working: "is working; nothing goes to it while the queue is held.",
+  idle: "is connected; nothing goes to it while the queue is held.",
+};
 
 /**
  * What the rail says about who takes its work (issue 25 §3): an empty rail
@@ -141,7 +151,7 @@ function renderWhoTakes(n) {
     const [a] = there;
     const others = there.length - 1;
     const more = others ? ` (${others} more agent${others > 1 ? "s" : ""} here too)` : "";
-    ready.textContent = `${a.agent_id}${more} ${READY[stateOf(a)]}`;
+    ready.textContent = `${a.agent_id}${more} ${(currentQueue()?.held ? READY_HELD : READY)[stateOf(a)]}`;
   }
   $("rail-nobody").hidden = !state.status || n === 0 || there.length > 0;
 }
@@ -157,7 +167,8 @@ function renderRail() {
   $("rail-aside").textContent = `${n ? `${n} pending` : ""}${held ? `${n ? " · " : ""}held` : ""}`;
   $("rail-held").hidden = !held;
   $("pending-count").textContent = `${n} pending`;
-  document.title = n ? `(${n}) local-mcp` : "local-mcp";
+  // "(3) needs you · local-mcp": an agent waiting on an answer, in any queue, shows in the tab too.
+  document.title = `${n ? `(${n}) ` : ""}${needingYou().length ? "needs you · " : ""}local-mcp`;
 
   const wanted = new Set(items.map((i) => i.id));
   for (const [id, node] of ticketEls) {
@@ -172,9 +183,9 @@ function renderRail() {
     if (!node || node.dataset.key !== key) {
       const fresh = ticketFor(item, index, n);
       if (node) {
-        const hadFocus = node.contains(document.activeElement) ? document.activeElement.dataset.action : null;
+        const hadFocus = node.contains(document.activeElement) ? (document.activeElement.dataset.action ?? "ticket") : null;
         node.replaceWith(fresh);
-        if (hadFocus) fresh.querySelector(`[data-action="${hadFocus}"]:not([disabled])`)?.focus();
+        if (hadFocus) focusOn(fresh, hadFocus);
       }
       node = fresh;
       ticketEls.set(item.id, node);
@@ -182,6 +193,18 @@ function renderRail() {
     const at = rail.children[index];
     if (at !== node) rail.insertBefore(node, at ?? null);
   });
+}
+
+/**
+ * Put focus back on a ticket's control `action` after it was redrawn; a
+ * move button that is now disabled (the ticket reached an end of the rail)
+ * gives way to the other one, and else to the ticket itself: focus never
+ * falls to the page (issue 39 §7).
+ */
+function focusOn(ticket, action) {
+  const other = { up: "down", down: "up" }[action];
+  const pick = (a) => ticket.querySelector(`[data-action="${a}"]:not([disabled])`);
+  (pick(action) ?? (other && pick(other)) ?? ticket).focus();
 }
 
 /** A consumed ticket slides off the rail before it disappears. */
@@ -324,7 +347,8 @@ async function move(id, delta) {
   const where = delta < 0 ? { before_id: order[to] } : { after_id: order[to] };
   try {
     await moveTo(id, where);
-    ticketEls.get(id)?.querySelector(`[data-action="${delta < 0 ? "up" : "down"}"]:not([disabled])`)?.focus();
+    const ticket = ticketEls.get(id);
+    if (ticket) focusOn(ticket, delta < 0 ? "up" : "down");
   } catch (err) {
     toast(`Not moved: ${err.message}`);
   }
@@ -341,9 +365,9 @@ async function remove(id) {
     const files = item.attachments?.length ? await fetchOriginals(item) : [];
     await api.remove(id);
     applyAnswer(KIND.deleted, item);
-    // Keep keyboard focus on the rail.
-    const focusTarget = ticketEls.get(nextId) ?? ticketEls.get(order[at - 1]);
-    (focusTarget?.querySelector('[data-action="delete"]') ?? $("composer-text")).focus();
+    // Focus on the ticket that took its place (the next one, else the one before), else the composer:
+    // not on that ticket's Delete, one Enter away from deleting it too.
+    (ticketEls.get(nextId) ?? ticketEls.get(order[at - 1]) ?? $("composer-text")).focus();
     toast("Instruction deleted.", "Undo", async () => {
       try {
         const { item: again } = files.length

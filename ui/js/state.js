@@ -29,6 +29,17 @@ export const state = {
   settings: null,
   /** The newest report of each agent of the shown queue, by agent id. */
   reports: new Map(),
+  /**
+   * Questions agents asked, in any queue, by report id: what the "Needs you"
+   * box shows wherever the person is (issue 39 §3). Filled from report events
+   * and, for a question asked before the page opened, fetched (js/asks.js).
+   */
+  questions: new Map(),
+  /**
+   * The answer queued to each report, by report id: the instruction whose
+   * `answers` names it (a reply), from any queue, as the page has heard of it.
+   */
+  answers: new Map(),
   /** "connecting" | "live" | "reconnecting" | "polling" | "offline" */
   conn: "connecting",
   loaded: false,
@@ -176,8 +187,29 @@ export function applyStatus(status) {
   setStatus(status);
 }
 
+/** Whether a report asks the person something: the engine's rule (options, or its text ends with "?"). */
+export function asks(report) {
+  return report.options.length > 0 || /\?\s*$/.test(report.content);
+}
+
+/** A question fetched for an agent whose `asking` names it. */
+export function setQuestion(report) {
+  state.questions.set(report.id, report);
+  emit("reports", {});
+}
+
+/** Instructions of another queue, fetched to learn which of them answer a question. */
+export function learnAnswers(items) {
+  for (const item of items) if (item.answers) state.answers.set(item.answers, item);
+  emit("reports", {});
+}
+
 export function applyReport(report) {
-  if (report.queue !== state.queue) return;
+  if (asks(report)) state.questions.set(report.id, report);
+  if (report.queue !== state.queue) {
+    emit("reports", {}); // another queue's question: the "Needs you" box shows it
+    return;
+  }
   // A snapshot fetched before this report must not erase it when it lands.
   for (const missed of inFlight) missed.push([REPORT, report]);
   attachReport(report);
@@ -212,6 +244,12 @@ function stageOf(kind, item) {
 
 function learn(kind, item) {
   known.set(item.id, { stage: stageOf(kind, item), at: Date.parse(item.updated_at) || 0 });
+  if (item.answers) {
+    // A deleted answer leaves its question open again.
+    if (kind === KIND.deleted) {
+      if (state.answers.get(item.answers)?.id === item.id) state.answers.delete(item.answers);
+    } else state.answers.set(item.answers, item);
+  }
 }
 
 /**
@@ -246,6 +284,8 @@ function apply(kind, item, answer) {
   for (const missed of inFlight) missed.push([kind, item, answer]);
   if (!mutate(kind, item, answer)) return;
   emit("queue", { kind, item });
+  // An answer to a question: the question's blocks say so now.
+  if (item.answers) emit("reports", {});
 }
 
 /** Change the state by one event or answer; false when it was older than what is known. */

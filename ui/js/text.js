@@ -2,3 +2,14 @@
 
 /** Why a blank instruction is refused (the page's composer and quick add). */
 export const BLANK_INSTRUCTION = "Type an instruction first — blank space can't be queued.";
+
+/**
+ * What a person says to an agent, in its chat, once it is connected: it
+ * starts the loop (issue 39 §1). The README and the CLI say the same words:
+ * engine/src must print exactly this text (keep the two in step).
+ */
+export const START_SENTENCE =
+  "Call the get_user_request tool of local-mcp and do what it returns. When you finish, call it again with a short report of what you did, and keep calling it; never end your turn on your own.";
+
+/** What a queue name may hold (the engine's model::queue_name rule), in a person's words. */
+export const QUEUE_NAME_RULE = "A queue name is 1–64 of a–z, 0–9, dot, underscore and dash (no spaces).";
