@@ -8,17 +8,24 @@ import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 
-import { PROMPT, WAIT, agentLoop, clientHome, received, runTo, serverBin, spawnClient, startModel, startServer, turnOf } from "./harness.mjs";
+import { PROMPT, WAIT, agentLoop, timeoutLoop, clientHome, received, runTo, serverBin, spawnClient, startModel, startServer, turnOf } from "./harness.mjs";
 
-agentLoop({
+const client = {
   name: "Claude Code",
   connect: "claude-code",
   known: { name: "Claude Code", version: "2.1.330" },
+  timeoutText: /^MCP server "local-mcp" tool "get_user_request" timed out after 3s$/,
   images: "tool-result",
-  async configure({ model, home }) {
+  async configure({ model, home }, { callTimeout } = {}) {
     // User scope, through Claude Code's own `claude mcp add-json`.
     await runTo(serverBin, ["connect", "claude-code"], { env: home.env, cwd: home.project });
-    const entry = JSON.parse(readFileSync(join(home.dir, ".claude.json"), "utf8")).mcpServers["local-mcp"];
+    const file = join(home.dir, ".claude.json");
+    const config = JSON.parse(readFileSync(file, "utf8"));
+    const entry = config.mcpServers["local-mcp"];
+    if (callTimeout) {
+      entry.timeout = callTimeout * 1000;
+      writeFileSync(file, JSON.stringify(config, null, 2));
+    }
     return {
       cmd: "claude",
       args: ["-p", PROMPT, "--allowedTools", "mcp__local-mcp__get_user_request"],
@@ -26,7 +33,10 @@ agentLoop({
       timeout: entry.timeout / 1000,
     };
   },
-});
+};
+
+agentLoop(client);
+timeoutLoop(client);
 
 // The Stop hook `connect claude-code --project DIR --hooks` writes
 // (`local-mcp-server hook claude-stop`): an end of turn is blocked while the

@@ -7,14 +7,15 @@
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 
-import { PROMPT, agentLoop, runTo, serverBin } from "./harness.mjs";
+import { PROMPT, agentLoop, timeoutLoop, runTo, serverBin } from "./harness.mjs";
 
-agentLoop({
+const client = {
   name: "Codex",
   connect: "codex",
   known: { name: "Codex", version: "0.169.0" },
+  timeoutText: /tool call failed for `local-mcp\/get_user_request`\n\nCaused by:\n\s+timed out awaiting tools\/call after 3s/,
   images: "tool-result",
-  async configure({ model, home }) {
+  async configure({ model, home }, { callTimeout } = {}) {
     // The person's own settings first; connect adds its table and keeps them.
     mkdirSync(join(home.dir, ".codex"));
     const file = join(home.dir, ".codex", "config.toml");
@@ -34,6 +35,7 @@ agentLoop({
     );
     await runTo(serverBin, ["connect", "codex"], { env: home.env, cwd: home.project });
     const timeout = Number(/^tool_timeout_sec = (\d+)$/m.exec(readFileSync(file, "utf8"))?.[1]);
+    if (callTimeout) writeFileSync(file, readFileSync(file, "utf8").replace(/^tool_timeout_sec = \d+$/m, `tool_timeout_sec = ${callTimeout}`));
     return {
       cmd: "codex",
       // No approvals and no sandbox: MCP calls run unattended.
@@ -42,4 +44,7 @@ agentLoop({
       timeout,
     };
   },
-});
+};
+
+agentLoop(client);
+timeoutLoop(client);

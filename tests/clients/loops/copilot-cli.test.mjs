@@ -5,19 +5,26 @@
 // Images in MCP tool results do not reach a BYOK model (github/copilot-cli#4600):
 // the model gets the JSON, whose attachment path the agent can open itself.
 
-import { readFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 
-import { PROMPT, agentLoop, runTo, serverBin } from "./harness.mjs";
+import { PROMPT, agentLoop, timeoutLoop, runTo, serverBin } from "./harness.mjs";
 
-agentLoop({
+const client = {
   name: "GitHub Copilot CLI",
   connect: "copilot-cli",
   known: { name: "GitHub Copilot CLI", version: "1.0.102" },
+  timeoutText: /^MCP server 'local-mcp': McpError: MCP error -32001: Request timed out$/,
   images: "dropped",
-  async configure({ model, home }) {
+  async configure({ model, home }, { callTimeout } = {}) {
     await runTo(serverBin, ["connect", "copilot-cli"], { env: home.env, cwd: home.project });
-    const entry = JSON.parse(readFileSync(join(home.dir, ".copilot", "mcp-config.json"), "utf8")).mcpServers["local-mcp"];
+    const file = join(home.dir, ".copilot", "mcp-config.json");
+    const written = JSON.parse(readFileSync(file, "utf8"));
+    const entry = written.mcpServers["local-mcp"];
+    if (callTimeout) {
+      entry.timeout = callTimeout * 1000;
+      writeFileSync(file, JSON.stringify(written, null, 2));
+    }
     return {
       cmd: "copilot",
       args: ["-p", PROMPT, "--allow-all-tools"],
@@ -31,4 +38,7 @@ agentLoop({
       timeout: entry.timeout / 1000,
     };
   },
-});
+};
+
+agentLoop(client);
+timeoutLoop(client);

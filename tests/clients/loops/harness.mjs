@@ -46,7 +46,12 @@ const FOREIGN = /^(ANTHROPIC_|CLAUDE_|OPENAI_|CODEX_|GEMINI_|GOOGLE_|COPILOT_|GH
  * the clients' commands on PATH, nothing of the person's accounts);
  * `remove()` when done.
  */
+/** One cache for every home of this test process (Copilot CLI unpacks 235 MB there on its first run). */
+let cache = null;
+after(() => cache && rmSync(cache, { recursive: true, force: true }));
+
 export function clientHome(server, name) {
+  cache ??= mkdtempSync(join(tmpdir(), "loop-cache-"));
   const dir = mkdtempSync(join(tmpdir(), `loop-${name}-`));
   const project = join(dir, "work");
   mkdirSync(project);
@@ -54,7 +59,7 @@ export function clientHome(server, name) {
   Object.assign(env, {
     HOME: dir,
     XDG_CONFIG_HOME: join(dir, ".config"),
-    XDG_CACHE_HOME: join(dir, ".cache"),
+    XDG_CACHE_HOME: cache,
     XDG_DATA_HOME: join(dir, ".local", "share"),
     XDG_STATE_HOME: join(dir, ".local", "state"),
     LOCAL_MCP_CONNECTION_FILE: server.connectionFile,
@@ -396,6 +401,69 @@ export function agentLoop(client) {
       }
       assert.deepEqual(await server.pending(), []);
       assert.ok(await model.quiet(500), "the model was asked again after the run ended");
+    });
+  });
+}
+
+/**
+ * A call that outlasts the client's own tool-call timeout (set to
+ * `client.shortTimeout` seconds in its configuration, below the server's
+ * 30-second wait): what the model gets when the client gives up, and that an
+ * instruction queued right after is not taken by the call the client
+ * abandoned — it reaches the model on its next call.
+ * `client.configure(ctx, { callTimeout })` writes that timeout;
+ * `client.timeoutText` matches what the model is told; `client.timeoutBug`
+ * (a reason) marks the check as a known failure (node:test `todo`).
+ */
+export function timeoutLoop(client) {
+  const agent = `timeout-${client.connect}`;
+  describe(`${client.name}: a call that outlasts the client's own tool-call timeout`, () => {
+    let server;
+    let model;
+    let run;
+    let home;
+    before(async () => {
+      server = await startServer({ waitSeconds: 30, env: { LOG_LEVEL: "info" } });
+      model = await startModel({ name: client.name });
+      home = clientHome(server, `${client.connect}-timeout`);
+      const how = await client.configure({ server, model, home }, { callTimeout: 3 });
+      run = spawnClient(how.cmd, how.args, { env: { ...home.env, ...how.env }, cwd: home.project });
+    });
+    after(async () => {
+      run?.kill();
+      await model?.close();
+      await server?.stop();
+      home?.remove();
+    });
+
+    const title = "the client gives up after its own 3 s timeout: the model is told, the server's call ends, and an instruction queued then reaches the next call";
+    test(title, { todo: client.timeoutBug }, async () => {
+      let turn = await turnOf(model, run, client.name, "the first prompt", 120_000);
+      turn.call({ agent_id: agent });
+      const called = Date.now();
+      turn = await turnOf(model, run, client.name, "what came of a call past its 3 s timeout", 60_000);
+      const elapsed = (Date.now() - called) / 1000;
+      assert.ok(elapsed >= 2.5 && elapsed < 25, `the client gave up after ${elapsed} s`);
+      assert.ok(turn.result, turn.show());
+      assert.equal(served(turn.result), null, `the model got the server's answer:\n${turn.show()}`);
+      assert.match(turn.result.texts.join("\n"), client.timeoutText, turn.show());
+      // The call the client abandoned must not wait on: it would take the next instruction.
+      await until(async () => (await server.agent(agent))?.waiting === false, {
+        timeout: 10_000,
+        what: `the server's call to end when ${client.name} gave up on it (it still waits)`,
+      });
+      const item = await server.add("Queued after the client gave up");
+      await new Promise((r) => setTimeout(r, 1000));
+      const still = (await server.api("GET", `/api/instructions/${item.id}`)).body.item;
+      assert.equal(still.status, "pending", `taken by the abandoned call: ${JSON.stringify(still)}`);
+      turn.call({ agent_id: agent, report: "The previous call timed out; calling again." });
+      turn = await turnOf(model, run, client.name, "the instruction queued after the timeout");
+      assert.equal(received(turn, "the instruction after the timeout").instruction?.id, item.id, turn.show());
+      turn.say("Done.");
+      const { code } = await run.ended(60_000, `${client.name}'s headless run`);
+      assert.equal(code, 0, run.output());
+      const consumed = (await server.api("GET", "/api/instructions?status=consumed")).body.items;
+      assert.deepEqual(consumed.map((i) => [i.id, i.delivery]), [[item.id, "sent"]]);
     });
   });
 }

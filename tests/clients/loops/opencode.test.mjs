@@ -7,17 +7,22 @@
 // carry an image in chat completions, so opencode sends it in a user message
 // after the tool result ("Attached media from tool result:").
 
-import { mkdirSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 
-import { PROMPT, agentLoop, runTo, serverBin } from "./harness.mjs";
+import { PROMPT, agentLoop, timeoutLoop, runTo, serverBin } from "./harness.mjs";
 
-agentLoop({
+const client = {
   name: "opencode",
   connect: "opencode",
   known: { name: "opencode", version: "1.18.33" },
+  timeoutText: /^MCP error -32001: Request timed out$/,
+  // Known bug (local-mcp): after its timeout this client sends notifications/cancelled but keeps
+  // the response stream open; the server ignores the cancel, its call waits on and takes the next
+  // instruction (delivery "sent", then "confirmed"), which the model never gets.
+  timeoutBug: "local-mcp ignores notifications/cancelled: the abandoned call takes the next instruction",
   images: "beside",
-  async configure({ model, home }) {
+  async configure({ model, home }, { callTimeout } = {}) {
     const dir = join(home.dir, ".config", "opencode");
     mkdirSync(dir, { recursive: true });
     const provider = {
@@ -28,6 +33,12 @@ agentLoop({
     };
     writeFileSync(join(dir, "opencode.json"), JSON.stringify({ provider: { scripted: provider }, model: "scripted/scripted", small_model: "scripted/scripted", autoupdate: false, share: "disabled" }, null, 2));
     await runTo(serverBin, ["connect", "opencode"], { env: home.env, cwd: home.project });
+    if (callTimeout) {
+      const file = join(dir, "opencode.json");
+      const written = JSON.parse(readFileSync(file, "utf8"));
+      written.mcp["local-mcp"].timeout = callTimeout * 1000;
+      writeFileSync(file, JSON.stringify(written, null, 2));
+    }
     return {
       cmd: "opencode",
       args: ["run", PROMPT],
@@ -35,4 +46,7 @@ agentLoop({
       // connect writes no call timeout for opencode (its `timeout` is the tool-list fetch).
     };
   },
-});
+};
+
+agentLoop(client);
+timeoutLoop(client);
