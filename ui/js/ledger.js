@@ -136,19 +136,17 @@ async function showMore() {
  * Scrolling near the end of the ledger loads the next entries, as if "Show
  * more" was pressed (the button stays, for keyboards and for screen readers).
  * An answer that leaves the button in view asks again: a tall window fills.
- * In one column Settings comes after the ledger (agents and Connect agents
- * before it), and loading as one scrolls would push it away for ever:
- * there, only "Show more" loads more.
+ * Nothing comes after the ledger (in one column the side panel is above it),
+ * so loading as one scrolls pushes nothing away.
  */
 function loadWhileScrolling() {
   if (!("IntersectionObserver" in window)) return;
   const more = $("ledger-more");
-  const sideBelow = () => document.querySelector(".settings").getBoundingClientRect().top > more.getBoundingClientRect().top;
   let inView = false;
   const observer = new IntersectionObserver(
     async (entries) => {
       inView = entries.some((e) => e.isIntersecting);
-      while (inView && !more.hidden && !loadingMore && !sideBelow()) {
+      while (inView && !more.hidden && !loadingMore) {
         const before = $("ledger").children.length;
         await showMore();
         if ($("ledger").children.length === before) break; // nothing more came: wait for the next scroll
