@@ -159,10 +159,11 @@ export function received(turn, what) {
  * with the client's output, if the client exits first.
  */
 export function turnOf(model, run, name, what, timeout = 60_000) {
-  const died = run.exited.then(({ code, signal }) => {
-    throw new Error(`${name} exited (${code ?? signal}) while the test waited for its model request with ${what}:\n${run.output().slice(-3000)}`);
+  const stop = new AbortController();
+  run.exited.then(({ code, signal }) => {
+    stop.abort(new Error(`${name} exited (${code ?? signal}) while the test waited for its model request with ${what}:\n${run.output().slice(-3000)}`));
   });
-  return Promise.race([model.turn({ timeout, what: `${name}'s model request with ${what}` }), died]);
+  return model.turn({ timeout, what: `${name}'s model request with ${what}`, signal: stop.signal });
 }
 
 /** Width and height of a base64 PNG (its IHDR), or null when it is not one. */
@@ -259,6 +260,7 @@ export function agentLoop(client) {
 
     step("starts its loop: the model is offered get_user_request and calls it", async () => {
       turn = await next("the first prompt", 120_000);
+      assert.match(turn.offered, /get_user_request/, `the model is not offered the tool:\n${turn.show()}`);
       turn.call({ agent_id: agent });
     });
 
@@ -361,7 +363,8 @@ export function agentLoop(client) {
       assert.equal((await server.agent(agent)).asking, report.id);
       const r = await server.api("POST", `/api/reports/${report.id}/reply`, { content: ANSWER });
       assert.equal(r.status, 201, JSON.stringify(r.body));
-      ids.answer = r.body.item?.id;
+      ids.answer = r.body.item.id;
+      assert.equal(r.body.item.target, agent, "the answer is for the agent that asked");
       turn = await next("the answer to its question");
       const v = received(turn, "the answer");
       assert.equal(v.instruction?.content, ANSWER, turn.show());
@@ -374,7 +377,7 @@ export function agentLoop(client) {
       const { code, signal } = await run.ended(60_000, `${client.name}'s headless run`);
       assert.equal(code, 0, `${client.name} exited ${code ?? signal}:\n${run.output().slice(-3000)}`);
       const got = deliveredToModel(model);
-      const order = [ids.a, ids.b, ids.c, ids.image, got.at(-1)?.id];
+      const order = [ids.a, ids.b, ids.c, ids.image, ids.answer];
       assert.deepEqual(
         got.map((i) => i.id),
         order,

@@ -294,18 +294,28 @@ export async function startModel({ name = "model" } = {}) {
      * The next request of the agent loop (the model's turn), within `timeout`
      * ms; `what` names what the test waits for in the failure message.
      */
-    turn({ timeout = 60_000, what = "the client's next model request" } = {}) {
+    turn({ timeout = 60_000, what = "the client's next model request", signal } = {}) {
       if (waiting.length) return Promise.resolve(waiting.shift());
       return new Promise((ok, fail) => {
+        const drop = () => {
+          clearTimeout(t);
+          const i = takers.indexOf(taker);
+          if (i >= 0) takers.splice(i, 1);
+        };
         const t = setTimeout(() => {
-          takers.splice(takers.indexOf(taker), 1);
+          drop();
           const last = requests.at(-1);
           fail(new Error(`${name}: timed out after ${timeout} ms waiting for ${what}; ${requests.length} requests so far, the last: ${last ? `${last.method} ${last.path}\n${shown(last.body, 4000)}` : "none"}`));
         }, timeout);
         const taker = (turn) => {
-          clearTimeout(t);
+          drop();
           ok(turn);
         };
+        taker.cancel = (why) => {
+          drop();
+          fail(why);
+        };
+        signal?.addEventListener("abort", () => taker.cancel(signal.reason), { once: true });
         takers.push(taker);
       });
     },
@@ -316,6 +326,7 @@ export async function startModel({ name = "model" } = {}) {
       return model.turns.length === before;
     },
     async close() {
+      for (const taker of [...takers]) taker.cancel(new Error(`${name}: closed`));
       for (const res of unanswered) res.destroy();
       await new Promise((r) => server.close(r));
       server.closeAllConnections?.();
@@ -410,6 +421,8 @@ export async function startModel({ name = "model" } = {}) {
         return record.events.slice(i + 1);
       },
       show: () => `${record.method} ${record.path}\n${shown(body)}`,
+      /** How the tool is offered: its name, or Claude Code's ToolSearch and the deferred name. */
+      offered: tool ?? `ToolSearch → ${/mcp__[\w-]+__get_user_request/.exec(JSON.stringify(body))?.[0] ?? "(not named)"}`,
       /** Call get_user_request with `args` (through ToolSearch first when the client defers it). */
       call(args = {}) {
         if (tool) return answer({ tool, args });
