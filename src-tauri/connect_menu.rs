@@ -42,6 +42,7 @@ fn site(shell: &Shell) -> Site {
             .to_owned(),
         token: shell.credentials.token().filter(|_| shell.credentials.token_required()),
         program: snippets::bridge_program(),
+        database: shell.database.clone(),
     }
 }
 

@@ -79,6 +79,9 @@ pub struct Shell {
     /// Set when a headless server already held the database at start: this
     /// app is that server's window and tray.
     pub attached: Option<engine::client::remote::Remote>,
+    /// The database when it is not the default one: the stdio bridge and the
+    /// Stop hooks this app writes are given it (`--db-path`).
+    pub database: Option<String>,
 }
 
 /// What serves the queue this app shows: its own engine, or a headless
@@ -142,11 +145,12 @@ pub fn run() -> ExitCode {
     let shutdown = CancellationToken::new();
     let db_path = config.db_path.clone();
     let connection_file = config.connection_file.clone();
+    let servers_dir = config.servers_dir.clone();
     let api_token = config.api_token.clone();
     let started = match tauri::async_runtime::block_on(engine::start(config, shutdown.clone())) {
         Ok(engine) => Started::Engine(engine),
         // A headless server serves this database already: be its window and tray.
-        Err(engine::Error::InUse(why)) => match attach_to(&db_path, connection_file.as_deref(), api_token) {
+        Err(engine::Error::InUse(why)) => match attach_to(&db_path, connection_file, servers_dir, api_token) {
             Some(remote) => Started::Attached(remote),
             None => {
                 eprintln!("local-mcp: could not start: {why}");
@@ -295,6 +299,7 @@ fn run_engine(app: &mut tauri::App, engine: Engine) -> Result<(), Box<dyn std::e
     let shell = shell_for(&engine.url, None, None)?;
     let shell = Shell {
         credentials: engine.credentials(),
+        database: engine.queue.facts().database.clone(),
         ..shell
     };
     let fallback = engine.port_fallback_from;
@@ -326,7 +331,11 @@ fn run_attached(
 ) -> Result<(), Box<dyn std::error::Error>> {
     tracing::info!(url = %remote.base, "a local-mcp server already serves this database; attaching to it");
     let handle = app.handle().clone();
-    app.manage(shell_for(&remote.base, remote.token.clone(), Some(remote.clone()))?);
+    let shell = shell_for(&remote.base, remote.token.clone(), Some(remote.clone()))?;
+    app.manage(Shell {
+        database: remote.db.as_deref().and_then(engine::config::named_database),
+        ..shell
+    });
     let items = tray::create(&handle)?;
     let (tx, events) = tokio::sync::broadcast::channel(256);
     let gone_app = handle.clone();
@@ -360,22 +369,26 @@ fn shell_for(
         page_url,
         engine: Mutex::new(None),
         attached,
+        database: None,
     })
 }
 
 /// The server that holds `db` (its lock file names its URL), with the token
-/// its connection-info file publishes (or the one configured here).
+/// it publishes (in the running servers' list, or the `connection_file`
+/// named) or else the one configured here.
 fn attach_to(
     db: &std::path::Path,
-    connection_file: Option<&std::path::Path>,
+    connection_file: Option<std::path::PathBuf>,
+    servers_dir: Option<std::path::PathBuf>,
     api_token: Option<String>,
 ) -> Option<engine::client::remote::Remote> {
     use engine::client::target::Source;
     let base = engine::lock::holder(db)?.url?;
-    // Its connection file, when it describes this server, carries the token it requires;
+    // What it published, when it describes this server, carries the token it requires;
     // else the configured one. `resolve` also refuses a server another account runs.
-    let target = connection_file
-        .and_then(|f| Source::File(f.to_owned()).resolve().ok())
+    let target = Source::new(None, None, connection_file, db.to_owned(), servers_dir, None)
+        .and_then(|source| source.resolve())
+        .ok()
         .filter(|t| t.base == base)
         .map_or_else(
             || {
@@ -392,6 +405,7 @@ fn attach_to(
     Some(engine::client::remote::Remote {
         base: target.base,
         token: target.token,
+        db: Some(db.to_owned()),
     })
 }
 

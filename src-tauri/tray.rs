@@ -138,6 +138,7 @@ fn copy_config(app: &AppHandle, shell: &Shell, id: &str) {
         queue: None,
         token: token.as_deref(),
         bridge_program: &program,
+        database: shell.database.as_deref(),
     };
     match app.clipboard().write_text(snippets::snippet(client, &endpoint)) {
         Ok(()) => notify::send(app, &format!("MCP config for {} copied", client.name()), client.how()),

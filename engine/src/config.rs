@@ -31,6 +31,9 @@ pub struct Config {
     pub api_token: Option<String>,
     /// Where to publish the connection-info file (`None`: don't).
     pub connection_file: Option<PathBuf>,
+    /// Where every running server publishes itself, one file per database
+    /// (`None`: not published there).
+    pub servers_dir: Option<PathBuf>,
     /// The token file the page can manage when `api_token` is not set (`None`: no token management).
     pub token_file: Option<PathBuf>,
     /// Where the daily log files are written (shown in the status; `None`: not written).
@@ -49,6 +52,7 @@ impl Config {
             mcp_stateless: true,
             api_token: None,
             connection_file: None,
+            servers_dir: None,
             token_file: None,
             log_dir: None,
         }
@@ -92,7 +96,9 @@ pub struct ServeArgs {
     #[arg(long, env = "LOCAL_MCP_CONFIG", global = true)]
     pub config: Option<PathBuf>,
     /// Connection-info file: written by a running instance, read by the CLI and
-    /// the stdio bridge [default: connection.json in the platform config folder]
+    /// the stdio bridge [default: the server of the default database writes
+    /// connection.json in the platform config folder; each server also writes
+    /// servers/<database>.json there, which the CLI finds by --db-path]
     #[arg(long, env = "LOCAL_MCP_CONNECTION_FILE", global = true)]
     pub connection_file: Option<PathBuf>,
     /// Token file (owner-only) used when API_TOKEN is not set; the page's settings
@@ -102,7 +108,8 @@ pub struct ServeArgs {
 }
 
 impl ServeArgs {
-    /// The connection-info file this instance publishes and the CLI reads.
+    /// The connection-info file this instance publishes and the CLI reads:
+    /// the one given, else `connection.json` for the default database.
     pub fn connection_file(&self) -> Option<PathBuf> {
         self.connection_file.clone().or_else(paths::default_connection_file)
     }
@@ -164,7 +171,7 @@ impl ServeArgs {
         let host = parse_host(&host_text)?;
         let settings = self.settings.clone().or(file.settings).apply(Settings::default());
         settings.validate()?;
-        let config = Config {
+        let mut config = Config {
             host,
             port: self.http_port.or(file.http_port).unwrap_or(8000),
             port_fallback: !self.no_port_fallback,
@@ -176,9 +183,17 @@ impl ServeArgs {
                 .clone()
                 .or(file.api_token)
                 .filter(|t| !t.trim().is_empty()),
-            connection_file: self.connection_file(),
+            connection_file: None,
+            servers_dir: paths::default_servers_dir(),
             token_file: self.token_file.clone().or_else(paths::default_token_file),
             log_dir: self.log_dir(),
+        };
+        // `connection.json` is the default database's: a second server on a
+        // database of its own must not overwrite it (or remove it on exit).
+        config.connection_file = match &self.connection_file {
+            Some(file) => Some(file.clone()),
+            None if is_default_db(&config.db_path) => paths::default_connection_file(),
+            None => None,
         };
         let log_level = self
             .log_level
@@ -187,6 +202,17 @@ impl ServeArgs {
             .unwrap_or_else(|| "info".into());
         Ok((config, log_level))
     }
+}
+
+/// The database as the stdio bridge and the Stop hook must be told it
+/// (`--db-path`): `None` for the default one, which they find by themselves.
+pub fn named_database(db: &Path) -> Option<String> {
+    (!is_default_db(db)).then(|| paths::canonical(db).display().to_string())
+}
+
+/// Whether `db` is the default database (however its path is written).
+pub fn is_default_db(db: &Path) -> bool {
+    paths::canonical(db) == paths::canonical(&paths::default_db())
 }
 
 /// The `tracing` filter for a `LOG_LEVEL` such as `info`. rmcp logs every

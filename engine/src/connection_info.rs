@@ -1,9 +1,17 @@
-//! The connection-info file: how the CLI, the stdio bridge and other local
-//! tools find the running instance (its URL moves when the port falls back,
+//! The connection-info files: how the CLI, the stdio bridge and other local
+//! tools find a running instance (its URL moves when the port falls back,
 //! and a token may be required). Written on start with owner-only
-//! permissions — it can hold the token — and removed on a clean exit.
+//! permissions — they can hold the token — and removed on a clean exit.
+//!
+//! Each database has its own ([`Registry`]: `servers/<key>.json` in the
+//! config folder, keyed by the database's path), so a second server on its
+//! own database never overwrites or removes the first one's; the server of
+//! the default database also writes `connection.json`, which older tools
+//! and an explicit `--connection-file` read.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
+
+use sha2::Digest as _;
 
 use serde::{Deserialize, Serialize};
 
@@ -24,6 +32,63 @@ pub struct ConnectionInfo {
     pub tools: Vec<String>,
     pub pid: u32,
     pub started_at: String,
+    /// The database it serves (absent in files older versions wrote).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub db_path: Option<PathBuf>,
+}
+
+/// Every running server of this account, one file per database.
+#[derive(Debug, Clone)]
+pub struct Registry {
+    dir: PathBuf,
+}
+
+impl Registry {
+    pub fn new(dir: PathBuf) -> Registry {
+        Registry { dir }
+    }
+
+    /// The file the server of `db` publishes itself in.
+    pub fn entry(&self, db: &Path) -> PathBuf {
+        self.dir.join(format!("{}.json", database_key(db)))
+    }
+
+    /// The server of `db`, if one runs (its database lock says so: a file a
+    /// crashed server left names a process that holds nothing).
+    pub fn of(&self, db: &Path) -> Option<ConnectionInfo> {
+        let info = read(&self.entry(db)).ok()?;
+        alive(&info).then_some(info)
+    }
+
+    /// Every server that runs now, by database path.
+    pub fn running(&self) -> Vec<ConnectionInfo> {
+        let Ok(entries) = std::fs::read_dir(&self.dir) else {
+            return Vec::new();
+        };
+        let mut found: Vec<ConnectionInfo> = entries
+            .filter_map(|e| e.ok())
+            .filter(|e| e.path().extension().is_some_and(|x| x == "json"))
+            .filter_map(|e| read(&e.path()).ok())
+            .filter(alive)
+            .collect();
+        found.sort_by(|a, b| a.db_path.cmp(&b.db_path));
+        found
+    }
+}
+
+/// Whether the server `info` describes still holds its database.
+fn alive(info: &ConnectionInfo) -> bool {
+    info.db_path
+        .as_deref()
+        .and_then(crate::lock::holder)
+        .is_some_and(|h| h.pid == info.pid)
+}
+
+/// A short name for a database, the same for every way of writing its path.
+pub fn database_key(db: &Path) -> String {
+    let path = paths::canonical(db);
+    let digest = sha2::Sha256::digest(path.as_os_str().as_encoded_bytes());
+    digest[..8].iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// Write `info` to `path` atomically (temp file + rename), readable by the owner only.
@@ -78,7 +143,34 @@ mod tests {
             tools: vec!["get_user_request".into()],
             pid,
             started_at: "2026-11-22T10:00:00Z".into(),
+            db_path: None,
         }
+    }
+
+    #[test]
+    fn each_database_has_its_own_entry_and_only_a_live_one_counts() {
+        let dir = tempfile::tempdir().unwrap();
+        let registry = Registry::new(dir.path().join("servers"));
+        let (a, b) = (dir.path().join("a.sqlite3"), dir.path().join("b.sqlite3"));
+        assert_ne!(registry.entry(&a), registry.entry(&b));
+        let spelled_otherwise = dir.path().join("x").join("..").join("a.sqlite3");
+        std::fs::create_dir(dir.path().join("x")).unwrap();
+        assert_eq!(registry.entry(&a), registry.entry(&spelled_otherwise));
+        // A lock held by this process: the server of `a` runs.
+        let mut lock = crate::lock::DbLock::acquire(&a).unwrap();
+        lock.publish("http://127.0.0.1:1");
+        let mut live = info(std::process::id());
+        live.db_path = Some(paths::canonical(&a));
+        write(&registry.entry(&a), &live).unwrap();
+        // One a crashed server left: nobody holds `b`.
+        let mut stale = info(4_000_000);
+        stale.db_path = Some(paths::canonical(&b));
+        write(&registry.entry(&b), &stale).unwrap();
+        assert_eq!(registry.of(&a), Some(live.clone()));
+        assert_eq!(registry.of(&b), None);
+        assert_eq!(registry.running(), vec![live]);
+        drop(lock);
+        assert_eq!(registry.running(), Vec::new(), "its lock let go: it is gone");
     }
 
     #[test]

@@ -83,7 +83,8 @@ pub struct Engine {
     pub port_fallback_from: Option<u16>,
     pub queue: Queue,
     credentials: Arc<Credentials>,
-    connection_file: Option<PathBuf>,
+    /// The connection-info files it published (withdrawn when it stops).
+    connection_files: Vec<PathBuf>,
     shutdown: CancellationToken,
     task: JoinHandle<()>,
     /// Held until the server has stopped (`stopped` drops it last).
@@ -120,11 +121,11 @@ impl Engine {
     }
 
     /// Wait until the server has stopped and what its connections left is
-    /// settled, then withdraw the connection-info file.
+    /// settled, then withdraw the connection-info files.
     pub async fn stopped(self) {
         let _ = self.task.await;
         self.queue.finish_settling().await;
-        if let Some(path) = &self.connection_file {
+        for path in &self.connection_files {
             connection_info::remove_if_ours(path, std::process::id());
         }
         drop(self.lock);
@@ -170,6 +171,7 @@ pub async fn start(config: Config, shutdown: CancellationToken) -> Result<Engine
             at: r.at,
         }),
         log_dir: config.log_dir.as_ref().map(|d| d.display().to_string()),
+        database: config::named_database(&config.db_path),
     };
     let queue = Queue::new(store, &config.settings, facts, shutdown.clone())?;
     // Files a crash left between writing an upload and committing its row.
@@ -190,7 +192,15 @@ pub async fn start(config: Config, shutdown: CancellationToken) -> Result<Engine
         token = credentials.token_required(),
         "MCP endpoint registered at {}", mcp_url(&url)
     );
-    if let Some(path) = &config.connection_file {
+    // This database's entry among the running servers, and the file asked for.
+    let connection_files: Vec<PathBuf> = config
+        .servers_dir
+        .clone()
+        .map(|dir| connection_info::Registry::new(dir).entry(&config.db_path))
+        .into_iter()
+        .chain(config.connection_file.clone())
+        .collect();
+    if !connection_files.is_empty() {
         let info = connection_info::ConnectionInfo {
             url: url.clone(),
             mcp_url: mcp_url(&url),
@@ -200,13 +210,16 @@ pub async fn start(config: Config, shutdown: CancellationToken) -> Result<Engine
             tools: mcp::tool_names(),
             pid: std::process::id(),
             started_at: time::now(),
+            db_path: Some(paths::canonical(&config.db_path)),
         };
         // Not fatal: the server works without it, only discovery does not.
-        match connection_info::write(path, &info) {
-            Ok(()) => tracing::info!(path = %path.display(), "connection info published"),
-            Err(e) => e.log(),
+        for path in &connection_files {
+            match connection_info::write(path, &info) {
+                Ok(()) => tracing::info!(path = %path.display(), "connection info published"),
+                Err(e) => e.log(),
+            }
         }
-        tokens.publish_to(path.clone(), info);
+        tokens.publish_to(connection_files.clone(), info);
     }
     let me = same_user_account();
     let settings = queue.clone();
@@ -231,7 +244,7 @@ pub async fn start(config: Config, shutdown: CancellationToken) -> Result<Engine
         port_fallback_from,
         queue,
         credentials,
-        connection_file: config.connection_file,
+        connection_files,
         shutdown,
         task,
         lock,

@@ -55,14 +55,33 @@ pub fn default_db() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from("data/local_mcp.sqlite3"))
 }
 
+/// `db` as an absolute path with its links resolved (its folder's, when the
+/// file itself does not exist yet).
+pub fn canonical(db: &Path) -> PathBuf {
+    if let Ok(path) = std::fs::canonicalize(db) {
+        return path;
+    }
+    let absolute = std::path::absolute(db).unwrap_or_else(|_| db.to_path_buf());
+    match (absolute.parent(), absolute.file_name()) {
+        (Some(dir), Some(name)) => std::fs::canonicalize(dir).map_or(absolute.clone(), |d| d.join(name)),
+        _ => absolute,
+    }
+}
+
 /// The optional TOML config file.
 pub fn default_config_file() -> Option<PathBuf> {
     in_config_dir("config.toml")
 }
 
-/// The connection-info file a running instance publishes.
+/// The connection-info file the server of the default database publishes.
 pub fn default_connection_file() -> Option<PathBuf> {
     in_config_dir("connection.json")
+}
+
+/// Where every running server publishes itself, one file per database
+/// (`connection_info::Registry`).
+pub fn default_servers_dir() -> Option<PathBuf> {
+    in_config_dir("servers")
 }
 
 /// The token file the page can manage.

@@ -66,6 +66,9 @@ pub struct Endpoint<'a> {
     /// The program that runs the stdio bridge (`<program> stdio`), ideally an
     /// absolute path: desktop clients do not inherit a shell's PATH.
     pub bridge_program: &'a str,
+    /// The server's database when it is not the default one: the bridge is
+    /// told it (`--db-path`), or it would look for the default one's server.
+    pub database: Option<&'a str>,
 }
 
 impl Client {
@@ -220,6 +223,9 @@ pub fn entry(client: Client, endpoint: &Endpoint<'_>) -> Value {
         Client::Codex => json!({ "url": url, "tool_timeout_sec": CLIENT_TIMEOUT_SECONDS }),
         Client::ClaudeDesktop => {
             let mut args = vec!["stdio"];
+            if let Some(db) = endpoint.database {
+                args.extend(["--db-path", db]);
+            }
             if let Some(q) = endpoint.queue {
                 args.extend(["--queue", q]);
             }
@@ -338,6 +344,7 @@ mod tests {
             queue: None,
             token,
             bridge_program: "/usr/bin/local-mcp-server",
+            database: None,
         }
     }
 

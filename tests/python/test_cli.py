@@ -111,7 +111,9 @@ def test_queues_targets_hold_and_stop(server):
     # The client configuration points at the queue.
     assert json.loads(cli(server, "config", "vscode", "--queue", "repo-a").stdout)["servers"]["local-mcp"]["url"] == server.queue_url("repo-a")
     desktop = json.loads(cli(server, "config", "claude-desktop", "--queue", "repo-a").stdout)
-    assert desktop["mcpServers"]["local-mcp"]["args"] == ["stdio", "--queue", "repo-a"]
+    # This server's database is not the default one: the bridge is told which it is.
+    database = str((server.connection_file.parent / "queue.sqlite3").resolve())
+    assert desktop["mcpServers"]["local-mcp"]["args"] == ["stdio", "--db-path", database, "--queue", "repo-a"]
 
 
 def test_reports_and_reply(server):
@@ -158,7 +160,8 @@ def test_config_prints_each_clients_snippet_for_the_running_server(server):
     codex = tomllib.loads(cli(server, "config", "codex").stdout)
     assert codex["mcp_servers"]["local-mcp"]["url"] == server.mcp_url
     desktop = json.loads(cli(server, "config", "claude-desktop").stdout)["mcpServers"]["local-mcp"]
-    assert desktop["args"] == ["stdio"] and os.path.isabs(desktop["command"]) and os.access(desktop["command"], os.X_OK)
+    database = str((server.connection_file.parent / "queue.sqlite3").resolve())
+    assert desktop["args"] == ["stdio", "--db-path", database] and os.path.isabs(desktop["command"]) and os.access(desktop["command"], os.X_OK)
     bad = cli(server, "config", "notepad")
     assert bad.returncode == 2 and "claude-desktop" in bad.stderr
 
@@ -177,3 +180,73 @@ def test_shell_completions(tmp_path):
     for shell, marker, word in [("bash", "complete -F", "claude-desktop"), ("zsh", "#compdef", "claude-desktop"), ("fish", "complete -c", "stdio")]:
         r = subprocess.run([server_binary(), "completions", shell], capture_output=True, text=True)
         assert r.returncode == 0 and marker in r.stdout and word in r.stdout, shell
+
+
+def test_two_servers_on_two_databases_both_stay_reachable(tmp_path):
+    """A second server on a database of its own (the README's second set of queues) publishes
+    itself beside the first instead of over it: every command finds the server of the database
+    it names, and the default database's without a word; with that one stopped, they say which
+    run and how to pick one."""
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config"),
+           "XDG_DATA_HOME": str(home / ".local" / "share"), "XDG_STATE_HOME": str(home / ".local" / "state"),
+           "HTTP_PORT": "0", "DEFAULT_WAIT_SECONDS": "1"}
+    second_db = tmp_path / "other queues" / "second.sqlite3"
+
+    def run(*args, db=None, stdin=None):
+        extra = ["--db-path", str(db)] if db else []
+        return subprocess.run([server_binary(), *extra, *args], input=stdin, capture_output=True, text=True,
+                              env=env, timeout=60)
+
+    try:
+        first = run("start")
+        assert first.returncode == 0, first.stderr
+        second = run("start", db=second_db)
+        assert second.returncode == 0, second.stderr
+        url_of = lambda out: out.split("the page at ")[1].split("/ ")[0]  # noqa: E731
+        first_url, second_url = url_of(first.stdout), url_of(second.stdout)
+        assert first_url != second_url
+
+        # Nothing said: the default database's server, and the other one named.
+        status = run("status")
+        assert status.returncode == 0, status.stderr
+        assert f"the page at {first_url}/" in status.stdout
+        assert f"also running: local-mcp on {second_db.resolve()} at {second_url}" in status.stdout, status.stdout
+        # Named: that database's server.
+        status = run("status", db=second_db)
+        assert status.returncode == 0 and f"the page at {second_url}/" in status.stdout, status.stdout
+        assert run("add", "for the first").returncode == 0
+        assert run("add", "for the second", db=second_db).returncode == 0
+        assert run("add", "--queue", "elsewhere", "only on the second", db=second_db).returncode == 0
+        assert "for the first" in run("list").stdout and "for the second" not in run("list").stdout
+        assert "for the second" in run("list", db=second_db).stdout
+
+        # The bridge and the Stop hook are told the database when it is not the default one.
+        snippet = json.loads(run("config", "claude-desktop", db=second_db).stdout)
+        assert snippet["mcpServers"]["local-mcp"]["args"] == ["stdio", "--db-path", str(second_db.resolve())]
+        assert json.loads(run("config", "claude-desktop").stdout)["mcpServers"]["local-mcp"]["args"] == ["stdio"]
+        # The Stop hook asks its own server: a queue held on the second lets it stop there only.
+        stop_input = '{"hook_event_name": "Stop", "stop_hook_active": false}'
+        assert run("hold", "elsewhere", db=second_db).returncode == 0
+        hook = run("hook", "claude-stop", "--queue", "elsewhere", db=second_db, stdin=stop_input)
+        assert hook.returncode == 0 and "block" not in hook.stdout, hook.stdout + hook.stderr
+        hook = run("hook", "claude-stop", "--queue", "elsewhere", stdin=stop_input)
+        assert hook.returncode == 0 and '"decision":"block"' in hook.stdout, "not held on the first: it keeps going"
+
+        # The second one stops: the first is still found by every command, and `start` agrees.
+        assert run("stop", db=second_db).returncode == 0
+        assert run("status").returncode == 0
+        again = run("start")
+        assert again.returncode == 4 and "already running" in again.stderr, again.stderr
+
+        # The default one stops while the second runs: asked with nothing said, they name it.
+        assert run("start", db=second_db).returncode == 0
+        assert run("stop").returncode == 0
+        lost = run("status")
+        assert lost.returncode == 3, lost.stdout + lost.stderr
+        assert f"--db-path {second_db.resolve()}" in lost.stderr or f"--db-path '{second_db.resolve()}'" in lost.stderr, lost.stderr
+        assert "not running on" in lost.stderr
+    finally:
+        run("stop")
+        run("stop", db=second_db)

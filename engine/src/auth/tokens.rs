@@ -88,7 +88,7 @@ pub struct Tokens {
     /// Served beyond loopback: a token may not be removed.
     exposed: bool,
     /// The published connection info, rewritten with the new token.
-    connection: Mutex<Option<(PathBuf, ConnectionInfo)>>,
+    connection: Mutex<Option<(Vec<PathBuf>, ConnectionInfo)>>,
 }
 
 impl Tokens {
@@ -101,8 +101,8 @@ impl Tokens {
         }
     }
 
-    pub fn publish_to(&self, path: PathBuf, info: ConnectionInfo) {
-        *self.connection.lock_anyway() = Some((path, info));
+    pub fn publish_to(&self, paths: Vec<PathBuf>, info: ConnectionInfo) {
+        *self.connection.lock_anyway() = Some((paths, info));
     }
 
     pub fn state(&self) -> TokenState {
@@ -161,11 +161,13 @@ impl Tokens {
 
     fn republish(&self, token: Option<&str>) {
         let mut published = self.connection.lock_anyway();
-        if let Some((path, info)) = published.as_mut() {
+        if let Some((paths, info)) = published.as_mut() {
             info.token = token.map(str::to_owned);
-            if let Err(e) = connection_info::write(path, info) {
-                // Not fatal: the new token is in force; only discovery lags.
-                e.log();
+            for path in paths.iter() {
+                if let Err(e) = connection_info::write(path, info) {
+                    // Not fatal: the new token is in force; only discovery lags.
+                    e.log();
+                }
             }
         }
     }

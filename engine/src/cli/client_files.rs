@@ -29,6 +29,7 @@ pub struct ConnectArgs {
 fn site(source: &Source) -> Result<Site, Failure> {
     let target = super::commands::resolve_or_default(source)?;
     Ok(Site {
+        database: target.db.as_deref().and_then(crate::config::named_database),
         base_url: target.base,
         token: target.token,
         program: snippets::bridge_program(),

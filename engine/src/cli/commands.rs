@@ -128,6 +128,7 @@ pub fn resolve_or_default(source: &Source) -> Result<Target, Failure> {
             let default = Target {
                 base: "http://127.0.0.1:8000".into(),
                 token: None,
+                db: None,
             };
             eprintln!(
                 "note: {message}.\nnote: using the default address {}",
@@ -146,11 +147,13 @@ pub fn config(source: &Source, queue: Option<&str>, client: snippets::Client) ->
     let target = resolve_or_default(source)?;
     let program = snippets::bridge_program();
     let mcp_url = target.queue_url(&queue);
+    let database = target.db.as_deref().and_then(crate::config::named_database);
     let endpoint = Endpoint {
         mcp_url: &mcp_url,
         queue: (queue != crate::model::DEFAULT_QUEUE).then_some(queue.as_str()),
         token: target.token.as_deref(),
         bridge_program: &program,
+        database: database.as_deref(),
     };
     eprintln!("{}: {}", client.name(), client.how());
     println!("{}", snippets::snippet(client, &endpoint).trim_end());

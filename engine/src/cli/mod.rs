@@ -110,12 +110,33 @@ pub fn prelude(
     }
 }
 
-/// Run `command`. `cli` is the whole command line (for completions);
-/// `connection_file` is where a running instance publishes itself;
-/// `log_dir` where this configuration's instance writes its logs.
+/// Where this configuration's server is: `--url`, a `--connection-file`,
+/// else the server of its database among the running ones.
+fn source(serve: &ServeArgs, address: &ServerAddress) -> Result<Source, Failure> {
+    let db = serve
+        .resolve()
+        .map(|(config, _)| config.db_path)
+        .unwrap_or_else(|_| serve.db_path.clone().unwrap_or_else(crate::paths::default_db));
+    let legacy = crate::config::is_default_db(&db)
+        .then(crate::paths::default_connection_file)
+        .flatten();
+    Source::new(
+        address.url.clone(),
+        address.token.clone(),
+        serve.connection_file.clone(),
+        db,
+        crate::paths::default_servers_dir(),
+        legacy,
+    )
+    .map_err(Failure::from)
+}
+
+/// Run `command`. `cli` is the whole command line (for completions); `serve`
+/// says where this configuration's server publishes itself; its `log_dir`
+/// where that server writes its logs.
 pub fn run(command: Command, cli: &mut clap::Command, serve: &ServeArgs, address: &ServerAddress) -> ExitCode {
     let name = cli.get_name().to_owned();
-    let (connection_file, log_dir) = (serve.connection_file(), serve.log_dir());
+    let log_dir = serve.log_dir();
     // The commands that run no client of the server (and the daemon ones,
     // which make their own short runtime) are done here, outside one.
     let direct = match &command {
@@ -151,10 +172,13 @@ pub fn run(command: Command, cli: &mut clap::Command, serve: &ServeArgs, address
         }
     };
     let result = runtime.block_on(async move {
-        let source = || Source::new(address.url.clone(), address.token.clone(), connection_file.clone());
+        let source = || source(serve, address);
         let client = || commands::client(&source()?);
         match command {
-            Command::Status { queue, json } => show::status(&client()?, queue.as_deref(), json).await,
+            Command::Status { queue, json } => {
+                let source = source()?;
+                show::status(&commands::client(&source)?, queue.as_deref(), json, &source.others()).await
+            }
             Command::Add {
                 queue,
                 to,
@@ -250,7 +274,7 @@ pub fn run(command: Command, cli: &mut clap::Command, serve: &ServeArgs, address
                     HookKind::ClaudeStop => hook::Shape::ClaudeCode,
                     HookKind::VscodeStop => hook::Shape::VsCode,
                 };
-                hook::stop(shape, source().map_err(Failure::from), queue, agent).await
+                hook::stop(shape, source(), queue, agent).await
             }
             Command::Logs { lines, follow } => logs::logs(source().ok(), log_dir, lines, follow).await,
         }

@@ -62,7 +62,13 @@ fn client_words(a: &AgentStatus) -> String {
     })
 }
 
-pub async fn status(client: &Client, only: Option<&str>, raw: bool) -> Result<(), Failure> {
+/// `status`; `others`: the servers that run on other databases, named last.
+pub async fn status(
+    client: &Client,
+    only: Option<&str>,
+    raw: bool,
+    others: &[crate::connection_info::ConnectionInfo],
+) -> Result<(), Failure> {
     let only = only.map(crate::model::queue_name).transpose()?;
     let mut s: StatusSnapshot = client.status().await?;
     if let Some(q) = &only {
@@ -140,6 +146,16 @@ pub async fn status(client: &Client, only: Option<&str>, raw: bool) -> Result<()
             a.queue,
             state_words(a),
             client_words(a)
+        );
+    }
+    for other in others {
+        let db = other
+            .db_path
+            .as_deref()
+            .map_or_else(|| "?".into(), |p| p.display().to_string());
+        println!(
+            "also running: local-mcp on {db} at {} (pid {}): `--db-path {db}` talks to it",
+            other.url, other.pid
         );
     }
     Ok(())

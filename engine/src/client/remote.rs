@@ -30,6 +30,8 @@ const RETRY_AFTER: Duration = Duration::from_secs(2);
 pub struct Remote {
     pub base: String,
     pub token: Option<String>,
+    /// The database it serves, when known.
+    pub db: Option<std::path::PathBuf>,
 }
 
 impl Remote {

@@ -1,23 +1,34 @@
-//! Where the running instance is: `--url` (and `--token`) when given,
-//! otherwise the connection-info file it published. Plus the one HTTP client
-//! the CLI and the bridge share.
+//! Where the running instance is: `--url` (and `--token`) when given, a
+//! connection-info file when one is named, otherwise the server of the
+//! database this configuration names (`--db-path`, `DB_PATH`, the config
+//! file, else the default one) among the running servers. Plus the one HTTP
+//! client the CLI and the bridge share.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use std::net::{IpAddr, SocketAddr};
 
-use crate::{connection_info, peer};
+use crate::connection_info::{self, ConnectionInfo, Registry};
+use crate::peer;
 use crate::{Error, Result};
 
-/// How the CLI finds the server.
+/// How the CLI finds the server. Each is read again on every
+/// [`Source::resolve`], so a restarted app on another port is found.
 #[derive(Debug, Clone)]
 pub enum Source {
     /// An explicit URL (base or `…/mcp`) and token.
     Fixed { url: String, token: Option<String> },
-    /// The connection-info file; read again on every [`Source::resolve`], so a
-    /// restarted app on another port is found.
+    /// A connection-info file named by `--connection-file`.
     File(PathBuf),
+    /// The server of a database, among every running server of this account.
+    Database {
+        db: PathBuf,
+        registry: Registry,
+        /// `connection.json`, for the default database: what a server of an
+        /// older version published (it knows no registry).
+        legacy: Option<PathBuf>,
+    },
 }
 
 /// A resolved server.
@@ -26,6 +37,8 @@ pub struct Target {
     /// Base URL without a trailing slash, e.g. `http://127.0.0.1:8000`.
     pub base: String,
     pub token: Option<String>,
+    /// The database it serves, when known.
+    pub db: Option<PathBuf>,
 }
 
 impl Target {
@@ -44,13 +57,44 @@ impl Target {
 }
 
 impl Source {
-    pub fn new(url: Option<String>, token: Option<String>, file: Option<PathBuf>) -> Result<Source> {
-        match (url, file) {
-            (Some(url), _) => Ok(Source::Fixed { url, token }),
-            (None, Some(file)) => Ok(Source::File(file)),
-            (None, None) => Err(Error::Invalid(
-                "no platform config folder here to find the connection-info file in; pass --url".into(),
+    /// `url` and `token` as given; else the connection-info `file` named;
+    /// else the server of `db` among those `servers` lists (`legacy`: the
+    /// default database's `connection.json`).
+    pub fn new(
+        url: Option<String>,
+        token: Option<String>,
+        file: Option<PathBuf>,
+        db: PathBuf,
+        servers: Option<PathBuf>,
+        legacy: Option<PathBuf>,
+    ) -> Result<Source> {
+        match (url, file, servers) {
+            (Some(url), _, _) => Ok(Source::Fixed { url, token }),
+            (None, Some(file), _) => Ok(Source::File(file)),
+            (None, None, Some(dir)) => Ok(Source::Database {
+                db,
+                registry: Registry::new(dir),
+                legacy,
+            }),
+            (None, None, None) => Err(Error::Invalid(
+                "no platform config folder here to find the running server in; pass --url".into(),
             )),
+        }
+    }
+
+    /// The servers that run on other databases than the one this source
+    /// names (none for a URL or a file).
+    pub fn others(&self) -> Vec<ConnectionInfo> {
+        match self {
+            Source::Database { db, registry, .. } => {
+                let mine = crate::paths::canonical(db);
+                registry
+                    .running()
+                    .into_iter()
+                    .filter(|s| s.db_path.as_deref() != Some(mine.as_path()))
+                    .collect()
+            }
+            _ => Vec::new(),
         }
     }
 
@@ -62,17 +106,73 @@ impl Source {
             Source::Fixed { url, token } => Target {
                 base: base_url(url)?,
                 token: token.clone().filter(|t| !t.is_empty()),
+                db: None,
             },
-            Source::File(path) => {
-                let info = connection_info::read(path)?;
-                Target {
-                    base: base_url(&info.url)?,
-                    token: info.token,
-                }
-            }
+            Source::File(path) => target_of(connection_info::read(path)?)?,
+            Source::Database { db, registry, legacy } => match registry.of(db) {
+                Some(info) => target_of(info)?,
+                None => match legacy.as_deref().map(connection_info::read) {
+                    Some(Ok(info)) => target_of(info)?,
+                    _ => return Err(not_running(db, &self.others())),
+                },
+            },
         };
         same_account(&target.base)?;
         Ok(target)
+    }
+}
+
+fn target_of(info: ConnectionInfo) -> Result<Target> {
+    Ok(Target {
+        base: base_url(&info.url)?,
+        token: info.token,
+        db: info.db_path,
+    })
+}
+
+/// Nothing serves `db`: say so, and which servers run instead and how to pick one.
+fn not_running(db: &Path, others: &[ConnectionInfo]) -> Error {
+    let db = crate::paths::canonical(db);
+    if others.is_empty() {
+        return Error::NotFound(format!(
+            "local-mcp is not running on {}: start it with `local-mcp-server start` (or the desktop app, \
+             `local-mcp`), or pass --url",
+            db.display()
+        ));
+    }
+    let list: Vec<String> = others
+        .iter()
+        .map(|s| {
+            let other = s
+                .db_path
+                .as_deref()
+                .map_or_else(|| "?".into(), |p| p.display().to_string());
+            format!(
+                "  {} at {} (pid {}): --db-path {}",
+                other,
+                s.url,
+                s.pid,
+                shell_word(&other)
+            )
+        })
+        .collect();
+    Error::NotFound(format!(
+        "local-mcp is not running on {}, but {} on other databases:\n{}\nPick one with --db-path (or --url)",
+        db.display(),
+        if others.len() == 1 { "one runs" } else { "several run" },
+        list.join("\n")
+    ))
+}
+
+/// A path as one shell word, quoted when it needs to be.
+fn shell_word(path: &str) -> String {
+    if path
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || "/._-+:@%".contains(c))
+    {
+        path.to_owned()
+    } else {
+        format!("'{}'", path.replace('\'', r"'\''"))
     }
 }
 
@@ -165,12 +265,21 @@ mod tests {
         }
         assert!(base_url("127.0.0.1:8000").is_err());
         assert!(base_url("http://").is_err());
-        let fixed = Source::new(Some("http://[::1]:9/mcp".into()), Some(String::new()), None).unwrap();
+        let fixed = Source::new(
+            Some("http://[::1]:9/mcp".into()),
+            Some(String::new()),
+            None,
+            PathBuf::new(),
+            None,
+            None,
+        )
+        .unwrap();
         assert_eq!(
             fixed.resolve().unwrap(),
             Target {
                 base: "http://[::1]:9".into(),
-                token: None
+                token: None,
+                db: None,
             }
         );
     }

@@ -34,10 +34,29 @@ impl Site {
             self.program.clone()
         };
         let mut command = format!("{program} hook {kind}");
+        if let Some(db) = &self.database {
+            command.push_str(&format!(" --db-path {}", shell_word(db)));
+        }
         if queue != DEFAULT_QUEUE {
             command.push_str(&format!(" --queue {queue}"));
         }
         serde_json::json!({ "type": "command", "command": command, "timeout": 10 })
+    }
+}
+
+/// `word` as one word of a shell command (Claude Code and VS Code run hooks
+/// through a shell): quoted unless it is plain.
+fn shell_word(word: &str) -> String {
+    if !word.is_empty()
+        && word
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "/._-+:@%,".contains(c))
+    {
+        word.to_owned()
+    } else if cfg!(windows) {
+        format!("\"{}\"", word.replace('"', "\\\""))
+    } else {
+        format!("'{}'", word.replace('\'', r"'\''"))
     }
 }
 

@@ -56,6 +56,9 @@ pub struct Site {
     pub token: Option<String>,
     /// This program's absolute path: the stdio bridge and the Stop hook run it.
     pub program: String,
+    /// The server's database when it is not the default one (`--db-path`
+    /// for the bridge and the hook).
+    pub database: Option<String>,
 }
 
 impl Site {
@@ -67,6 +70,7 @@ impl Site {
             queue: (queue != DEFAULT_QUEUE).then_some(queue),
             token: self.token.as_deref(),
             bridge_program: &self.program,
+            database: self.database.as_deref(),
         };
         snippets::entry(client, &endpoint)
     }

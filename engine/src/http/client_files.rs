@@ -35,6 +35,7 @@ fn site(s: &AppState) -> Site {
         base_url: s.queue.facts().url.clone(),
         token: s.credentials.token().filter(|_| s.credentials.token_required()),
         program: snippets::bridge_program(),
+        database: s.queue.facts().database.clone(),
     }
 }
 

@@ -81,6 +81,7 @@ async fn clients(State(s): State<AppState>, ApiQuery(q): ApiQuery<ClientsQuery>)
         queue: (queue != crate::model::DEFAULT_QUEUE).then_some(queue.as_str()),
         token: s.credentials.token_required().then_some(TOKEN_PLACEHOLDER),
         bridge_program: &program,
+        database: s.queue.facts().database.as_deref(),
     };
     let clients = snippets::all(&endpoint);
     Ok(Json(ClientsBody {

@@ -54,6 +54,9 @@ pub struct ServerFacts {
     pub recovered: Option<crate::model::RecoveryNotice>,
     /// The folder of the daily log files, when they are written.
     pub log_dir: Option<String>,
+    /// The database, when it is not the default one: what the stdio bridge
+    /// and the Stop hook are given (`--db-path`) to find this server.
+    pub database: Option<String>,
 }
 
 /// The queue service. Cheap to clone; all clones share one queue.

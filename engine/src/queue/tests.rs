@@ -17,6 +17,7 @@ pub(crate) fn queue(wait: u32) -> (Queue, CancellationToken) {
         requested_port_holder: None,
         recovered: None,
         log_dir: None,
+        database: None,
     };
     let settings = Settings {
         default_wait_seconds: wait,

@@ -27,6 +27,7 @@ fn site(port: u16, token: Option<&str>) -> Site {
         base_url: format!("http://127.0.0.1:{port}"),
         token: token.map(str::to_owned),
         program: "/opt/local-mcp/local-mcp-server".into(),
+        database: None,
     }
 }
 

@@ -124,6 +124,7 @@ async fn run(ops: Vec<Op>) {
         requested_port_holder: None,
         recovered: None,
         log_dir: None,
+        database: None,
     };
     let settings = Settings {
         default_wait_seconds: 0,

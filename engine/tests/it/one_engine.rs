@@ -108,6 +108,7 @@ async fn a_remote_engine_is_followed_and_driven_over_http() {
     let remote = Remote {
         base: s.url.clone(),
         token: None,
+        db: None,
     };
     tokio::spawn(remote.clone().follow(
         tx,
