@@ -9,6 +9,7 @@
 // show the setting is live and what the model gets when a wait outlasts it.
 
 import assert from "node:assert/strict";
+import { rmSync } from "node:fs";
 import { after, before, describe, test } from "node:test";
 
 import { png } from "../../png.mjs";
@@ -32,6 +33,7 @@ function claudeRun(name, extraEnv) {
     ctx.run?.kill();
     await ctx.model?.close();
     await ctx.server?.stop();
+    if (ctx.server) rmSync(ctx.server.dir, { recursive: true, force: true });
     ctx.home?.remove();
   });
   return ctx;

@@ -4,7 +4,7 @@
 // behind ToolSearch: the model selects get_user_request first.
 
 import assert from "node:assert/strict";
-import { readFileSync, writeFileSync } from "node:fs";
+import { readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 
@@ -64,6 +64,7 @@ describe("Claude Code's Stop hook (connect --hooks) around its loop", () => {
     run?.kill();
     await model?.close();
     await server?.stop();
+    if (server) rmSync(server.dir, { recursive: true, force: true });
     home?.remove();
   });
 

@@ -12,7 +12,7 @@
 // several waits in a row end empty — and ends the run on the next one.
 
 import assert from "node:assert/strict";
-import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 
@@ -75,6 +75,7 @@ for (const disabled of [false, true]) {
       run?.kill();
       await model?.close();
       await server?.stop();
+      if (server) rmSync(server.dir, { recursive: true, force: true });
       home?.remove();
     });
 

@@ -237,6 +237,7 @@ export function agentLoop(client) {
       run?.kill();
       await model?.close();
       await server?.stop();
+      if (server) rmSync(server.dir, { recursive: true, force: true });
       home?.remove();
     });
 
@@ -436,6 +437,7 @@ export function timeoutLoop(client) {
       run?.kill();
       await model?.close();
       await server?.stop();
+      if (server) rmSync(server.dir, { recursive: true, force: true });
       home?.remove();
     });
 
