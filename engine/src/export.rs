@@ -96,8 +96,12 @@ pub fn render(export: &Export, format: Format) -> String {
 }
 
 /// Write a bundle to `out`: the JSON, then each attachment's original file
-/// (`original` says where it is on disk).
-pub fn write_bundle(export: &Export, out: impl Write, original: impl Fn(&Attachment) -> PathBuf) -> Result<()> {
+/// (`original` opens it).
+pub fn write_bundle(
+    export: &Export,
+    out: impl Write,
+    original: impl Fn(&Attachment) -> std::io::Result<File>,
+) -> Result<()> {
     let io = |e: std::io::Error| Error::internal("cannot write the bundle", e);
     let mut archive = tar::Builder::new(out);
     let json = render(export, Format::Json);
@@ -113,7 +117,7 @@ pub fn write_bundle(export: &Export, out: impl Write, original: impl Fn(&Attachm
         .append_data(&mut header, BUNDLE_JSON, json.as_bytes())
         .map_err(io)?;
     for a in export.instructions.iter().flat_map(|i| &i.attachments) {
-        let mut file = File::open(original(a)).map_err(io)?;
+        let mut file = original(a).map_err(io)?;
         archive
             .append_file(format!("{BUNDLE_FILES}/{}", a.id), &mut file)
             .map_err(io)?;

@@ -194,10 +194,7 @@ async fn file(
     ApiQuery(q): ApiQuery<FileQuery>,
 ) -> Result<Response> {
     let delivery = q.variant == Variant::Delivery;
-    let (attachment, path) = s.queue.attachment_file(id, delivery).await?;
-    let bytes = tokio::fs::read(&path)
-        .await
-        .map_err(|e| Error::internal("reading an attachment", e))?;
+    let (attachment, bytes) = s.queue.attachment_file(id, delivery).await?;
     let mime = if delivery {
         attachment.delivery.mime_type.clone()
     } else {

@@ -15,7 +15,7 @@ use super::body;
 use super::error::ErrorBody;
 use super::{ApiJson, ApiPath, AppState};
 use crate::model::{Template, TemplateBody};
-use crate::{Error, Result};
+use crate::Result;
 
 pub fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
@@ -117,10 +117,7 @@ async fn add_files(
         (status = 400, description = "Malformed request", body = ErrorBody),
         (status = 404, description = "No such template or file", body = ErrorBody)))]
 async fn get_file(State(s): State<AppState>, ApiPath((name, ordinal)): ApiPath<(String, u32)>) -> Result<Response> {
-    let (file, path) = s.queue.template_file(&name, ordinal).await?;
-    let bytes = tokio::fs::read(&path)
-        .await
-        .map_err(|e| Error::internal("reading a template's file", e))?;
+    let (file, bytes) = s.queue.template_file(&name, ordinal).await?;
     // A template's files change (an ordinal can be used again): never cached unasked.
     Ok(super::attachments::file_response(
         bytes,

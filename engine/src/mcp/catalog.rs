@@ -78,14 +78,11 @@ pub async fn read(queue: &Queue, caller_queue: &str, uri: &str) -> Result<ReadRe
 
 /// An attachment's delivery copy: an image as base64, text as text.
 async fn read_attachment(queue: &Queue, id: &str, uri: &str) -> Result<ReadResourceResult, McpError> {
-    let (attachment, path) = match queue.attachment_file(id.to_owned(), true).await {
+    let (attachment, bytes) = match queue.attachment_file(id.to_owned(), true).await {
         Ok(found) => found,
         Err(Error::NotFound(m)) => return Err(McpError::resource_not_found(m, None)),
         Err(e) => return Err(internal(e)),
     };
-    let bytes = tokio::fs::read(&path)
-        .await
-        .map_err(|e| internal(Error::internal("reading an attachment", e)))?;
     let mime = attachment.delivery.mime_type;
     let contents = if attachment.kind == "image" {
         use base64::Engine as _;

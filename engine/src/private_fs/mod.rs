@@ -69,6 +69,47 @@ pub fn open_no_follow(path: &Path) -> io::Result<File> {
     options().read(true).open(path)
 }
 
+/// Whether `part` is one plain name: no separator, not `.` or `..`, no NUL.
+/// What a row or an archive names is joined onto a folder of ours only
+/// after this (a restored row once named `../../victim`).
+pub fn plain_component(part: &str) -> io::Result<()> {
+    let plain = !part.is_empty()
+        && part != "."
+        && part != ".."
+        && !part.contains(['/', '\\', '\0'])
+        && std::path::Path::new(part).components().count() == 1
+        && matches!(
+            std::path::Path::new(part).components().next(),
+            Some(std::path::Component::Normal(_))
+        );
+    if plain {
+        Ok(())
+    } else {
+        Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("{part:?} is not a plain file name"),
+        ))
+    }
+}
+
+/// Open `root/dir/name` for reading: `dir` and `name` each one plain name
+/// ([`plain_component`]), neither followed if it is a link (on Windows: a
+/// link or junction), and only a regular file — a FIFO there is not waited
+/// on. For the files our rows name: a row restored from a backup, or left
+/// by another program, reaches nothing outside `root`.
+pub fn open_beneath(root: &Path, dir: &str, name: &str) -> io::Result<File> {
+    plain_component(dir)?;
+    plain_component(name)?;
+    let file = platform::open_beneath(root, dir, name)?;
+    if !file.metadata()?.is_file() {
+        return Err(io::Error::other(format!(
+            "{} is not a regular file",
+            root.join(dir).join(name).display()
+        )));
+    }
+    Ok(file)
+}
+
 /// Read a small file of ours: not through a link, never waiting on a FIFO
 /// or a device at that name, only a regular file this account owns, and at
 /// most `limit` bytes (a state file another program could have swapped).

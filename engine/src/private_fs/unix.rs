@@ -31,6 +31,37 @@ pub fn read_ours_options() -> OpenOptions {
     options
 }
 
+/// `root/dir/name`, each step opened from the one before with `openat`, a
+/// link at `dir` or `name` refused (`O_NOFOLLOW`), never waiting on a FIFO.
+/// `root` itself is the person's own layout: a link there is followed.
+pub fn open_beneath(root: &Path, dir: &str, name: &str) -> io::Result<File> {
+    let root = File::open(root)?;
+    let dir = open_at(
+        &root,
+        dir,
+        libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+    )?;
+    let file = open_at(
+        &dir,
+        name,
+        libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC,
+    )?;
+    Ok(file)
+}
+
+fn open_at(dir: &File, name: &str, flags: libc::c_int) -> io::Result<File> {
+    use std::os::fd::{AsRawFd, FromRawFd};
+    let name = std::ffi::CString::new(name).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+    // SAFETY: `dir` is an open descriptor for the call's duration and `name`
+    // a NUL-terminated string; a descriptor returned is ours to own.
+    let fd = unsafe { libc::openat(dir.as_raw_fd(), name.as_ptr(), flags) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: `fd` was just opened and nothing else owns it.
+    Ok(unsafe { File::from_raw_fd(fd) })
+}
+
 /// Who owns this, when it is not us.
 pub fn other_owner(meta: &Metadata) -> Option<String> {
     (meta.uid() != me()).then(|| format!("uid {}", meta.uid()))

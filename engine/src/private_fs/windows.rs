@@ -21,6 +21,30 @@ pub fn read_ours_options() -> OpenOptions {
     OpenOptions::new()
 }
 
+/// Open a name as itself, not what a link or junction there points at.
+const FILE_FLAG_OPEN_REPARSE_POINT: u32 = 0x0020_0000;
+
+/// `root/dir/name`: `dir` must be a real folder (not a link or junction), and
+/// `name` is opened as itself (`FILE_FLAG_OPEN_REPARSE_POINT`), so a link
+/// there is a link, which the caller refuses as no regular file.
+pub fn open_beneath(root: &Path, dir: &str, name: &str) -> io::Result<File> {
+    use std::os::windows::fs::{MetadataExt, OpenOptionsExt};
+    const FILE_ATTRIBUTE_REPARSE_POINT: u32 = 0x400;
+    let folder = root.join(dir);
+    let meta = std::fs::symlink_metadata(&folder)?;
+    if !meta.is_dir() || meta.file_attributes() & FILE_ATTRIBUTE_REPARSE_POINT != 0 {
+        return Err(io::Error::other(format!("{} is not a folder", folder.display())));
+    }
+    let file = OpenOptions::new()
+        .read(true)
+        .custom_flags(FILE_FLAG_OPEN_REPARSE_POINT)
+        .open(folder.join(name))?;
+    if file.metadata()?.file_attributes() & FILE_ATTRIBUTE_REPARSE_POINT != 0 {
+        return Err(io::Error::other(format!("{} is a link", folder.join(name).display())));
+    }
+    Ok(file)
+}
+
 pub fn other_owner(_: &Metadata) -> Option<String> {
     None
 }

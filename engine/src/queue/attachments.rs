@@ -8,8 +8,6 @@
 //! text, the files of a pending instruction can change; a consumed one's
 //! cannot (409), and the ledger keeps them.
 
-use std::path::PathBuf;
-
 use crate::events::EventKind;
 use crate::media::Arrival;
 use crate::model::{
@@ -155,16 +153,22 @@ impl Queue {
         first(items)
     }
 
-    /// One attachment and the path of its original or its delivery copy.
-    pub async fn attachment_file(&self, attachment_id: String, delivery: bool) -> Result<(Attachment, PathBuf)> {
+    /// One attachment and the bytes of its original or its delivery copy,
+    /// read from the file its row names — opened inside the attachments
+    /// folder, never through a link (`Files::open`).
+    pub async fn attachment_file(&self, attachment_id: String, delivery: bool) -> Result<(Attachment, Vec<u8>)> {
         self.blocking(move |i| {
             let row = i
                 .store
                 .read(|db| db.get_attachment(&attachment_id))?
                 .ok_or_else(|| Error::NotFound(format!("no attachment with id {attachment_id}")))?;
             let file = if delivery { &row.delivery_file } else { &row.file };
-            let path = i.store.files().path(&row.attachment.instruction_id, file);
-            Ok((row.attachment, path))
+            let bytes = i
+                .store
+                .files()
+                .read(&row.attachment.instruction_id, file)
+                .map_err(|e| Error::internal(format!("reading attachment {attachment_id}"), e))?;
+            Ok((row.attachment, bytes))
         })
         .await
     }
@@ -261,6 +265,14 @@ pub(crate) fn delivered(files: &Files, rows: &[AttachmentRow], text_so_far: usiz
                 text += if fits { size } else { 0 };
                 fits
             };
+            // A row whose names are not plain (restored from someone's backup) names no file of ours.
+            let (path, inline) = match files.path(&a.instruction_id, &r.delivery_file) {
+                Ok(path) => (path.display().to_string(), inline),
+                Err(e) => {
+                    tracing::warn!(attachment = %a.id, error = %e, "an attachment's row names no file of ours");
+                    (String::new(), false)
+                }
+            };
             DeliveredAttachment {
                 id: a.id.clone(),
                 name: a.name.clone(),
@@ -268,7 +280,7 @@ pub(crate) fn delivered(files: &Files, rows: &[AttachmentRow], text_so_far: usiz
                 bytes: a.delivery.bytes,
                 width: a.delivery.width,
                 height: a.delivery.height,
-                path: files.path(&a.instruction_id, &r.delivery_file).display().to_string(),
+                path,
                 inline,
             }
         })

@@ -60,18 +60,21 @@ impl Queue {
         let data = self.export(queue, since).await?;
         self.blocking(move |i| {
             let originals = i.store.read(|db| {
-                let mut paths = HashMap::new();
+                let mut names = HashMap::new();
                 for a in data.instructions.iter().flat_map(|x| &x.attachments) {
                     if let Some(row) = db.get_attachment(&a.id)? {
-                        paths.insert(a.id.clone(), i.store.files().path(&a.instruction_id, &row.file));
+                        names.insert(a.id.clone(), row.file);
                     }
                 }
-                Ok(paths)
+                Ok(names)
             })?;
             let file = crate::private_fs::create_new(&out)
                 .map_err(|e| Error::internal(format!("cannot write {}", out.display()), e))?;
             crate::export::write_bundle(&data, std::io::BufWriter::new(file), |a| {
-                originals.get(&a.id).cloned().unwrap_or_default()
+                let name = originals
+                    .get(&a.id)
+                    .ok_or_else(|| std::io::Error::from(std::io::ErrorKind::NotFound))?;
+                i.store.files().open(&a.instruction_id, name)
             })
         })
         .await

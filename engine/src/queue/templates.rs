@@ -8,8 +8,6 @@
 //! beside the attachments before their rows commit; the start-up sweep
 //! knows them, and removes any a crash left without a row.
 
-use std::path::PathBuf;
-
 use super::uploads::{prepare, Ready};
 use super::{validate_content, Queue};
 use crate::media::Arrival;
@@ -123,8 +121,9 @@ impl Queue {
         self.template(&name).await
     }
 
-    /// One of a template's files, and where it is.
-    pub async fn template_file(&self, name: &str, ordinal: u32) -> Result<(TemplateFile, PathBuf)> {
+    /// One of a template's files, and its bytes (read inside the template's
+    /// folder, never through a link).
+    pub async fn template_file(&self, name: &str, ordinal: u32) -> Result<(TemplateFile, Vec<u8>)> {
         let name = template_name(name)?;
         self.blocking(move |i| {
             let row = i.store.read(|db| {
@@ -133,8 +132,12 @@ impl Queue {
                     .find(|f| f.file.ordinal == ordinal)
                     .ok_or_else(|| no_file(&name, ordinal))
             })?;
-            let path = i.store.files().path(&template_folder(&name), &row.stored);
-            Ok((row.file, path))
+            let bytes = i
+                .store
+                .files()
+                .read(&template_folder(&name), &row.stored)
+                .map_err(|e| Error::internal(format!("reading a file of template {name}"), e))?;
+            Ok((row.file, bytes))
         })
         .await
     }

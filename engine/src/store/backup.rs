@@ -10,8 +10,10 @@
 //! moment, so the archive holds exactly the writes committed before the backup
 //! began and every file those rows name — a delete that lands during the copy
 //! cannot take a file the snapshot still lists. Restoring checks the archive's
-//! database with `PRAGMA integrity_check` before anything is replaced, and
-//! keeps what it replaces in a folder beside the database.
+//! database before anything is replaced — `PRAGMA integrity_check`, opened
+//! as an untrusted file, its schema exactly ours and every name its rows
+//! join onto a path plain (`untrusted`) — and keeps what it replaces in a
+//! folder beside the database.
 
 use std::path::{Path, PathBuf};
 
@@ -178,7 +180,7 @@ fn restore_via(archive: &Path, db: &Path, staging: &Path) -> Result<Restored> {
     }
     let instructions = check(&snapshot).map_err(|why| {
         Error::Invalid(format!(
-            "the database in {} is damaged ({why}); nothing was changed",
+            "the database in {} cannot be restored: {why}; nothing was changed",
             archive.display()
         ))
     })?;
@@ -325,15 +327,19 @@ fn kind_name(kind: tar::EntryType) -> &'static str {
     }
 }
 
-/// `PRAGMA integrity_check` on a database file, and its instruction count.
+/// A backup's database, checked as a file from outside (`untrusted`):
+/// whole, our schema and nothing else, plain names; its instruction count.
 fn check(path: &Path) -> std::result::Result<i64, String> {
     let conn = Connection::open(path).map_err(|e| e.to_string())?;
+    super::untrusted::guard(&conn).map_err(|e| e.to_string())?;
     let verdict: String = conn
         .query_row("PRAGMA integrity_check", [], |r| r.get(0))
         .map_err(|e| e.to_string())?;
     if verdict != "ok" {
         return Err(verdict);
     }
+    super::untrusted::same_schema(&conn)?;
+    super::untrusted::plain_names(&conn)?;
     let count = conn
         .query_row("SELECT count(*) FROM instructions", [], |r| r.get(0))
         .map_err(|e| format!("no instructions table ({e})"))?;
@@ -412,7 +418,7 @@ mod tests {
             .collect();
         assert_eq!(ids, ["before"]);
         assert_eq!(
-            std::fs::read(back.files().path("before", "shot.png")).unwrap(),
+            back.files().read("before", "shot.png").unwrap(),
             b"the bytes",
             "the file its row names survived the delete"
         );

@@ -5,6 +5,12 @@
 //! between leaves files without a row, which [`Files::sweep`] removes at the
 //! next start. The folder is tied to its database (like SQLite's `-wal`
 //! file), so two databases in one folder never sweep each other's files.
+//!
+//! Nothing a row names is trusted: a database may come back from a backup
+//! someone else made. An instruction's folder and a file's name are each one
+//! plain name (`private_fs::plain_component`) before they are joined onto
+//! the folder, and files are opened from it without following links
+//! (`private_fs::open_beneath`).
 
 use std::collections::HashSet;
 use std::io;
@@ -56,21 +62,39 @@ impl Files {
         &self.root
     }
 
-    fn dir(&self, instruction_id: &str) -> PathBuf {
-        self.root.join(instruction_id)
+    /// An instruction's (or a template's) folder: one plain name under the root.
+    fn dir(&self, instruction_id: &str) -> io::Result<PathBuf> {
+        private_fs::plain_component(instruction_id)?;
+        Ok(self.root.join(instruction_id))
     }
 
-    /// The absolute path of one of an instruction's files.
-    pub fn path(&self, instruction_id: &str, file: &str) -> PathBuf {
-        self.dir(instruction_id).join(file)
+    /// The absolute path of one of an instruction's files (what an agent is
+    /// told), when both names are plain.
+    pub fn path(&self, instruction_id: &str, file: &str) -> io::Result<PathBuf> {
+        private_fs::plain_component(file)?;
+        Ok(self.dir(instruction_id)?.join(file))
+    }
+
+    /// Open one of an instruction's files for reading: a link at its folder
+    /// or its name is refused, and so is anything but a regular file.
+    pub fn open(&self, instruction_id: &str, file: &str) -> io::Result<std::fs::File> {
+        private_fs::open_beneath(&self.root, instruction_id, file)
+    }
+
+    /// Read one of an instruction's files whole (as [`Files::open`]).
+    pub fn read(&self, instruction_id: &str, file: &str) -> io::Result<Vec<u8>> {
+        let mut bytes = Vec::new();
+        io::Read::read_to_end(&mut self.open(instruction_id, file)?, &mut bytes)?;
+        Ok(bytes)
     }
 
     /// Write files into an instruction's folder and make them durable
     /// (each file, the folder, and the root that holds the folder).
     pub fn write(&self, instruction_id: &str, files: &[NewFile<'_>]) -> io::Result<()> {
-        let dir = self.dir(instruction_id);
+        let dir = self.dir(instruction_id)?;
         paths::private_dir(&dir)?;
         for f in files {
+            private_fs::plain_component(&f.name)?;
             paths::write_private(&dir.join(&f.name), f.bytes)?;
         }
         private_fs::sync_dir_checked(&dir)?;
@@ -80,10 +104,11 @@ impl Files {
     /// Link (or copy, where links are not possible) another instruction's
     /// files into this one's folder, durably.
     pub fn copy(&self, from: &str, to: &str, names: &[(String, String)]) -> io::Result<()> {
-        let dir = self.dir(to);
+        let dir = self.dir(to)?;
         paths::private_dir(&dir)?;
         for (old, new) in names {
-            let (src, dst) = (self.path(from, old), dir.join(new));
+            private_fs::plain_component(new)?;
+            let (src, dst) = (self.path(from, old)?, dir.join(new));
             private_fs::link_or_copy(&src, &dst)?;
         }
         private_fs::sync_dir_checked(&dir)?;
@@ -93,22 +118,28 @@ impl Files {
     /// Remove some files of an instruction (best effort: a leftover is swept at start).
     pub fn remove(&self, instruction_id: &str, names: &[String]) {
         for name in names {
-            let path = self.path(instruction_id, name);
-            if let Err(e) = std::fs::remove_file(&path) {
-                if e.kind() != io::ErrorKind::NotFound {
-                    tracing::warn!(path = %path.display(), error = %e, "could not remove an attachment file");
-                }
+            let removed = self.path(instruction_id, name).and_then(|path| {
+                std::fs::remove_file(&path).or_else(|e| match e.kind() {
+                    io::ErrorKind::NotFound => Ok(()),
+                    _ => Err(io::Error::new(e.kind(), format!("{}: {e}", path.display()))),
+                })
+            });
+            if let Err(e) = removed {
+                tracing::warn!(error = %e, "could not remove an attachment file");
             }
         }
     }
 
     /// Remove an instruction's folder (best effort, as above).
     pub fn remove_all(&self, instruction_id: &str) {
-        let dir = self.dir(instruction_id);
-        if let Err(e) = std::fs::remove_dir_all(&dir) {
-            if e.kind() != io::ErrorKind::NotFound {
-                tracing::warn!(path = %dir.display(), error = %e, "could not remove an attachment folder");
-            }
+        let removed = self.dir(instruction_id).and_then(|dir| {
+            std::fs::remove_dir_all(&dir).or_else(|e| match e.kind() {
+                io::ErrorKind::NotFound => Ok(()),
+                _ => Err(io::Error::new(e.kind(), format!("{}: {e}", dir.display()))),
+            })
+        });
+        if let Err(e) = removed {
+            tracing::warn!(error = %e, "could not remove an attachment folder");
         }
     }
 
@@ -189,8 +220,8 @@ mod tests {
         std::fs::write(files.root().join("loose.tmp"), b"x").unwrap();
         let kept: HashSet<(String, String)> = [("i1".to_owned(), "a.png".to_owned())].into();
         assert_eq!(files.sweep(&kept).unwrap(), 3);
-        assert!(files.path("i1", "a.png").exists());
-        assert!(!files.path("i1", "stray").exists());
+        assert!(files.path("i1", "a.png").unwrap().exists());
+        assert!(!files.path("i1", "stray").unwrap().exists());
         assert!(!files.root().join("orphan").exists());
         assert_eq!(files.sweep(&kept).unwrap(), 0);
     }
@@ -210,6 +241,6 @@ mod tests {
             .unwrap();
         files.copy("a", "b", &[("x".into(), "y".into())]).unwrap();
         files.remove_all("a");
-        assert_eq!(std::fs::read(files.path("b", "y")).unwrap(), b"data");
+        assert_eq!(files.read("b", "y").unwrap(), b"data");
     }
 }

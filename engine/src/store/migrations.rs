@@ -256,6 +256,16 @@ const MIGRATIONS: &[&str] = &[
 /// The schema version this build writes.
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
 
+/// The first `version` migrations, on a database that has none (the schema
+/// a file of that version must hold: `store::untrusted`).
+pub fn apply_up_to(conn: &Connection, version: i64) -> Result<()> {
+    let n = usize::try_from(version).unwrap_or(0).min(MIGRATIONS.len());
+    for sql in &MIGRATIONS[..n] {
+        conn.execute_batch(sql)?;
+    }
+    Ok(())
+}
+
 pub fn migrate(conn: &mut Connection) -> Result<()> {
     let tx = conn.transaction_with_behavior(TransactionBehavior::Exclusive)?;
     let current: i64 = tx.query_row("PRAGMA user_version", [], |r| r.get(0))?;

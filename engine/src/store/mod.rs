@@ -18,6 +18,7 @@ mod files;
 pub mod group;
 mod migrations;
 mod queries;
+mod untrusted;
 
 use std::path::Path;
 use std::sync::Mutex;
@@ -319,6 +320,10 @@ fn prepare(conn: &mut Connection, wal: bool) -> Result<()> {
     // held the lock). Every query spells its literals (`status = 'pending'`),
     // so the partial indexes still serve them (`store::tests`).
     conn.set_db_config(DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG, true)?;
+    // The file may have been written by someone else (a restored backup,
+    // another program): its schema may call nothing with side effects, and
+    // nobody may write the schema through this connection (`untrusted`).
+    untrusted::guard(&conn)?;
     if wal {
         let mode: String = conn.query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))?;
         if !mode.eq_ignore_ascii_case("wal") {

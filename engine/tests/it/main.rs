@@ -41,3 +41,5 @@ mod storage;
 mod templates;
 #[cfg(unix)]
 mod threats;
+#[cfg(unix)]
+mod untrusted;

@@ -21,7 +21,7 @@ fn mode(path: &Path) -> u32 {
 }
 
 /// `local-mcp-server ARGS` with its files under `root` and the environment given.
-fn server_cli(root: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
+pub(crate) fn server_cli(root: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
     let mut c = Command::new(env!("CARGO_BIN_EXE_local-mcp-server"));
     c.args(args)
         .env("DB_PATH", root.join("q.sqlite3"))
@@ -40,7 +40,7 @@ fn server_cli(root: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
     c.output().unwrap()
 }
 
-fn said(o: &Output) -> String {
+pub(crate) fn said(o: &Output) -> String {
     format!(
         "{}{}",
         String::from_utf8_lossy(&o.stdout),
@@ -517,7 +517,7 @@ async fn work_added_while_a_queue_is_renamed_or_archived_is_never_orphaned() {
 }
 
 /// A backup archive of a server holding `text`, made by the real binary.
-fn backup_holding(root: &Path, text: &str) -> PathBuf {
+pub(crate) fn backup_holding(root: &Path, text: &str) -> PathBuf {
     std::fs::create_dir_all(root.join("home")).unwrap();
     let started = server_cli(root, &["start"], &[]);
     assert!(started.status.success(), "{}", said(&started));

@@ -242,7 +242,7 @@ fn answer(
             if let Some(item) = &result.instruction {
                 settle_when_written(carried, queue, item.id.clone());
             }
-            Box::pin(shape(result))
+            Box::pin(shape(result, queue.clone()))
         }
         Err(e) if e.is_internal() => {
             // The edge where a failure leaves the engine: log it here, once.
@@ -282,13 +282,14 @@ fn read_arguments(
 }
 
 /// The result as content blocks: the JSON first, then the attachments that
-/// ride inline, read from their delivery copies. One that cannot be read
-/// goes by path only (and its JSON says so).
-async fn shape(mut result: UserRequestResult) -> Result<CallToolResult, McpError> {
+/// ride inline, read from their delivery copies (inside the attachments
+/// folder, never through a link: `Queue::attachment_file`). One that cannot
+/// be read goes by path only (and its JSON says so).
+async fn shape(mut result: UserRequestResult, queue: Queue) -> Result<CallToolResult, McpError> {
     let mut blocks = Vec::new();
     if let Some(instruction) = result.instruction.as_mut() {
         for a in instruction.attachments.iter_mut().filter(|a| a.inline) {
-            match tokio::fs::read(&a.path).await {
+            match queue.attachment_file(a.id.clone(), true).await.map(|(_, bytes)| bytes) {
                 Ok(bytes) if a.mime_type.starts_with("image/") => {
                     blocks.push(Content::image(
                         base64::engine::general_purpose::STANDARD.encode(bytes),
