@@ -7,7 +7,7 @@
 
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
@@ -87,7 +87,9 @@ describe("connect, read back by the real clients", () => {
     const listed = await h.run("claude", ["mcp", "list"]);
     assert.match(listed, new RegExp(`local-mcp: ${server.mcpUrl}/q/work \\(HTTP\\) - ✔ Connected`), listed);
     const settings = JSON.parse(readFileSync(join(h.project, ".claude", "settings.json"), "utf8"));
-    assert.equal(settings.hooks.Stop[0].hooks[0].command, `${serverBin} hook claude-stop --queue work`);
+    // The server's database is not the default one: the hook is told which it is.
+    const database = join(realpathSync(server.dir), "queue.sqlite3");
+    assert.equal(settings.hooks.Stop[0].hooks[0].command, `${serverBin} hook claude-stop --db-path ${database} --queue work`);
   });
 
   test("Gemini CLI: `gemini mcp list` reports it connected", async () => {

@@ -68,6 +68,8 @@ pub struct Direct {
     streams_end: CancellationToken,
     max_body_bytes: usize,
     keep_alive: Duration,
+    /// Calls in flight, for the client's `notifications/cancelled` (`cancels`).
+    in_flight: Arc<super::cancels::InFlight>,
 }
 
 impl Mcp {
@@ -88,6 +90,7 @@ impl Direct {
             streams_end,
             max_body_bytes,
             keep_alive,
+            in_flight: Arc::default(),
         }
     }
 }
@@ -141,6 +144,8 @@ impl Direct {
             Ok(bytes) => bytes,
             Err(e) => return Ok(unreadable(&e, self.max_body_bytes)),
         };
+        // A cancel of one of our calls: ended here; rmcp still answers it (202).
+        self.in_flight.cancel_named_in(&bytes, user_agent(&head.headers));
         match fits(
             version,
             &head.headers,
@@ -177,10 +182,17 @@ impl Direct {
         // The response-body guard's token (`mcp::disconnect`) as it is: no
         // task merging it with the server's shutdown, which the queue's wait
         // watches itself.
-        let gone = match head.extensions.get::<ClientGone>() {
+        let connection_gone = match head.extensions.get::<ClientGone>() {
             Some(guard) => guard.0.clone(),
             None => self.streams_end.child_token(),
         };
+        // Gone with the connection, or cancelled by its client's notification.
+        let gone = connection_gone.child_token();
+        let registered = self.in_flight.register(
+            &serde_json::to_value(&id).unwrap_or_default(),
+            user_agent(&head.headers),
+            gone.clone(),
+        );
         // A call sends at most two messages before its answer can wait.
         let (mut tx, mut rx) = futures::channel::mpsc::channel::<String>(2);
         let asked = Asked {
@@ -208,6 +220,7 @@ impl Direct {
                 encode(&ServerJsonRpcMessage::error(error, Some(id)))
             });
             async move {
+                drop(registered);
                 if let Some(json) = json {
                     // Fails only if the caller has gone, which settled the call.
                     let _ = tx.send(json).await;
@@ -343,6 +356,14 @@ fn head_fits(headers: &HeaderMap) -> Option<Option<ProtocolVersion>> {
         }
         _ => None,
     }
+}
+
+/// The client's `User-Agent` (empty when it sends none).
+fn user_agent(headers: &HeaderMap) -> &str {
+    headers
+        .get(header::USER_AGENT)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
 }
 
 /// The header's one value, as text.

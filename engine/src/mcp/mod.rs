@@ -4,6 +4,7 @@
 //! sessions (`logs`), and the guard that notices a departed caller in session
 //! mode (`disconnect`). It reaches the queue only through [`Queue`].
 
+mod cancels;
 mod catalog;
 pub mod client_limits;
 mod direct;

@@ -416,8 +416,7 @@ export function agentLoop(client) {
  * instruction queued right after is not taken by the call the client
  * abandoned — it reaches the model on its next call.
  * `client.configure(ctx, { callTimeout })` writes that timeout;
- * `client.timeoutText` matches what the model is told; `client.timeoutBug`
- * (a reason) marks the check as a known failure (node:test `todo`).
+ * `client.timeoutText` matches what the model is told.
  */
 export function timeoutLoop(client) {
   const agent = `timeout-${client.connect}`;
@@ -442,7 +441,7 @@ export function timeoutLoop(client) {
     });
 
     const title = "the client gives up after its own 3 s timeout: the model is told, the server's call ends, and an instruction queued then reaches the next call";
-    test(title, { todo: client.timeoutBug }, async () => {
+    test(title, async () => {
       let turn = await turnOf(model, run, client.name, "the first prompt", 120_000);
       turn.call({ agent_id: agent });
       const called = Date.now();

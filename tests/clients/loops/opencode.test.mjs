@@ -20,7 +20,6 @@ const client = {
   // Known bug (local-mcp): after its timeout this client sends notifications/cancelled but keeps
   // the response stream open; the server ignores the cancel, its call waits on and takes the next
   // instruction (delivery "sent", then "confirmed"), which the model never gets.
-  timeoutBug: "local-mcp ignores notifications/cancelled: the abandoned call takes the next instruction",
   images: "beside",
   async configure({ model, home }, { callTimeout } = {}) {
     const dir = join(home.dir, ".config", "opencode");
