@@ -49,6 +49,21 @@ struct StopInput {
     hook_event_name_vscode: Option<String>,
     #[serde(default)]
     stop_hook_active: bool,
+    /// The conversation (Claude Code's `session_id`, VS Code's `sessionId`).
+    #[serde(default)]
+    session_id: Option<String>,
+    #[serde(default, rename = "sessionId")]
+    session_id_vscode: Option<String>,
+}
+
+impl Shape {
+    /// How the status report names this shape's client.
+    fn client_name(self) -> &'static str {
+        match self {
+            Shape::ClaudeCode => "Claude Code",
+            Shape::VsCode => "VS Code",
+        }
+    }
 }
 
 /// Which client's shapes a hook speaks.
@@ -109,18 +124,37 @@ pub async fn stop(
     if held {
         return allow(&format!("queue {queue} is held"));
     }
-    if let Some(agent) = agent {
-        let stopped = status.agents.iter().any(|a| {
-            a.agent_id == agent
-                && a.queue == queue
-                && (a.stop_requested || a.last_result_type == Some(crate::model::ResultType::Stop))
-        });
-        if stopped {
-            return allow(&format!("{agent} was stopped"));
+    let session = input.session_id.or(input.session_id_vscode);
+    if let Some(me) = this_agent(&status.agents, &queue, agent.as_deref(), shape, session.as_deref()) {
+        if me.stop_requested || me.last_result_type == Some(crate::model::ResultType::Stop) {
+            return allow(&format!("{} was stopped", me.agent_id));
         }
     }
     println!("{}", block(shape, CONTINUE_REASON));
     Ok(())
+}
+
+/// The agent this hook runs for, among `queue`'s: the one named (`--agent`);
+/// else — `connect --hooks` names none, an agent's id being the model's to
+/// choose — the one of this client whose client session is the hook's
+/// conversation (the stdio bridge passes it on), else the one of this client
+/// seen last.
+fn this_agent<'a>(
+    agents: &'a [crate::model::AgentStatus],
+    queue: &str,
+    named: Option<&str>,
+    shape: Shape,
+    session: Option<&str>,
+) -> Option<&'a crate::model::AgentStatus> {
+    let in_queue = || agents.iter().filter(move |a| a.queue == queue);
+    if let Some(named) = named {
+        return in_queue().find(|a| a.agent_id == named);
+    }
+    let ours = || in_queue().filter(move |a| a.client.as_ref().is_some_and(|c| c.name == shape.client_name()));
+    let key = session.map(crate::model::session_key);
+    ours()
+        .find(|a| key.is_some() && a.session == key)
+        .or_else(|| ours().max_by(|a, b| a.last_seen_at.cmp(&b.last_seen_at)))
 }
 
 /// Let the agent stop: no output, exit 0, the reason on stderr (Claude Code

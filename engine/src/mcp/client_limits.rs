@@ -19,7 +19,6 @@ use std::sync::Mutex;
 use rmcp::model::{Implementation, RequestMetaObject as Meta};
 use rmcp::service::RequestContext;
 use rmcp::RoleServer;
-use sha2::Digest as _;
 
 use crate::model::{limit_of, Caller, ClientName};
 use crate::sync::MutexExt as _;
@@ -94,8 +93,7 @@ fn client_session(asking: &Asking<'_>) -> Option<String> {
         .or_else(|| from_meta("vscode.conversationId"))
         .or_else(|| asking.header(crate::model::CLIENT_SESSION_HEADER))
         .or_else(|| asking.header("mcp-session-id"))?;
-    let digest = sha2::Sha256::digest(raw.as_bytes());
-    Some(hex::encode(&digest[..6]))
+    Some(crate::model::session_key(&raw))
 }
 
 impl Seen {

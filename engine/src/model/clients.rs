@@ -207,6 +207,15 @@ pub struct ClientName {
     pub version: Option<String>,
 }
 
+/// A client session as the status report keeps it: the id the client gave
+/// (a conversation's, maybe) hashed and shortened — the same for the server,
+/// which reads it from a call, and for a Stop hook, which reads it from its input.
+pub fn session_key(raw: &str) -> String {
+    use sha2::Digest as _;
+    let digest = sha2::Sha256::digest(raw.as_bytes());
+    hex::encode(&digest[..6])
+}
+
 /// An agent's MCP client as the status report shows it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct AgentClient {

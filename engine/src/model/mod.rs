@@ -18,7 +18,7 @@ pub use attachments::{
     MAX_ATTACHMENT_NAME_CHARS, MAX_INLINE_TEXT_BYTES,
 };
 pub use clients::{
-    client_slug, limit_of, safe_wait, AgentClient, Caller, ClientName, Limit, CLIENT_SESSION_HEADER,
+    client_slug, limit_of, safe_wait, session_key, AgentClient, Caller, ClientName, Limit, CLIENT_SESSION_HEADER,
     CLIENT_SESSION_VARIABLES, LIMITS,
 };
 pub use names::{
