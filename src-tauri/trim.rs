@@ -7,7 +7,7 @@
 //! program and of its shared libraries are reclaimed (`madvise` with
 //! `MADV_PAGEOUT`, as the kernel would under memory pressure): what the tray,
 //! the engine and the next window use again is read back from its file.
-//! Measured (README, "Performance"): the app after its window closed 94–97 →
+//! Measured (docs/PERFORMANCE.md): the app after its window closed 94–97 →
 //! 32 MiB PSS, a re-opened window's page 0–100 ms later.
 //!
 //! Only pages that can be read again from their file are asked for:

@@ -51,7 +51,7 @@ pub fn before_toolkit() {
 /// which then stay for the app's life although, with GTK's OpenGL off, this
 /// process draws with cairo. Without it, same hour: the open window's
 /// processes 234 → 215 MiB, the app after its window closed 127 → 101 MiB
-/// (README, "Performance"). glvnd's `libEGL` reads the vendors it may load
+/// (docs/PERFORMANCE.md, "What the figures say"). glvnd's `libEGL` reads the vendors it may load
 /// (`__EGL_VENDOR_LIBRARY_FILENAMES`) once, at its first call: that call is
 /// made here with none named, so WebKit's display here fails and it goes
 /// without; the variable is then put back as it was, so the web process —

@@ -1,6 +1,6 @@
 //! `cargo bench -p local-mcp-engine` (or `npm run bench`): drives the real
 //! release `local-mcp-server` binary over loopback and prints a table of the
-//! speed and memory figures the README quotes. A benchmark, not a test: it
+//! speed and memory figures docs/PERFORMANCE.md records. A benchmark, not a test: it
 //! asserts nothing, because shared machines are noisy.
 
 #[path = "../tests/it/common/mod.rs"]

@@ -6,7 +6,7 @@
 //! its largest message — held for as long as the call lasts. A waiting call
 //! is nearly all this server holds (an agent's call waits for minutes, one
 //! per agent): with this path and two fixes beside it, 1,000 waiting calls
-//! went from ~73 to ~34 KiB each (`README.md`, "Performance").
+//! went from ~73 to ~34 KiB each (`docs/PERFORMANCE.md`).
 //!
 //! Only a request rmcp would serve as it is takes this path: one JSON-RPC
 //! request calling `get_user_request`, whose media types, protocol version

@@ -393,7 +393,7 @@ mod tests {
     /// agents a thousand of them: what the future lays out is the memory of
     /// the server under load. Without a bound, one `match` on an awaited
     /// temporary or one future held beside another doubles it unseen
-    /// (`README.md`, Performance). Sizes are the test build's, not release's.
+    /// (`docs/PERFORMANCE.md`, "A waiting call made small"). Sizes are the test build's, not release's.
     #[tokio::test]
     async fn a_waiting_call_lays_out_little() {
         let (tx, _rx) = futures::channel::mpsc::channel(2);
