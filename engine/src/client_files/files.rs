@@ -17,9 +17,14 @@ pub fn real_path(path: &Path) -> PathBuf {
     }
 }
 
-/// The file's text, `None` when it does not exist.
+/// The largest client config file read: far above any real one.
+const MAX_CONFIG_BYTES: u64 = 16 << 20;
+
+/// The file's text, `None` when it does not exist. A FIFO, a device or
+/// anything but a regular file at that name is an error, never waited on
+/// (`private_fs::read_regular`): a project folder may be someone else's.
 pub fn read(path: &Path) -> Result<Option<String>, String> {
-    match std::fs::read(path) {
+    match private_fs::read_regular(path, MAX_CONFIG_BYTES) {
         Ok(bytes) => String::from_utf8(bytes)
             .map(Some)
             .map_err(|_| "it is not UTF-8 text".to_owned()),

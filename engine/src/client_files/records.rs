@@ -45,7 +45,7 @@ impl Records {
     /// The records, empty when there are none yet. A file we cannot read is
     /// an error: acting without it could remove what the person wrote.
     pub fn load(path: &Path) -> Result<Records, String> {
-        match std::fs::read(path) {
+        match crate::private_fs::read_ours(path, 16 << 20) {
             Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| {
                 format!(
                     "local-mcp's record of connections ({}) cannot be read: {e}",

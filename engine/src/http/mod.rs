@@ -19,6 +19,7 @@ mod export;
 mod extract;
 mod import;
 mod instructions;
+mod lookups;
 mod mcp_errors;
 mod openapi;
 mod page;

@@ -68,10 +68,9 @@ impl Peer {
                 let Some(local) = local else {
                     return Err("our end of the connection is unknown".to_owned());
                 };
-                // A netlink round trip to the kernel: blocking I/O, off the async threads.
-                tokio::task::spawn_blocking(move || peer::owner(addr, local).map_err(|e| e.to_string()))
-                    .await
-                    .unwrap_or_else(|e| Err(e.to_string()))
+                // A netlink round trip to the kernel: blocking I/O, on the
+                // guard's own bounded pool, failing closed (`lookups`).
+                super::lookups::owner(addr, local).await
             })
             .await
             .clone()
@@ -341,6 +340,20 @@ pub async fn guard(State(sec): State<Arc<Guard>>, req: Request, next: Next) -> R
             StatusCode::FORBIDDEN,
             "forbidden",
             "requests from other web origins are refused",
+        );
+    }
+    // Reads too, on the API and MCP: another site's page cannot read the
+    // answers, but it can make the server do the work (a read of a project's
+    // files, a backup) as often as it likes, `no-cors`, without an Origin.
+    // The page itself, and a program the person runs (no such header, or
+    // `none`), pass; so does the token. The page's own files and /healthz
+    // stay open: there is nothing to make them do.
+    if !changes && cross_site && needs_token(req.uri().path()) && !sec.bearer_ok(headers) {
+        tracing::warn!(path = req.uri().path(), "refused a cross-site read");
+        return error_response(
+            StatusCode::FORBIDDEN,
+            "forbidden",
+            "the API answers only this server's own page (or a program, or the token): another site's request was refused",
         );
     }
     let cookie_counts = sec.other_account(peer).await.is_none();

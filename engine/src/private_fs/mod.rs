@@ -110,6 +110,29 @@ pub fn open_beneath(root: &Path, dir: &str, name: &str) -> io::Result<File> {
     Ok(file)
 }
 
+/// Read a file another account may control (a project's client config):
+/// through a link (a person's dotfiles often are links), but never waiting
+/// on a FIFO or a device at that name — it is opened without blocking and
+/// must be a regular file — and at most `limit` bytes. A blocking read of a
+/// FIFO named `.mcp.json` in a shared folder once held a thread of the
+/// blocking pool for good, for every request that asked.
+pub fn read_regular(path: &Path, limit: u64) -> io::Result<Vec<u8>> {
+    let file = platform::nonblocking_read_options().open(path)?;
+    let meta = file.metadata()?;
+    if !meta.is_file() {
+        return Err(io::Error::other(format!("{} is not a regular file", path.display())));
+    }
+    if meta.len() > limit {
+        return Err(io::Error::other(format!(
+            "{} is larger than {limit} bytes",
+            path.display()
+        )));
+    }
+    let mut bytes = Vec::new();
+    io::Read::read_to_end(&mut io::Read::take(file, limit), &mut bytes)?;
+    Ok(bytes)
+}
+
 /// Read a small file of ours: not through a link, never waiting on a FIFO
 /// or a device at that name, only a regular file this account owns, and at
 /// most `limit` bytes (a state file another program could have swapped).
@@ -237,7 +260,10 @@ pub fn replace(path: &Path, bytes: &[u8], mode: Mode) -> io::Result<()> {
 
 /// Copy `from` to `to`, which must not exist; owner-only; fsynced.
 pub fn copy_new(from: &Path, to: &Path) -> io::Result<u64> {
-    let mut src = open_no_follow(from)?;
+    let mut src = platform::read_ours_options().read(true).open(from)?;
+    if !src.metadata()?.is_file() {
+        return Err(io::Error::other(format!("{} is not a regular file", from.display())));
+    }
     let mut dst = create_new(to)?;
     let copied = io::copy(&mut src, &mut dst).and_then(|n| dst.sync_all().map(|()| n));
     if copied.is_err() {

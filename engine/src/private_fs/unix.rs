@@ -62,6 +62,13 @@ fn open_at(dir: &File, name: &str, flags: libc::c_int) -> io::Result<File> {
     Ok(unsafe { File::from_raw_fd(fd) })
 }
 
+/// Options for reading a file that may be a link: never waiting on a FIFO.
+pub fn nonblocking_read_options() -> OpenOptions {
+    let mut options = OpenOptions::new();
+    options.read(true).custom_flags(libc::O_CLOEXEC | libc::O_NONBLOCK);
+    options
+}
+
 /// Who owns this, when it is not us.
 pub fn other_owner(meta: &Metadata) -> Option<String> {
     (meta.uid() != me()).then(|| format!("uid {}", meta.uid()))

@@ -45,6 +45,13 @@ pub fn open_beneath(root: &Path, dir: &str, name: &str) -> io::Result<File> {
     Ok(file)
 }
 
+/// Opening a named pipe's path does not wait for its other end on Windows.
+pub fn nonblocking_read_options() -> OpenOptions {
+    let mut options = OpenOptions::new();
+    options.read(true);
+    options
+}
+
 pub fn other_owner(_: &Metadata) -> Option<String> {
     None
 }

@@ -37,6 +37,8 @@ mod reports;
 mod same_user;
 mod search;
 mod security;
+#[cfg(unix)]
+mod shared_paths;
 mod storage;
 mod templates;
 #[cfg(unix)]
