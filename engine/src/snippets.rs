@@ -22,6 +22,19 @@ pub const ENTRY_NAME: &str = "local-mcp";
 /// the settings allow, plus a minute for the answer to travel.
 pub const CLIENT_TIMEOUT_SECONDS: u64 = MAX_WAIT_SECONDS as u64 + 60;
 
+/// The stdio bridge as a client runs it (`command` and `args`): it finds the
+/// server and its token by itself, so the entry holds no secret.
+pub fn bridge_entry(endpoint: &Endpoint<'_>) -> serde_json::Value {
+    let mut args = vec!["stdio"];
+    if let Some(db) = endpoint.database {
+        args.extend(["--db-path", db]);
+    }
+    if let Some(q) = endpoint.queue {
+        args.extend(["--queue", q]);
+    }
+    json!({ "command": endpoint.bridge_program, "args": args })
+}
+
 /// Clients we know how to configure.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, clap::ValueEnum, utoipa::ToSchema)]
 #[serde(rename_all = "kebab-case")]
@@ -221,16 +234,7 @@ pub fn entry(client: Client, endpoint: &Endpoint<'_>) -> Value {
         // Codex refuses an inline bearer token and ignores `headers`: a literal
         // `http_headers` table is the one way a tray app can give it the token.
         Client::Codex => json!({ "url": url, "tool_timeout_sec": CLIENT_TIMEOUT_SECONDS }),
-        Client::ClaudeDesktop => {
-            let mut args = vec!["stdio"];
-            if let Some(db) = endpoint.database {
-                args.extend(["--db-path", db]);
-            }
-            if let Some(q) = endpoint.queue {
-                args.extend(["--queue", q]);
-            }
-            return json!({ "command": endpoint.bridge_program, "args": args });
-        }
+        Client::ClaudeDesktop => return bridge_entry(endpoint),
     };
     if let Some(h) = headers {
         let key = if client == Client::Codex {

@@ -66,8 +66,19 @@ describe("connect, read back by the real clients", () => {
 
   test("Claude Code, user scope: `claude mcp list` reports it connected; disconnect removes it", async () => {
     const h = home();
+    // What every account can read: the command line of each \`claude\` that connect runs.
+    // A shim first on PATH notes it (from /proc, as another account would) and runs the real one.
+    const shims = join(h.dir, "shims");
+    mkdirSync(shims);
+    const real = (await exec("bash", ["-c", "command -v claude"], { env: h.env })).stdout.trim();
+    const seen = join(h.dir, "argv.log");
+    writeFileSync(join(shims, "claude"), `#!/bin/sh\ntr '\\0' ' ' < /proc/$$/cmdline >> '${seen}'\necho >> '${seen}'\nexec '${real}' "$@"\n`, { mode: 0o755 });
+    h.env.PATH = `${shims}:${h.env.PATH}`;
     const said = await h.run(serverBin, ["connect", "claude-code"]);
     assert.match(said, /wrote the local-mcp entry/);
+    const argv = readFileSync(seen, "utf8");
+    assert.match(argv, /mcp add-json --scope user local-mcp -/, argv);
+    assert.ok(!argv.includes(TOKEN), `the token was in a command line: ${argv}`);
     const listed = await h.run("claude", ["mcp", "list"], h.dir);
     assert.match(listed, new RegExp(`local-mcp: ${server.mcpUrl} \\(HTTP\\) - ✔ Connected`), listed);
     // It opens with 2026-07-28's server/discover, naming itself in _meta: its waits keep inside 300 s.

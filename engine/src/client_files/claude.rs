@@ -2,7 +2,9 @@
 //! Code rewrites `~/.claude.json` itself (caches, counters) without locking,
 //! so a second writer could corrupt it. We read that file, never write it.
 //! `claude mcp add-json` refuses an existing name, so an update is remove
-//! then add.
+//! then add. The entry goes to it on stdin (`add-json NAME -`, Claude Code
+//! 2.1.327 and later), never on its command line: another account can read
+//! every process's arguments in `/proc`, and the entry holds the token.
 
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -43,19 +45,19 @@ pub fn set(env: &Env, records: &mut Records, wanted: &Value, dry_run: bool) -> R
         return Ok(change(env, Action::Unchanged, None));
     }
     let json = wanted.to_string();
-    let add = ["mcp", "add-json", "--scope", "user", ENTRY_NAME, json.as_str()];
+    let add = ["mcp", "add-json", "--scope", "user", ENTRY_NAME, "-"];
     if dry_run {
         return Ok(change(
             env,
             Action::WouldWrite,
-            Some(format!("claude {}", shell_words(&add))),
+            Some(format!("claude {} <<'EOF'\n{}\nEOF", shell_words(&add), masked(wanted))),
         ));
     }
     let claude = env.on_path("claude").ok_or_else(|| Error::Conflict(NO_CLAUDE.into()))?;
     if existing.is_some() {
-        run(env, &claude, &["mcp", "remove", "--scope", "user", ENTRY_NAME])?;
+        run(env, &claude, &["mcp", "remove", "--scope", "user", ENTRY_NAME], None)?;
     }
-    run(env, &claude, &add)?;
+    run(env, &claude, &add, Some(&json))?;
     let now = current(env)?;
     if now.as_ref() != Some(wanted) {
         return Err(Error::Conflict(format!(
@@ -107,24 +109,48 @@ pub fn remove(env: &Env, records: &mut Records, dry_run: bool) -> Result<Change>
         ));
     }
     let claude = env.on_path("claude").ok_or_else(|| Error::Conflict(NO_CLAUDE.into()))?;
-    run(env, &claude, &args)?;
+    run(env, &claude, &args, None)?;
     records.forget(Client::ClaudeCode.id(), &files::real_path(&state), "server");
     records.forget(Client::ClaudeCode.id(), &state, "server");
     Ok(change(env, Action::Removed, None))
 }
 
+/// The entry as a preview shows it: a header's value (the token) hidden.
+fn masked(entry: &Value) -> String {
+    let mut shown = entry.clone();
+    if let Some(headers) = shown.get_mut("headers").and_then(Value::as_object_mut) {
+        for value in headers.values_mut() {
+            *value = "<hidden: it holds the token>".into();
+        }
+    }
+    shown.to_string()
+}
+
 /// Run `claude` with an explicit argument list (no shell), from the home
-/// folder so no project's settings take part, with a time limit.
-fn run(env: &Env, claude: &std::path::Path, args: &[&str]) -> Result<()> {
+/// folder so no project's settings take part, with a time limit; `input`
+/// goes to its stdin. Claude Code refuses `add-json` inside one of its own
+/// sessions (`CLAUDE_CODE_CHILD_SESSION`, set when an agent runs `connect`):
+/// the person asked for this change, so that variable is not passed on.
+fn run(env: &Env, claude: &std::path::Path, args: &[&str], input: Option<&str>) -> Result<()> {
     let mut child = Command::new(claude)
         .args(args)
         .current_dir(&env.home)
         .env("HOME", &env.home)
-        .stdin(Stdio::null())
+        .env_remove("CLAUDE_CODE_CHILD_SESSION")
+        .stdin(if input.is_some() { Stdio::piped() } else { Stdio::null() })
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .map_err(|e| Error::Conflict(format!("cannot run {}: {e}", claude.display())))?;
+    if let Some(input) = input {
+        use std::io::Write as _;
+        let written = child.stdin.take().map(|mut stdin| stdin.write_all(input.as_bytes()));
+        if let Some(Err(e)) = written {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(Error::Conflict(format!("cannot give claude the entry: {e}")));
+        }
+    }
     let started = Instant::now();
     let status = loop {
         match child.try_wait() {

@@ -99,9 +99,11 @@ pub(super) fn set_entry(
     file: &Path,
     wanted: &Value,
     dry_run: bool,
+    team: bool,
 ) -> Result<Change> {
     let key = client.servers_key();
-    edit_file(records, client, file, "server", dry_run, |doc| {
+    let secrets = header_values(wanted);
+    edit_file(records, client, file, "server", dry_run, (&secrets, team), |doc| {
         if doc.get(key, ENTRY_NAME).as_ref() == Some(wanted) {
             return Ok(None);
         }
@@ -119,7 +121,7 @@ pub(super) fn remove_entry(records: &mut Records, client: Client, file: &Path, d
     let key = client.servers_key();
     let recorded = records.find(client.id(), &real, "server").map(|w| w.entry.clone());
     let file_name = real.display().to_string();
-    edit_file(records, client, file, "server", dry_run, |doc| {
+    edit_file(records, client, file, "server", dry_run, (&[], false), |doc| {
         let Some(current) = doc.get(key, ENTRY_NAME) else {
             return Ok(None);
         };
@@ -138,16 +140,30 @@ pub(super) fn remove_entry(records: &mut Records, client: Client, file: &Path, d
     })
 }
 
+/// The values of an entry's headers (`headers`, Codex's `http_headers`): a
+/// file that holds one holds the token.
+fn header_values(entry: &Value) -> Vec<String> {
+    ["headers", "http_headers"]
+        .iter()
+        .filter_map(|key| entry.get(key)?.as_object())
+        .flat_map(|headers| headers.values().filter_map(Value::as_str).map(str::to_owned))
+        .collect()
+}
+
 /// The one path every file change takes. `edit` changes the parsed document
 /// and returns what it recorded (`Some(Null)` for a removal), or `None` when
 /// nothing needs changing. Checks the result in memory before writing and
-/// on disk after.
+/// on disk after. `(secrets, team)`: a file that will hold one of `secrets`
+/// is written owner-only, whatever it was; another keeps its mode, or is
+/// new — readable by others where it is a project's file (`team`), which a
+/// team shares, owner-only elsewhere.
 pub(super) fn edit_file(
     records: &mut Records,
     client: Client,
     file: &Path,
     what: &'static str,
     dry_run: bool,
+    (secrets, team): (&[String], bool),
     edit: impl FnOnce(&mut Doc) -> std::result::Result<Option<Value>, String>,
 ) -> Result<Change> {
     let real = files::real_path(file);
@@ -255,7 +271,8 @@ pub(super) fn edit_file(
         });
         backup = Some(copy);
     }
-    files::write_atomic(&real, &text)
+    let secret = secrets.iter().any(|s| !s.is_empty() && text.contains(s.as_str()));
+    files::write_atomic(&real, &text, secret, team)
         .map_err(|e| Error::Conflict(format!("cannot write {shown} ({e}); it was left unchanged")))?;
     // Read back what is on disk now: the write is only done when it says so.
     let on_disk = files::read(&real).ok().flatten();

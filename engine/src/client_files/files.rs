@@ -67,14 +67,21 @@ pub fn backup(path: &Path) -> std::io::Result<PathBuf> {
     )))
 }
 
-/// Replace `path` with `text` atomically (see `private_fs::replace`). An
-/// existing file keeps its permissions; a new one is owner-only (it may
-/// hold a token).
-pub fn write_atomic(path: &Path, text: &str) -> std::io::Result<()> {
+/// Replace `path` with `text` atomically (see `private_fs::replace`). A
+/// file that holds a `secret` (the token) is owner-only, whatever it was —
+/// a 0644 `~/.cursor/mcp.json` kept the token readable by every account;
+/// any other keeps its permissions, or when new is owner-only, or 0644 for
+/// a project's file (`team`: the team shares it).
+pub fn write_atomic(path: &Path, text: &str, secret: bool, team: bool) -> std::io::Result<()> {
     let dir = path
         .parent()
         .filter(|d| !d.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
     private_fs::create_dir_all(dir)?;
-    private_fs::replace(path, text.as_bytes(), private_fs::Mode::KeepExisting)
+    let mode = match (secret, team) {
+        (true, _) => private_fs::Mode::Private,
+        (false, true) => private_fs::Mode::KeepOrShared,
+        (false, false) => private_fs::Mode::KeepExisting,
+    };
+    private_fs::replace(path, text.as_bytes(), mode)
 }

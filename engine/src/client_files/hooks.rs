@@ -103,10 +103,11 @@ pub(super) fn set_hook(
     settings: &Path,
     group: &Value,
     dry_run: bool,
+    team: bool,
 ) -> Result<Change> {
     let real = files::real_path(settings);
     let previous = records.find(client.id(), &real, "hook").map(|w| w.entry.clone());
-    edit_hooks(records, client, settings, dry_run, |doc| {
+    edit_hooks(records, client, settings, dry_run, team, |doc| {
         if doc.array(&["hooks", "Stop"]).contains(group) {
             return Ok(None);
         }
@@ -126,7 +127,7 @@ pub(super) fn remove_hook(
     group: &Value,
     dry_run: bool,
 ) -> Result<Change> {
-    edit_hooks(records, client, settings, dry_run, |doc| {
+    edit_hooks(records, client, settings, dry_run, false, |doc| {
         Ok(doc.remove_from_array(&["hooks", "Stop"], group).then_some(Value::Null))
     })
 }
@@ -136,10 +137,19 @@ fn edit_hooks(
     client: Client,
     settings: &Path,
     dry_run: bool,
+    team: bool,
     edit: impl FnOnce(&mut JsonDoc) -> std::result::Result<Option<Value>, String>,
 ) -> Result<Change> {
-    edit_file(records, client, settings, "hook", dry_run, |doc| match doc {
-        Doc::Json(d) => edit(d),
-        Doc::Toml(_) => Err("not a JSON settings file".into()),
-    })
+    edit_file(
+        records,
+        client,
+        settings,
+        "hook",
+        dry_run,
+        (&[], team),
+        |doc| match doc {
+            Doc::Json(d) => edit(d),
+            Doc::Toml(_) => Err("not a JSON settings file".into()),
+        },
+    )
 }

@@ -1,7 +1,9 @@
 //! "Install in …" links for clients that have them. The client shows its
 //! own confirmation before adding anything. Links are opened through the
-//! OS handler, never a browser tab, so a token they carry does not land in
-//! browser history.
+//! OS handler, never a browser tab, and carry no secret: the handler gets
+//! the link in its command line, which other accounts can read, so with a
+//! token required a link installs the stdio bridge (`Site::link_entry`),
+//! and Goose, whose links install only commands from its own list, gets none.
 //!
 //! Formats: VS Code `vscode:mcp/install?<url-encoded JSON with name>`
 //! (code.visualstudio.com/docs/copilot/guides/mcp-developer-guide), Cursor
@@ -42,7 +44,7 @@ pub fn link(client: Client, entry: &Value) -> Option<String> {
             encode(&b64())
         )),
         Client::Goose => {
-            if entry.get("headers").is_some() {
+            if entry.get("headers").is_some() || entry.get("command").is_some() {
                 return None;
             }
             Some(format!(

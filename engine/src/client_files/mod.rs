@@ -74,6 +74,29 @@ impl Site {
         };
         snippets::entry(client, &endpoint)
     }
+
+    /// The entry an install link carries for `client`: ours as `entry`
+    /// gives it, or — when the server requires a token — the stdio bridge,
+    /// which reads the token itself. A link reaches the client's handler in
+    /// its command line (`xdg-open`, then `code --open-url <link>`), which
+    /// every account can read: it never carries the token.
+    pub fn link_entry(&self, client: Client, queue: &str) -> Value {
+        if self.token.is_none() {
+            return self.entry(client, queue);
+        }
+        let url = format!("{}{}", self.base_url, model::mcp_path(queue));
+        let mut bridge = snippets::bridge_entry(&Endpoint {
+            mcp_url: &url,
+            queue: (queue != DEFAULT_QUEUE).then_some(queue),
+            token: None,
+            bridge_program: &self.program,
+            database: self.database.as_deref(),
+        });
+        if matches!(client, Client::Vscode | Client::VscodeInsiders) {
+            bridge["type"] = "stdio".into();
+        }
+        bridge
+    }
 }
 
 /// What to connect or disconnect.
@@ -182,11 +205,18 @@ pub fn connect(env: &Env, site: &Site, client: Client, req: &Request<'_>) -> Res
     let mut records = Records::load(&env.records).map_err(Error::Conflict)?;
     let wanted = site.entry(client, &queue);
     let mut changes = vec![match place {
-        Place::File(file) => set_entry(&mut records, client, &file, &wanted, req.dry_run)?,
+        Place::File(file) => set_entry(&mut records, client, &file, &wanted, req.dry_run, req.project.is_some())?,
         Place::ClaudeUser => claude::set(env, &mut records, &wanted, req.dry_run)?,
     }];
     if let Some((settings, element)) = hook {
-        changes.push(set_hook(&mut records, client, &settings, &element, req.dry_run)?);
+        changes.push(set_hook(
+            &mut records,
+            client,
+            &settings,
+            &element,
+            req.dry_run,
+            req.project.is_some(),
+        )?);
     }
     if !req.dry_run {
         records.save(&env.records).map_err(Error::Conflict)?;
@@ -329,6 +359,14 @@ fn refuse_shared(file: &Path, allowed: bool) -> Result<()> {
                  --allow-shared-folder if you trust every account that can write there",
                 file.display(),
                 dir.display()
+            )));
+        }
+        if let Some(why) = crate::private_fs::shared_file(&path) {
+            return Err(Error::Conflict(format!(
+                "{} can be changed by other accounts ({why}); local-mcp does not write into it, because \
+                 another account could read what it writes or change it after. Pass --allow-shared-folder \
+                 if you trust them",
+                path.display()
             )));
         }
     }

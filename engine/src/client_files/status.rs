@@ -80,7 +80,7 @@ pub fn client_status(env: &Env, site: &Site, client: Client, project: Option<&Pa
         detail: None,
         queue: None,
         project_level: env.project_file(client, Path::new(".")).is_some(),
-        deep_link: links::link(client, &site.entry(client, DEFAULT_QUEUE)).is_some(),
+        deep_link: links::link(client, &site.link_entry(client, DEFAULT_QUEUE)).is_some(),
         hook: None,
     };
     let file = match place(env, client, project) {

@@ -245,15 +245,16 @@ pub struct Opened {
 }
 
 /// Open the client's "install" link with the OS handler (the client then
-/// asks the person to confirm). The link carries the token, so it is never
-/// returned to the page or opened in a browser tab.
+/// asks the person to confirm). It is never returned to the page or opened
+/// in a browser tab, and carries no secret (`Site::link_entry`: with a
+/// token required, it installs the stdio bridge).
 #[utoipa::path(post, path = "/api/connect/link", tag = "connect", request_body = LinkBody,
     responses((status = 200, description = "Handed to the OS", body = Opened),
         (status = 409, description = "The client has no install link, or no handler could open it (no desktop session, or the client is not installed)", body = ErrorBody)))]
 async fn open_link(State(s): State<AppState>, ApiJson(body): ApiJson<LinkBody>) -> Result<Json<Opened>> {
     let client = body.client;
     let queue = queue(body.queue)?.unwrap_or_else(|| crate::model::DEFAULT_QUEUE.to_owned());
-    let entry = site(&s).entry(client, &queue);
+    let entry = site(&s).link_entry(client, &queue);
     let link = client_files::links::link(client, &entry)
         .ok_or_else(|| Error::Conflict(format!("{} has no install link; use Connect", client.name())))?;
     blocking(move || {

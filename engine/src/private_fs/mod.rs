@@ -235,6 +235,10 @@ pub enum Mode {
     /// What the file it replaces had (a person's config file keeps its
     /// mode); owner-only for a new file.
     KeepExisting,
+    /// What the file it replaces had; a new one readable by others but
+    /// written by its owner only (0644): a project's config file that holds
+    /// nothing secret, which a team shares.
+    KeepOrShared,
 }
 
 /// Replace `path` with `bytes` atomically: a random temporary name in the
@@ -244,6 +248,10 @@ pub fn replace(path: &Path, bytes: &[u8], mode: Mode) -> io::Result<()> {
     let dir = parent_of(path);
     let existing = match mode {
         Mode::KeepExisting => std::fs::metadata(path).ok().map(|m| m.permissions()),
+        Mode::KeepOrShared => std::fs::metadata(path)
+            .ok()
+            .map(|m| m.permissions())
+            .or_else(platform::shared_file_permissions),
         Mode::Private => None,
     };
     let name = path.file_name().unwrap_or_default().to_string_lossy();
@@ -357,6 +365,12 @@ pub fn sweep_work(parent: &Path) {
 /// names we would use). `None` when only we (and root) can.
 pub fn shared_writer(dir: &Path) -> Option<String> {
     platform::shared_writer(dir)
+}
+
+/// Who besides us can change the file at `path` (it exists): another
+/// account that owns it, or one its mode or ACL lets write it.
+pub fn shared_file(path: &Path) -> Option<String> {
+    platform::shared_file(path)
 }
 
 #[cfg(test)]

@@ -69,6 +69,11 @@ pub fn nonblocking_read_options() -> OpenOptions {
     options
 }
 
+/// A file others may read and only its owner write (0644).
+pub fn shared_file_permissions() -> Option<Permissions> {
+    Some(Permissions::from_mode(0o644))
+}
+
 /// Who owns this, when it is not us.
 pub fn other_owner(meta: &Metadata) -> Option<String> {
     (meta.uid() != me()).then(|| format!("uid {}", meta.uid()))
@@ -112,6 +117,9 @@ pub fn shared_writer(dir: &Path) -> Option<String> {
     if meta.uid() != me() && meta.uid() != 0 {
         return Some(format!("it belongs to another account (uid {})", meta.uid()));
     }
+    if let Some(why) = acl_writer(dir) {
+        return Some(why);
+    }
     let mode = meta.mode();
     if mode & 0o002 != 0 {
         return Some(format!("every account can write into it (mode {:o})", mode & 0o7777));
@@ -125,6 +133,70 @@ pub fn shared_writer(dir: &Path) -> Option<String> {
         ));
     }
     None
+}
+
+/// Who besides the owner a POSIX ACL lets write `path` (Linux keeps it in
+/// the `system.posix_acl_access` attribute): a named user or a group with
+/// write in its entry and in the mask. The mode's group bits then show the
+/// mask, so a folder shared with one other account through an ACL looks like
+/// 0775 of the owner's own group.
+#[cfg(target_os = "linux")]
+fn acl_writer(path: &Path) -> Option<String> {
+    let name = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).ok()?;
+    let attribute = c"system.posix_acl_access";
+    let mut buf = vec![0u8; 4096];
+    // SAFETY: NUL-terminated names, and a buffer of the length given.
+    let n = unsafe { libc::getxattr(name.as_ptr(), attribute.as_ptr(), buf.as_mut_ptr().cast(), buf.len()) };
+    let n = usize::try_from(n).ok()?;
+    acl_writer_in(&buf[..n], me())
+}
+
+#[cfg(not(target_os = "linux"))]
+fn acl_writer(_: &Path) -> Option<String> {
+    None
+}
+
+/// [`acl_writer`] on the attribute's bytes: a version (2), then entries of
+/// tag (u16), permissions (u16) and id (u32), little-endian.
+fn acl_writer_in(bytes: &[u8], me: u32) -> Option<String> {
+    const USER: u16 = 0x02;
+    const GROUP: u16 = 0x08;
+    const MASK: u16 = 0x10;
+    const WRITE: u16 = 0x02;
+    let entries: Vec<(u16, u16, u32)> = bytes
+        .get(4..)?
+        .chunks_exact(8)
+        .map(|e| {
+            (
+                u16::from_le_bytes([e[0], e[1]]),
+                u16::from_le_bytes([e[2], e[3]]),
+                u32::from_le_bytes([e[4], e[5], e[6], e[7]]),
+            )
+        })
+        .collect();
+    let mask_writes = entries.iter().find(|e| e.0 == MASK).is_none_or(|e| e.1 & WRITE != 0);
+    if !mask_writes {
+        return None;
+    }
+    entries.iter().find_map(|&(tag, perm, id)| match tag {
+        USER if perm & WRITE != 0 && id != me => Some(format!("its ACL lets uid {id} write into it")),
+        GROUP if perm & WRITE != 0 => Some(format!("its ACL lets the group {id} write into it")),
+        _ => None,
+    })
+}
+
+/// Why another account could change the file at `path`, if it could: it
+/// owns the file, or the file's mode or ACL lets others write it.
+pub fn shared_file(path: &Path) -> Option<String> {
+    // The file itself, through a link (a link's own mode is always 0777).
+    let meta = std::fs::metadata(path).ok()?;
+    if meta.uid() != me() {
+        return Some(format!("it belongs to another account (uid {})", meta.uid()));
+    }
+    if meta.mode() & 0o002 != 0 {
+        return Some(format!("every account can write it (mode {:o})", meta.mode() & 0o7777));
+    }
+    acl_writer(path)
 }
 
 #[cfg(test)]

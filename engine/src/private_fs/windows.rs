@@ -52,6 +52,11 @@ pub fn nonblocking_read_options() -> OpenOptions {
     options
 }
 
+/// New files take their folder's ACL on Windows.
+pub fn shared_file_permissions() -> Option<std::fs::Permissions> {
+    None
+}
+
 pub fn other_owner(_: &Metadata) -> Option<String> {
     None
 }
@@ -79,5 +84,9 @@ pub fn sync_dir(_: &Path) -> io::Result<()> {
 pub fn private_temp_dir(_: &mut tempfile::Builder<'_, '_>) {}
 
 pub fn shared_writer(_: &Path) -> Option<String> {
+    None
+}
+
+pub fn shared_file(_: &Path) -> Option<String> {
     None
 }

@@ -44,4 +44,6 @@ mod templates;
 #[cfg(unix)]
 mod threats;
 #[cfg(unix)]
+mod token_leaks;
+#[cfg(unix)]
 mod untrusted;

@@ -1,0 +1,176 @@
+//! The token leaked to other accounts (issue 38, finding 3): `connect` kept
+//! an existing file's mode (a 0644 `~/.cursor/mcp.json` stayed readable with
+//! the token in it), did not see a folder shared through an ACL or a file
+//! another account made as shared, and put the token in command lines
+//! (`claude mcp add-json … "Bearer …"`, the `vscode:mcp/install?…` link)
+//! that every account can read in `/proc`.
+
+use std::collections::BTreeMap;
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+
+use engine::client_files::{self, links, Env, Request, Site};
+use engine::snippets::Client;
+
+const TOKEN: &str = "tok-0123456789abcdef";
+
+fn env(home: &Path) -> Env {
+    Env {
+        home: home.to_path_buf(),
+        config: home.join(".config"),
+        vars: BTreeMap::new(),
+        path: Vec::new(),
+        records: home.join(".config/local-mcp/connections.json"),
+    }
+}
+
+fn site(token: Option<&str>) -> Site {
+    Site {
+        base_url: "http://127.0.0.1:8123".into(),
+        token: token.map(str::to_owned),
+        program: "/opt/local-mcp/local-mcp-server".into(),
+        database: None,
+    }
+}
+
+fn mode(path: &Path) -> u32 {
+    std::fs::metadata(path).unwrap().permissions().mode() & 0o777
+}
+
+#[test]
+fn a_file_that_holds_the_token_is_owner_only_whatever_it_was() {
+    let home = tempfile::tempdir().unwrap();
+    let env = env(home.path());
+    let file = env.user_file(Client::Cursor).unwrap();
+    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+    std::fs::write(&file, "{\"mcpServers\": {}}\n").unwrap();
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
+    client_files::connect(&env, &site(Some(TOKEN)), Client::Cursor, &Request::default()).unwrap();
+    assert!(std::fs::read_to_string(&file).unwrap().contains(TOKEN));
+    assert_eq!(mode(&file), 0o600, "the token is in it: nobody else may read it");
+
+    // Without a token the person's mode stays, and a new project file is one the team can read.
+    let project = home.path().join("work");
+    std::fs::create_dir(&project).unwrap();
+    std::fs::set_permissions(&project, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let request = Request {
+        project: Some(&project),
+        ..Request::default()
+    };
+    client_files::connect(&env, &site(None), Client::ClaudeCodeProject, &request).unwrap();
+    assert_eq!(
+        mode(&project.join(".mcp.json")),
+        0o644,
+        "no token in it: as any project file"
+    );
+    client_files::connect(&env, &site(Some(TOKEN)), Client::ClaudeCodeProject, &request).unwrap();
+    assert_eq!(mode(&project.join(".mcp.json")), 0o600, "the token came in: owner-only");
+}
+
+/// `setfacl -m u:<uid>:rwx <path>` by hand: the ACL attribute's bytes.
+fn grant_write(path: &Path, uid: u32) {
+    let mut acl = 2u32.to_le_bytes().to_vec();
+    for (tag, perm, id) in [
+        (0x01u16, 7u16, u32::MAX), // the owner
+        (0x02, 7, uid),            // that user
+        (0x04, 5, u32::MAX),       // the owning group
+        (0x10, 7, u32::MAX),       // the mask
+        (0x20, 5, u32::MAX),       // others
+    ] {
+        acl.extend(tag.to_le_bytes());
+        acl.extend(perm.to_le_bytes());
+        acl.extend(id.to_le_bytes());
+    }
+    let name = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: NUL-terminated names and a buffer of the length given.
+    let set = unsafe {
+        libc::setxattr(
+            name.as_ptr(),
+            c"system.posix_acl_access".as_ptr(),
+            acl.as_ptr().cast(),
+            acl.len(),
+            0,
+        )
+    };
+    assert_eq!(set, 0, "setxattr: {}", std::io::Error::last_os_error());
+}
+
+#[test]
+fn a_folder_shared_through_an_acl_or_a_file_of_another_account_is_refused() {
+    let home = tempfile::tempdir().unwrap();
+    let env = env(home.path());
+    // 0775, the owner's own group: its mode alone says nobody else writes here.
+    let project = home.path().join("shared");
+    std::fs::create_dir(&project).unwrap();
+    std::fs::set_permissions(&project, std::fs::Permissions::from_mode(0o775)).unwrap();
+    grant_write(&project, 4242);
+    let request = Request {
+        project: Some(&project),
+        ..Request::default()
+    };
+    let err = client_files::connect(&env, &site(Some(TOKEN)), Client::ClaudeCodeProject, &request).unwrap_err();
+    assert!(err.to_string().contains("its ACL lets uid 4242 write"), "{err}");
+    assert!(!project.join(".mcp.json").exists());
+
+    if !crate::other_account::root() {
+        eprintln!("a file of another account needs root to make (chown); CI runs as root");
+        return;
+    }
+    let mine = home.path().join("mine");
+    std::fs::create_dir(&mine).unwrap();
+    std::fs::write(mine.join(".mcp.json"), "{\"mcpServers\": {}}\n").unwrap();
+    std::os::unix::fs::chown(mine.join(".mcp.json"), Some(65534), Some(65534)).unwrap();
+    let request = Request {
+        project: Some(&mine),
+        ..Request::default()
+    };
+    let err = client_files::connect(&env, &site(Some(TOKEN)), Client::ClaudeCodeProject, &request).unwrap_err();
+    assert!(
+        err.to_string().contains("belongs to another account (uid 65534)"),
+        "{err}"
+    );
+    assert!(!std::fs::read_to_string(mine.join(".mcp.json")).unwrap().contains(TOKEN));
+}
+
+#[test]
+fn install_links_never_carry_the_token() {
+    let with_token = site(Some(TOKEN));
+    for client in [
+        Client::Vscode,
+        Client::VscodeInsiders,
+        Client::Cursor,
+        Client::LmStudio,
+        Client::Goose,
+    ] {
+        let link = links::link(client, &with_token.link_entry(client, "default"));
+        let Some(link) = link else {
+            assert_eq!(client, Client::Goose, "only Goose has no link with a token required");
+            continue;
+        };
+        let decoded = percent_encoding::percent_decode_str(&link)
+            .decode_utf8_lossy()
+            .into_owned();
+        let b64 = decoded.split("config=").nth(1).map(|c| {
+            use base64::Engine as _;
+            String::from_utf8(base64::engine::general_purpose::STANDARD.decode(c).unwrap()).unwrap()
+        });
+        for text in [Some(decoded.clone()), b64].into_iter().flatten() {
+            assert!(!text.contains(TOKEN), "{client:?}: {text}");
+        }
+        assert!(
+            decoded.contains("stdio") || b64_has_stdio(&decoded),
+            "{client:?} installs the bridge: {decoded}"
+        );
+    }
+    // Without a token the link is the plain HTTP entry.
+    let plain = links::link(Client::Cursor, &site(None).link_entry(Client::Cursor, "default")).unwrap();
+    assert!(!plain.contains("stdio"));
+}
+
+fn b64_has_stdio(link: &str) -> bool {
+    use base64::Engine as _;
+    link.split("config=")
+        .nth(1)
+        .and_then(|c| base64::engine::general_purpose::STANDARD.decode(c).ok())
+        .is_some_and(|bytes| String::from_utf8_lossy(&bytes).contains("stdio"))
+}
