@@ -332,8 +332,12 @@ fn run_attached(
     tracing::info!(url = %remote.base, "a local-mcp server already serves this database; attaching to it");
     let handle = app.handle().clone();
     let shell = shell_for(&remote.base, remote.token.clone(), Some(remote.clone()))?;
+    // Its page sessions are that server's own (its instance is in the
+    // cookie's name and MAC): the window's cookie is made for it.
+    let instance = tauri::async_runtime::block_on(remote_instance(&remote));
     app.manage(Shell {
         database: remote.db.as_deref().and_then(engine::config::named_database),
+        credentials: Arc::new(engine::Credentials::for_instance(remote.token.clone(), instance)),
         ..shell
     });
     let items = tray::create(&handle)?;
@@ -352,6 +356,26 @@ fn run_attached(
     ));
     tauri::async_runtime::spawn(follow_engine(handle, items, events));
     Ok(())
+}
+
+/// The instance id of the server `remote` (empty when it cannot be read: the
+/// window's page then asks for the token, if one is required).
+async fn remote_instance(remote: &engine::client::remote::Remote) -> String {
+    let target = engine::client::target::Target {
+        base: remote.base.clone(),
+        token: remote.token.clone(),
+        db: remote.db.clone(),
+    };
+    match engine::client::Client::new(target) {
+        Ok(client) => match client.status().await {
+            Ok(status) => status.server.instance,
+            Err(e) => {
+                tracing::warn!(error = ?e, "cannot read the attached server's status");
+                String::new()
+            }
+        },
+        Err(_) => String::new(),
+    }
 }
 
 fn shell_for(

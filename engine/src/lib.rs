@@ -180,7 +180,7 @@ pub async fn start(config: Config, shutdown: CancellationToken) -> Result<Engine
     }
     // Claims whose answer nobody saw written (a crash, a stop mid-answer) are in doubt.
     queue.doubt_open_claims().await?;
-    let credentials = Arc::new(Credentials::new(token));
+    let credentials = Arc::new(Credentials::for_instance(token, queue.instance().to_owned()));
     let tokens = Arc::new(auth::Tokens::new(
         token_origin,
         credentials.clone(),

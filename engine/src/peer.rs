@@ -55,6 +55,9 @@ pub fn me() -> std::io::Result<Account> {
 
 /// The account owning the socket whose local address is `peer` and whose
 /// remote address is `ours`: the other end of a connection we accepted.
+/// `ErrorKind::NotFound` means no socket of this machine has those
+/// addresses: the peer is on another host (any other error: it is here, and
+/// who it is cannot be told).
 pub fn owner(peer: SocketAddr, ours: SocketAddr) -> std::io::Result<Account> {
     imp::connection(peer, ours)
         .map_err(|e| std::io::Error::new(e.kind(), format!("who owns the connection from {peer}: {e}")))

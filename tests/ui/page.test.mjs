@@ -1091,7 +1091,9 @@ describe("resilience", () => {
     await server.add("needs a token");
     await until(async () => (await railTexts(page)).includes("needs a token"), { what: "live event" });
     const cookies = await context.cookies();
-    const session = cookies.find((c) => c.name === "local_mcp_session");
+    // Named for this server's instance, expiring: two local-mcp on one host keep their own.
+    const session = cookies.find((c) => c.name.startsWith("local_mcp_session_"));
+    assert.ok(session?.expires > Date.now() / 1000 + 29 * 24 * 3600, `a 30-day session: ${JSON.stringify(session)}`);
     assert.ok(session?.httpOnly && session.sameSite === "Strict", "an HttpOnly SameSite=Strict session cookie");
     assert.ok(!requests.some((u) => u.includes(token)), "the token never appears in a URL");
     assert.ok(errors.every((e) => /401/.test(e)), `only the expected 401s: ${errors}`);

@@ -18,99 +18,158 @@ use subtle::ConstantTimeEq;
 use crate::sync::RwLockExt as _;
 pub use tokens::{TokenOrigin, TokenState, Tokens};
 
-/// The page's session cookie. HttpOnly (no script can read it), SameSite=Strict
-/// (no other site can send it), set only after the person typed the token.
+/// The page's session cookie, by name: this plus the first characters of the
+/// database's instance id, so two local-mcp on one host (a browser sends a
+/// host's cookies to every port) never overwrite each other's. HttpOnly (no
+/// script can read it), SameSite=Strict (no other site can send it), set
+/// only after the person typed the token.
 pub const SESSION_COOKIE: &str = "local_mcp_session";
 
 /// The attributes every page-session cookie carries.
 const COOKIE_ATTRIBUTES: &str = "HttpOnly; SameSite=Strict; Path=/";
 
-/// The cookie value for a token: an HMAC keyed by the token, so it survives a
-/// restart, dies with the token, and never reveals the token itself.
-pub fn session_value(token: &str) -> String {
+/// How long a page session lasts, and after how long a use renews it.
+pub const SESSION_MAX_AGE: std::time::Duration = std::time::Duration::from_secs(30 * 24 * 3600);
+const SESSION_RENEW_AFTER: std::time::Duration = std::time::Duration::from_secs(24 * 3600);
+
+/// What a presented cookie is worth.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Session {
+    /// Not ours: wrong instance, token, form or age.
+    Invalid,
+    /// Ours, and fresh.
+    Valid,
+    /// Ours, and old enough to be renewed with this answer.
+    Renew,
+}
+
+fn now_secs() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+/// The MAC of one session: keyed by the token (a session dies with it), over
+/// the instance (a session is this database's server's only), when it was
+/// issued (it expires) and a random nonce (each sign-in is its own).
+fn session_mac(token: &str, instance: &str, issued: u64, nonce: &str) -> String {
     let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(token.as_bytes()).expect("HMAC takes any key length");
-    mac.update(b"local-mcp page session v1");
+    mac.update(format!("local-mcp page session v2|{instance}|{issued}|{nonce}").as_bytes());
     hex::encode(mac.finalize().into_bytes())
 }
 
-/// A `Set-Cookie` value signing a page in with `token`, or, for `None`, the
-/// one that signs it out.
-pub fn session_set_cookie(token: Option<&str>) -> String {
-    match token {
-        Some(t) => format!("{SESSION_COOKIE}={}; {COOKIE_ATTRIBUTES}", session_value(t)),
-        None => format!("{SESSION_COOKIE}=; {COOKIE_ATTRIBUTES}; Max-Age=0"),
-    }
+/// A new session's cookie value: `<issued>.<nonce>.<mac>`.
+fn new_session_value(token: &str, instance: &str, issued: u64) -> String {
+    let nonce = uuid::Uuid::new_v4().simple().to_string();
+    format!("{issued}.{nonce}.{}", session_mac(token, instance, issued, &nonce))
 }
 
 /// The live credentials. The token can change while serving (Settings →
 /// regenerate / stop requiring), so readers ask each time instead of keeping it.
 #[derive(Debug, Default)]
 pub struct Credentials {
-    current: RwLock<Current>,
-}
-
-#[derive(Debug, Default)]
-struct Current {
-    token: Option<String>,
-    /// The session cookie value that stands for the token.
-    session: Option<String>,
-}
-
-impl Current {
-    fn new(token: Option<String>) -> Current {
-        let session = token.as_deref().map(session_value);
-        Current { token, session }
-    }
+    current: RwLock<Option<String>>,
+    /// This database's instance id (`meta.instance`): sessions are this server's only.
+    instance: String,
 }
 
 impl Credentials {
+    /// Credentials without an instance (tests, and a shell before it knows one).
     pub fn new(token: Option<String>) -> Credentials {
+        Credentials::for_instance(token, String::new())
+    }
+
+    /// The credentials of the server of the database whose instance id is `instance`.
+    pub fn for_instance(token: Option<String>, instance: String) -> Credentials {
         Credentials {
-            current: RwLock::new(Current::new(token)),
+            current: RwLock::new(token),
+            instance,
         }
     }
 
-    fn read(&self) -> RwLockReadGuard<'_, Current> {
+    fn read(&self) -> RwLockReadGuard<'_, Option<String>> {
         // Writers replace the whole value in one assignment, so a poisoned
         // lock still holds a consistent one.
         self.current.read_anyway()
     }
 
     pub fn token_required(&self) -> bool {
-        self.read().token.is_some()
+        self.read().is_some()
     }
 
     /// The current token, if one is required.
     pub fn token(&self) -> Option<String> {
-        self.read().token.clone()
+        self.read().clone()
     }
 
     /// Replace the token; `None` stops requiring one. Sessions signed in with
     /// the old token end with it.
     pub fn set_token(&self, token: Option<String>) {
-        *self.current.write_anyway() = Current::new(token);
+        *self.current.write_anyway() = token;
     }
 
     /// Is `token` the configured one? (constant time)
     pub fn token_matches(&self, token: &str) -> bool {
         self.read()
-            .token
             .as_ref()
             .is_some_and(|t| token.as_bytes().ct_eq(t.as_bytes()).into())
     }
 
-    /// Is `value` the session cookie for the current token? (constant time)
-    pub fn session_matches(&self, value: &str) -> bool {
-        self.read()
-            .session
-            .as_ref()
-            .is_some_and(|s| value.as_bytes().ct_eq(s.as_bytes()).into())
+    /// This server's session cookie's name.
+    pub fn cookie_name(&self) -> String {
+        match self.instance.get(..12) {
+            Some(short) => format!("{SESSION_COOKIE}_{short}"),
+            None => SESSION_COOKIE.to_owned(),
+        }
     }
 
-    /// The `Set-Cookie` value that signs a window in, when a token is required:
-    /// an embedding shell gives it to its window so the page never sees the token.
+    /// What the session cookie `value` is worth now (the MAC compared in constant time).
+    pub fn session(&self, value: &str) -> Session {
+        self.session_at(value, now_secs())
+    }
+
+    fn session_at(&self, value: &str, now: u64) -> Session {
+        let current = self.read();
+        let Some(token) = current.as_deref() else {
+            return Session::Invalid;
+        };
+        let mut parts = value.splitn(3, '.');
+        let (Some(issued), Some(nonce), Some(mac)) = (parts.next(), parts.next(), parts.next()) else {
+            return Session::Invalid;
+        };
+        let Ok(issued) = issued.parse::<u64>() else {
+            return Session::Invalid;
+        };
+        let expected = session_mac(token, &self.instance, issued, nonce);
+        if !bool::from(mac.as_bytes().ct_eq(expected.as_bytes())) {
+            return Session::Invalid;
+        }
+        match now.checked_sub(issued) {
+            // Issued in the future (a clock moved back a little is forgiven).
+            None if issued - now > 300 => Session::Invalid,
+            None => Session::Valid,
+            Some(age) if age > SESSION_MAX_AGE.as_secs() => Session::Invalid,
+            Some(age) if age > SESSION_RENEW_AFTER.as_secs() => Session::Renew,
+            Some(_) => Session::Valid,
+        }
+    }
+
+    /// A `Set-Cookie` value that signs a new page session in, when a token is
+    /// required: for the page's sign-in, a renewal, or an embedding shell's
+    /// window (so its page never sees the token).
     pub fn session_cookie(&self) -> Option<String> {
-        self.read().token.as_deref().map(|t| session_set_cookie(Some(t)))
+        let token = self.read().clone()?;
+        Some(format!(
+            "{}={}; {COOKIE_ATTRIBUTES}; Max-Age={}",
+            self.cookie_name(),
+            new_session_value(&token, &self.instance, now_secs()),
+            SESSION_MAX_AGE.as_secs()
+        ))
+    }
+
+    /// The `Set-Cookie` value that signs a page out.
+    pub fn signed_out_cookie(&self) -> String {
+        format!("{}=; {COOKIE_ATTRIBUTES}; Max-Age=0", self.cookie_name())
     }
 }
 
@@ -118,19 +177,46 @@ impl Credentials {
 mod tests {
     use super::*;
 
+    fn value_of(cookie: &str) -> &str {
+        cookie.split(';').next().unwrap().split_once('=').unwrap().1
+    }
+
     #[test]
-    fn tokens_and_sessions_compare_whole_and_follow_the_token() {
-        let c = Credentials::new(Some("s3cret".into()));
+    fn sessions_are_each_their_own_this_servers_only_and_expire() {
+        let c = Credentials::for_instance(Some("s3cret".into()), "0123456789abcdef0123".into());
         assert!(c.token_matches("s3cret"));
         assert!(!c.token_matches("s3cre") && !c.token_matches("s3cret2") && !c.token_matches(""));
-        let session = session_value("s3cret");
-        assert!(c.session_matches(&session));
-        let cookie = c.session_cookie().unwrap();
-        assert!(cookie.starts_with(&format!("{SESSION_COOKIE}={session};")), "{cookie}");
-        assert!(cookie.contains("HttpOnly") && cookie.contains("SameSite=Strict"));
+        assert_eq!(c.cookie_name(), "local_mcp_session_0123456789ab");
+        let (one, two) = (c.session_cookie().unwrap(), c.session_cookie().unwrap());
+        assert!(one.starts_with("local_mcp_session_0123456789ab=") && one.contains("HttpOnly"));
+        assert!(
+            one.contains("SameSite=Strict") && one.contains("Max-Age=2592000"),
+            "{one}"
+        );
+        assert_ne!(value_of(&one), value_of(&two), "each sign-in is its own session");
+        assert_eq!(c.session(value_of(&one)), Session::Valid);
 
+        // Another server with the same token (another database) does not take it.
+        let other = Credentials::for_instance(Some("s3cret".into()), "ffffffffffffffff".into());
+        assert_eq!(other.session(value_of(&one)), Session::Invalid);
+        // Forged, cut or reshaped values are nothing.
+        for bad in ["", "1.2", "x.y.z", &value_of(&one).replace('.', ":")] {
+            assert_eq!(c.session(bad), Session::Invalid, "{bad:?}");
+        }
+        let mut tampered = value_of(&one).to_owned();
+        tampered.insert(0, '9');
+        assert_eq!(c.session(&tampered), Session::Invalid, "its time is under the MAC");
+
+        // Age: renewed after a day, refused after thirty.
+        let now = now_secs();
+        let aged = |days: u64| new_session_value("s3cret", &c.instance, now - days * 24 * 3600 - 10);
+        assert_eq!(c.session_at(&aged(0), now), Session::Valid);
+        assert_eq!(c.session_at(&aged(2), now), Session::Renew);
+        assert_eq!(c.session_at(&aged(31), now), Session::Invalid);
+
+        // A session dies with its token.
         c.set_token(Some("other".into()));
-        assert!(!c.session_matches(&session), "a session dies with its token");
+        assert_eq!(c.session(value_of(&one)), Session::Invalid);
         c.set_token(None);
         assert!(!c.token_required() && c.session_cookie().is_none() && !c.token_matches("other"));
     }

@@ -17,6 +17,29 @@ use std::time::Duration;
 
 use crate::peer::{self, Account};
 
+/// Why the owner is not known.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unknown {
+    /// No socket of this machine has those addresses: a peer on another host.
+    pub elsewhere: bool,
+    pub why: String,
+}
+
+impl Unknown {
+    fn here(why: impl Into<String>) -> Unknown {
+        Unknown {
+            elsewhere: false,
+            why: why.into(),
+        }
+    }
+}
+
+impl std::fmt::Display for Unknown {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.why)
+    }
+}
+
 /// Threads that answer lookups.
 const THREADS: usize = 2;
 /// Lookups that may wait for a thread; one more is refused at once.
@@ -27,7 +50,7 @@ const PATIENCE: Duration = Duration::from_secs(2);
 type Job = (
     SocketAddr,
     SocketAddr,
-    tokio::sync::oneshot::Sender<Result<Account, String>>,
+    tokio::sync::oneshot::Sender<Result<Account, Unknown>>,
 );
 
 fn pool() -> &'static SyncSender<Job> {
@@ -48,7 +71,10 @@ fn pool() -> &'static SyncSender<Job> {
                     let Ok((remote, local, answer)) = job else {
                         return;
                     };
-                    let _ = answer.send(peer::owner(remote, local).map_err(|e| e.to_string()));
+                    let _ = answer.send(peer::owner(remote, local).map_err(|e| Unknown {
+                        elsewhere: e.kind() == std::io::ErrorKind::NotFound,
+                        why: e.to_string(),
+                    }));
                 });
             if let Err(e) = spawned {
                 tracing::warn!(error = %e, "cannot start a thread for peer lookups");
@@ -60,21 +86,17 @@ fn pool() -> &'static SyncSender<Job> {
 
 /// The account owning the other end of the connection `remote` → `local`;
 /// an error (refused by the guard) when it cannot be told in time.
-pub async fn owner(remote: SocketAddr, local: SocketAddr) -> Result<Account, String> {
-    owner_within(remote, local, PATIENCE).await
-}
-
-async fn owner_within(remote: SocketAddr, local: SocketAddr, patience: Duration) -> Result<Account, String> {
+pub async fn owner(remote: SocketAddr, local: SocketAddr) -> Result<Account, Unknown> {
     let (tx, rx) = tokio::sync::oneshot::channel();
     match pool().try_send((remote, local, tx)) {
         Ok(()) => {}
-        Err(TrySendError::Full(_)) => return Err("too many connections are being looked up at once".into()),
-        Err(TrySendError::Disconnected(_)) => return Err("no thread is left to look up connections".into()),
+        Err(TrySendError::Full(_)) => return Err(Unknown::here("too many connections are being looked up at once")),
+        Err(TrySendError::Disconnected(_)) => return Err(Unknown::here("no thread is left to look up connections")),
     }
-    match tokio::time::timeout(patience, rx).await {
+    match tokio::time::timeout(PATIENCE, rx).await {
         Ok(Ok(found)) => found,
-        Ok(Err(_)) => Err("the lookup was dropped".into()),
-        Err(_) => Err(format!("the lookup took longer than {patience:?}")),
+        Ok(Err(_)) => Err(Unknown::here("the lookup was dropped")),
+        Err(_) => Err(Unknown::here(format!("the lookup took longer than {PATIENCE:?}"))),
     }
 }
 
@@ -109,7 +131,7 @@ mod tests {
             }
             // Nobody owns this: an error, never a guess.
             let nowhere: SocketAddr = "127.0.0.1:1".parse().unwrap();
-            assert!(owner(nowhere, nowhere).await.is_err());
+            assert!(owner(nowhere, nowhere).await.is_err_and(|e| e.elsewhere));
         });
         runtime.shutdown_background();
     }

@@ -28,7 +28,7 @@ use tokio::sync::OnceCell;
 
 use super::error::error_response;
 use super::AppState;
-use crate::auth::{Credentials, SESSION_COOKIE};
+use crate::auth::{Credentials, Session};
 use crate::peer::{self, Account};
 
 /// The page needs nothing from anywhere but its own origin, and no inline code.
@@ -43,7 +43,7 @@ pub struct Peer {
     pub addr: SocketAddr,
     /// Our end (the address the connection came in on).
     pub local: Option<SocketAddr>,
-    owner: Arc<OnceCell<Result<Account, String>>>,
+    owner: Arc<OnceCell<Result<Account, super::lookups::Unknown>>>,
 }
 
 impl Peer {
@@ -61,12 +61,15 @@ impl Peer {
     }
 
     /// The account owning the peer's socket; an error says why it is unknown.
-    async fn owner(&self) -> Result<Account, String> {
+    async fn owner(&self) -> Result<Account, super::lookups::Unknown> {
         self.owner
             .get_or_init(|| async {
                 let (addr, local) = (self.addr, self.local);
                 let Some(local) = local else {
-                    return Err("our end of the connection is unknown".to_owned());
+                    return Err(super::lookups::Unknown {
+                        elsewhere: false,
+                        why: "our end of the connection is unknown".to_owned(),
+                    });
                 };
                 // A netlink round trip to the kernel: blocking I/O, on the
                 // guard's own bounded pool, failing closed (`lookups`).
@@ -135,19 +138,25 @@ impl Guard {
     }
 
     /// Why the peer is not this account's own (another account of this
-    /// machine, or one that cannot be told); `None` when it is ours, remote
-    /// (the token's business: beyond loopback one is mandatory), or the
-    /// platform cannot tell owners at all (a token is advised at start).
+    /// machine, or one that cannot be told); `None` when it is ours, on
+    /// another host (the token's business: beyond loopback one is
+    /// mandatory), or the platform cannot tell owners at all (a token is
+    /// advised at start).
+    ///
+    /// "This machine" is what the kernel's socket table says, whatever the
+    /// address: with `--host 0.0.0.0` another account reaches us on the
+    /// machine's own LAN address too, where a rule keyed on "is loopback"
+    /// let it pass as a remote peer (issue 38, finding 5). A peer that no
+    /// socket of this machine has is on another host — unless its address
+    /// is loopback, which only this machine has.
     async fn other_account(&self, peer: Option<&Peer>) -> Option<String> {
         let (Some(me), Some(peer)) = (self.me, peer) else {
             return None; // no peer facts (a test router) or a platform that cannot tell
         };
-        if !peer.is_loopback() {
-            return None;
-        }
         match peer.owner().await {
             Ok(owner) if owner == me => None,
             Ok(owner) => Some(format!("it belongs to another account ({})", peer::describe(owner))),
+            Err(unknown) if unknown.elsewhere && !peer.is_loopback() => None,
             // Never fail open: an owner we cannot tell is not ours.
             Err(e) => Some(format!("its owner cannot be told ({e})")),
         }
@@ -198,15 +207,32 @@ impl Guard {
         })
     }
 
-    /// Does the request carry the page's session cookie?
+    /// Does the request carry a page session of this server's?
     pub fn has_session(&self, headers: &HeaderMap) -> bool {
-        headers
+        self.session(headers) != Session::Invalid
+    }
+
+    /// The best page session the request carries (a browser may send an
+    /// expired one beside a fresh one: every cookie of our name is asked).
+    fn session(&self, headers: &HeaderMap) -> Session {
+        let name = self.credentials.cookie_name();
+        let sessions = headers
             .get_all(header::COOKIE)
             .iter()
             .filter_map(|v| v.to_str().ok())
             .flat_map(|v| v.split(';'))
             .filter_map(|pair| pair.trim().split_once('='))
-            .any(|(k, v)| k == SESSION_COOKIE && self.credentials.session_matches(v))
+            .filter(|(k, _)| *k == name)
+            .map(|(_, v)| self.credentials.session(v));
+        let mut best = Session::Invalid;
+        for s in sessions {
+            match s {
+                Session::Valid => return Session::Valid,
+                Session::Renew => best = Session::Renew,
+                Session::Invalid => {}
+            }
+        }
+        best
     }
 
     /// No token is required, or the request carries it: the bearer header,
@@ -364,7 +390,13 @@ pub async fn guard(State(sec): State<Arc<Guard>>, req: Request, next: Next) -> R
             "a valid Authorization: Bearer token is required",
         );
     }
+    // A page session more than a day old is renewed with this answer: one in
+    // daily use never expires, one left alone does (after 30 days).
+    let renew = cookie_counts && sec.credentials.token_required() && sec.session(headers) == Session::Renew;
     let mut response = next.run(req).await;
+    if renew {
+        super::session::set_session_cookie(&mut response, &sec.credentials);
+    }
     let h = response.headers_mut();
     // A served attachment sets its own, stricter policy (`sandbox`).
     h.entry(header::CONTENT_SECURITY_POLICY)

@@ -16,7 +16,7 @@ use utoipa_axum::routes;
 use super::body;
 use super::error::{error_response, ErrorBody};
 use super::{ApiJson, AppState};
-use crate::auth::{session_set_cookie, TokenState};
+use crate::auth::{Credentials, TokenState};
 
 pub fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
@@ -64,23 +64,28 @@ async fn create(State(s): State<AppState>, ApiJson(login): ApiJson<Login>) -> Re
         );
     }
     let mut response = StatusCode::NO_CONTENT.into_response();
-    set_session_cookie(&mut response, Some(login.token.trim()));
+    set_session_cookie(&mut response, &s.credentials);
     response
 }
 
-/// The page-session cookie for `token` (HttpOnly, SameSite=Strict), or, for
-/// `None`, the header that clears it.
-fn set_session_cookie(response: &mut Response, token: Option<&str>) {
-    if let Ok(v) = HeaderValue::from_str(&session_set_cookie(token)) {
-        response.headers_mut().insert(header::SET_COOKIE, v);
+/// A new page-session cookie (HttpOnly, SameSite=Strict, this server's only,
+/// expiring), or — no token required — the header that clears it.
+pub fn set_session_cookie(response: &mut Response, credentials: &Credentials) {
+    let cookie = credentials
+        .session_cookie()
+        .unwrap_or_else(|| credentials.signed_out_cookie());
+    if let Ok(v) = HeaderValue::from_str(&cookie) {
+        response.headers_mut().append(header::SET_COOKIE, v);
     }
 }
 
 /// Sign out: the cookie is cleared.
 #[utoipa::path(delete, path = "/api/session", tag = "session", responses((status = 204, description = "Signed out")))]
-async fn delete() -> Response {
+async fn delete(State(s): State<AppState>) -> Response {
     let mut response = StatusCode::NO_CONTENT.into_response();
-    set_session_cookie(&mut response, None);
+    if let Ok(v) = HeaderValue::from_str(&s.credentials.signed_out_cookie()) {
+        response.headers_mut().insert(header::SET_COOKIE, v);
+    }
     response
 }
 
@@ -133,7 +138,7 @@ async fn change_token(State(s): State<AppState>, ApiJson(change): ApiJson<TokenC
         token: token.clone(),
     };
     let mut response = Json(body).into_response();
-    set_session_cookie(&mut response, token.as_deref());
+    set_session_cookie(&mut response, &s.credentials);
     response
         .headers_mut()
         .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));

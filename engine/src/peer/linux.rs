@@ -61,7 +61,7 @@ pub fn connection(local: SocketAddr, remote: SocketAddr) -> Result<Account> {
     match query(family, id, StateFlags::all(), false)?.first() {
         Some(&(_, uid, state)) if owned(state) => Ok(Account(uid)),
         Some(&(_, _, state)) => Err(Error::new(
-            ErrorKind::NotFound,
+            ErrorKind::ConnectionAborted,
             format!("the connection is no longer open (TCP state {state}): who made it cannot be told"),
         )),
         None => Err(Error::new(

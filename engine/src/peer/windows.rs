@@ -242,7 +242,7 @@ fn process_account(pid: u32) -> Result<Account> {
     if pid == 0 {
         // The idle process: sockets closing (TIME_WAIT) are listed under it;
         // under Wine, a listening socket (wineserver holds it).
-        return Err(Error::new(ErrorKind::NotFound, "no process holds that socket"));
+        return Err(Error::other("no process holds that socket"));
     }
     // SAFETY: a plain call; a null handle is its failure.
     let process = unsafe { OpenProcess(PROCESS_QUERY_LIMITED_INFORMATION, 0, pid) };

@@ -149,6 +149,11 @@ impl Queue {
         &self.inner.facts
     }
 
+    /// This database's instance id (`ServerSummary::instance`).
+    pub fn instance(&self) -> &str {
+        &self.inner.instance
+    }
+
     /// Run blocking store work off the async threads.
     async fn blocking<T: Send + 'static>(&self, f: impl FnOnce(&Inner) -> Result<T> + Send + 'static) -> Result<T> {
         let inner = self.inner.clone();

@@ -25,6 +25,8 @@ mod export;
 mod hook;
 mod hostile;
 mod import;
+#[cfg(unix)] // another account through setpriv
+mod lan;
 mod layers;
 mod logs;
 mod mcp;

@@ -529,7 +529,10 @@ async fn the_page_can_require_regenerate_and_remove_the_token() {
     assert_eq!(r.status(), 200);
     assert_eq!(r.headers()["cache-control"], "no-store");
     let cookie = r.headers()["set-cookie"].to_str().unwrap().to_owned();
-    assert!(cookie.starts_with("local_mcp_session=") && cookie.contains("HttpOnly"));
+    assert!(
+        cookie.starts_with("local_mcp_session_") && cookie.contains("HttpOnly") && cookie.contains("Max-Age="),
+        "this server's own, expiring: {cookie}"
+    );
     let first = r.json::<serde_json::Value>().await.unwrap()["token"]
         .as_str()
         .unwrap()

@@ -176,7 +176,7 @@ async fn the_page_cookie_never_lets_another_account_in() {
         .next()
         .unwrap()
         .to_owned();
-    assert!(cookie.starts_with("local_mcp_session="), "{cookie}");
+    assert!(cookie.starts_with("local_mcp_session_"), "{cookie}");
     assert_eq!(
         s.get_status("/api/status", None, Some(&cookie)).await,
         200,
