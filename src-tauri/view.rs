@@ -438,6 +438,7 @@ mod tests {
                 pending_count: pending,
                 consumed_count: 0,
                 in_doubt_count: 0,
+                held_count: 0,
             },
             queues: vec![queue("default", pending, false)],
             settings: Settings::default(),
@@ -453,6 +454,7 @@ mod tests {
             suffix: None,
             pending_count: pending,
             consumed_count: 0,
+            held_count: 0,
             waiting_agents: vec![],
         }
     }

@@ -166,10 +166,15 @@ pub enum Command {
         /// The queue; without it, every queue
         queue: Option<String>,
     },
-    /// Release a held queue (or every queue)
+    /// Release a held queue (or every queue); with --imported, the
+    /// instructions held since an import or a restore instead
     Release {
         /// The queue; without it, every queue
         queue: Option<String>,
+        /// Release the pending instructions an import or a restore brought
+        /// in (held until you say so), not the queue
+        #[arg(long)]
+        imported: bool,
     },
     /// Show what agents reported, newest first
     Reports {

@@ -112,6 +112,18 @@ pub async fn hold(client: &Client, queue: Option<String>, held: bool) -> Result<
     Ok(())
 }
 
+/// `release --imported`: the pending instructions an import or a restore
+/// brought in go to agents from now on.
+pub async fn release_held(client: &Client, queue: Option<String>) -> Result<(), Failure> {
+    let released = client.release_held(queue.as_deref()).await?;
+    match released.len() {
+        0 => println!("nothing was held from an import or a restore"),
+        1 => println!("released 1 instruction: it goes to agents now"),
+        n => println!("released {n} instructions: they go to agents now"),
+    }
+    Ok(())
+}
+
 /// `stop <agent>`: end that agent's loop (once).
 pub async fn stop(client: &Client, agent: String, queue: Option<String>) -> Result<(), Failure> {
     client.stop_agent(&agent, queue.as_deref()).await?;

@@ -214,5 +214,12 @@ pub fn restore(serve: &ServeArgs, file: &Path) -> Result<(), Failure> {
     if let Some(aside) = restored.replaced {
         println!("what it replaced is in {}", aside.display());
     }
+    if restored.held > 0 {
+        println!(
+            "its {} pending instructions are held: no agent gets them until you release them \
+             (`release --imported`, or the page)",
+            restored.held
+        );
+    }
     Ok(())
 }

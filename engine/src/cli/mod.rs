@@ -207,7 +207,8 @@ pub fn run(command: Command, cli: &mut clap::Command, serve: &ServeArgs, address
             Command::List { queue, all, json } => show::list(&client()?, queue.as_deref(), all, json).await,
             Command::Search { queue, json, words } => show::search(&client()?, &words, queue.as_deref(), json).await,
             Command::Hold { queue } => commands::hold(&client()?, queue, true).await,
-            Command::Release { queue } => commands::hold(&client()?, queue, false).await,
+            Command::Release { queue, imported: false } => commands::hold(&client()?, queue, false).await,
+            Command::Release { queue, imported: true } => commands::release_held(&client()?, queue).await,
             Command::Reports {
                 agent,
                 queue,

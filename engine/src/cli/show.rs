@@ -118,6 +118,12 @@ pub async fn status(
     if let Some(fault) = &s.server.storage_fault {
         println!("cannot write its database: {fault}");
     }
+    if s.queue.held_count > 0 {
+        println!(
+            "held since an import or a restore: {} (no agent gets them until `release --imported`)",
+            s.queue.held_count
+        );
+    }
     if s.queue.in_doubt_count > 0 {
         println!(
             "deliveries in doubt: {} (the answer was cut off; send them again from the page)",

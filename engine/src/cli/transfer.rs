@@ -170,6 +170,15 @@ fn describe(s: &ImportSummary) -> String {
     if !s.queues_created.is_empty() {
         text.push_str(&format!("; new queues: {}", s.queues_created.join(", ")));
     }
+    if s.pending > 0 {
+        text.push_str(&format!(
+            "\nthe {} pending {} held: no agent gets {} until you release {} (`release --imported`, or the page)",
+            s.pending,
+            if s.pending == 1 { "one is" } else { "ones are" },
+            if s.pending == 1 { "it" } else { "them" },
+            if s.pending == 1 { "it" } else { "them" },
+        ));
+    }
     if s.attachments_not_in_file > 0 {
         text.push_str(&format!(
             "\n{} attachments are listed without their files (a JSON export carries none): export --format bundle to move them",

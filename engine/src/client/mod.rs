@@ -199,6 +199,15 @@ impl Client {
         Ok(self.post::<Changed>(path, &json!({ "queue": queue })).await?.changed)
     }
 
+    /// Release the instructions held since an import or a restore (one
+    /// queue's, or all); the instructions released.
+    pub async fn release_held(&self, queue: Option<&str>) -> Result<Vec<Instruction>, Failure> {
+        Ok(self
+            .post::<Items<Instruction>>("/api/instructions/release", &json!({ "queue": queue }))
+            .await?
+            .items)
+    }
+
     /// End an agent's loop (its waiting or next call tells it to stop).
     pub async fn stop_agent(&self, agent: &str, queue: Option<&str>) -> Result<(), Failure> {
         let request = self

@@ -27,6 +27,7 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .routes(body::json(routes!(get_one, edit, delete)))
         .routes(body::json(routes!(requeue)))
         .routes(body::json(routes!(move_to)))
+        .routes(body::json(routes!(release_held)))
 }
 
 /// `{"item": …}`
@@ -177,6 +178,26 @@ async fn requeue(
 ) -> Result<(StatusCode, Json<ItemBody>)> {
     let item = s.queue.requeue(id, body.to).await?;
     Ok((StatusCode::CREATED, Json(ItemBody { item })))
+}
+
+#[derive(Deserialize, Default, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReleaseHeld {
+    /// One queue's; absent: every queue's.
+    #[serde(default)]
+    queue: Option<QueueName>,
+}
+
+/// Release the pending instructions held since an import or a restore: from
+/// now on they go to agents like any other.
+#[utoipa::path(post, path = "/api/instructions/release", tag = "instructions",
+    request_body = ReleaseHeld,
+    responses((status = 200, description = "The instructions released, as they are now", body = ItemsBody),
+        (status = 400, description = "Not a valid queue name", body = ErrorBody)))]
+async fn release_held(State(s): State<AppState>, ApiJson(body): ApiJson<ReleaseHeld>) -> Result<Json<ItemsBody>> {
+    let queue = body.queue.map(QueueName::into_string);
+    let items = s.queue.release_held(queue.as_deref()).await?;
+    Ok(Json(ItemsBody { items }))
 }
 
 /// Reorder a pending instruction.

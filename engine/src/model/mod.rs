@@ -128,6 +128,10 @@ pub struct Instruction {
     /// The report (a question) this instruction answers, when it is a reply.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub answers: Option<String>,
+    /// Pending but held, and why (`import`, `restore`): it came from a file,
+    /// and goes to no agent until the person releases it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub held: Option<String>,
     /// What the agent reported on it, once it has (listings only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub report: Option<Report>,
@@ -158,6 +162,7 @@ impl Instruction {
             target,
             delivery: None,
             answers: None,
+            held: None,
             report: None,
             attachments: Vec::new(),
         }
@@ -321,6 +326,10 @@ pub struct QueueCounts {
     /// Deliveries whose answer may never have reached the agent (see `Delivery::InDoubt`).
     #[serde(default)]
     pub in_doubt_count: u64,
+    /// Pending instructions held until the person releases them (they came
+    /// from an import or a restore).
+    #[serde(default)]
+    pub held_count: u64,
 }
 
 /// Which instructions a listing wants.

@@ -73,6 +73,10 @@ pub struct QueueInfo {
     pub suffix: Option<String>,
     pub pending_count: u64,
     pub consumed_count: u64,
+    /// Of the pending ones, those held until the person releases them (from
+    /// an import or a restore).
+    #[serde(default)]
+    pub held_count: u64,
     /// Agents with a `get_user_request` call waiting in this queue now.
     pub waiting_agents: Vec<String>,
 }

@@ -92,6 +92,27 @@ impl Queue {
         Ok(item)
     }
 
+    /// Release the held pending instructions (from an import or a restore)
+    /// of `queue`, or of every queue: they are deliverable from now on, and
+    /// the waiting calls are offered them. Returns them.
+    pub async fn release_held(&self, queue: Option<&str>) -> Result<Vec<Instruction>> {
+        let queue = queue.map(crate::model::queue_name).transpose()?;
+        let one = queue.clone();
+        let items = self
+            .blocking(move |i| {
+                i.write_instructions(EventKind::InstructionUpdated, |db| {
+                    db.release_held(one.as_deref(), &time::now())
+                })
+            })
+            .await?;
+        tracing::info!(
+            queue = queue.as_deref().unwrap_or("(all)"),
+            released = items.len(),
+            "held instructions released"
+        );
+        Ok(items)
+    }
+
     /// Move a pending instruction before/after another pending one of its
     /// queue, or to the front/back of its queue. Returns that queue's pending
     /// rail in its new order.

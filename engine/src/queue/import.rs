@@ -403,6 +403,10 @@ fn check_instruction(raw: Instruction) -> Result<(Instruction, Option<Report>)> 
         target,
         delivery: None,
         answers: None,
+        // A pending one waits, held, until the person releases it: the file
+        // may be someone else's, and its instructions must not go to
+        // waiting agents on their own.
+        held: (raw.status == InstructionStatus::Pending).then(|| "import".to_owned()),
         report: None,
         attachments: raw.attachments,
     };

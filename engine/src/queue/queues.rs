@@ -42,6 +42,7 @@ impl Queue {
                 QueueInfo {
                     pending_count: tally.map_or(0, |t| t.pending),
                     consumed_count: tally.map_or(0, |t| t.consumed),
+                    held_count: tally.map_or(0, |t| t.held),
                     waiting_agents,
                     name: r.name,
                     held: r.held,

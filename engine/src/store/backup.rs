@@ -149,6 +149,8 @@ pub struct Restored {
     /// Where the replaced database and attachments were moved (when there were any).
     pub replaced: Option<PathBuf>,
     pub instructions: i64,
+    /// Its pending instructions, held until the person releases them.
+    pub held: u64,
 }
 
 /// Put the backup `archive` in place of the database at `db` (no engine may
@@ -184,6 +186,7 @@ fn restore_via(archive: &Path, db: &Path, staging: &Path) -> Result<Restored> {
             archive.display()
         ))
     })?;
+    let held = hold_pending(&snapshot).map_err(|e| Error::internal("holding the restored pending instructions", e))?;
 
     // Move what is there aside, then the backup in.
     let files_now = Files::beside(db);
@@ -217,7 +220,11 @@ fn restore_via(archive: &Path, db: &Path, staging: &Path) -> Result<Restored> {
             files_now.root().display()
         )))?;
     }
-    Ok(Restored { replaced, instructions })
+    Ok(Restored {
+        replaced,
+        instructions,
+        held,
+    })
 }
 
 /// `<database>.replaced-<UTC time>` (then `-2`, `-3`…): a new folder, never
@@ -358,6 +365,18 @@ fn check(path: &Path) -> std::result::Result<i64, String> {
         db.rebuild_search_index().map_err(|e| e.to_string())?;
     }
     Ok(count)
+}
+
+/// Bring the checked database up to this version's schema and hold its
+/// pending instructions: a backup may be someone else's, and its
+/// instructions go to no agent until the person releases them.
+fn hold_pending(path: &Path) -> Result<u64> {
+    let mut conn = Connection::open(path)?;
+    super::untrusted::guard(&conn)?;
+    super::migrations::migrate(&mut conn)?;
+    let held = super::Db::new(&conn).hold_all_pending("restore")?;
+    conn.close().map_err(|(_, e)| e)?;
+    Ok(held)
 }
 
 fn with_suffix(path: &Path, suffix: &str) -> PathBuf {

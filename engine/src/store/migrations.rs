@@ -251,6 +251,16 @@ const MIGRATIONS: &[&str] = &[
     CREATE INDEX agent_activity_by_session ON agent_activity(queue, session, last_seen_at) WHERE session IS NOT NULL;
     ALTER TABLE instructions ADD COLUMN answers TEXT;
     "#,
+    // 10: pending instructions that came from an import or a restore wait,
+    // held, until the person releases them: a shared export's or someone
+    // else's backup's instructions must not go to waiting agents on their own
+    // (issue 38, finding 6). `held` says where they came from; NULL is
+    // deliverable. The index keeps "how many are held" off the history.
+    r#"
+    ALTER TABLE instructions ADD COLUMN held TEXT;
+    CREATE INDEX instructions_held ON instructions(queue, position)
+        WHERE status = 'pending' AND held IS NOT NULL;
+    "#,
 ];
 
 /// The schema version this build writes.

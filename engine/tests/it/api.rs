@@ -311,7 +311,7 @@ async fn config_is_validated_and_survives_a_restart_with_the_queue() {
     let status = s.get_json("/api/status").await;
     assert_eq!(
         status["queue"],
-        json!({"pending_count": 1, "consumed_count": 1, "in_doubt_count": 0})
+        json!({"pending_count": 1, "consumed_count": 1, "in_doubt_count": 0, "held_count": 0})
     );
     assert_eq!(
         status["agents"][0]["agent_id"], "before-restart",
@@ -364,6 +364,7 @@ async fn the_openapi_document_covers_every_api_route_and_the_docs_page_is_local(
         ("/api/instructions/{id}", "delete"),
         ("/api/instructions/{id}/requeue", "post"),
         ("/api/instructions/{id}/move", "post"),
+        ("/api/instructions/release", "post"),
         ("/api/instructions/{id}/attachments", "post"),
         ("/api/instructions/{id}/attachments/{attachment_id}", "delete"),
         ("/api/attachments/{attachment_id}", "get"),

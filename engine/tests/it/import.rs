@@ -25,11 +25,15 @@ fn png(width: u32, height: u32) -> Vec<u8> {
 
 /// An export with what differs between two servers by construction taken out:
 /// when it was made, positions, and the attachments' own ids.
+/// An export as another server holds it after an import: its time, the
+/// positions and the files' ids are its own, and its pending instructions
+/// are held until released (issue 38, finding 6: checked apart).
 fn comparable(mut export: Value) -> Value {
     export.as_object_mut().unwrap().remove("exported_at");
     for item in export["instructions"].as_array_mut().unwrap() {
         let item = item.as_object_mut().unwrap();
         item.remove("position");
+        item.remove("held");
         if let Some(files) = item.get_mut("attachments") {
             for a in files.as_array_mut().unwrap() {
                 a.as_object_mut().unwrap().remove("id");
@@ -145,7 +149,16 @@ async fn a_bundle_round_trips_into_an_empty_server_and_a_second_import_changes_n
         out.starts_with("imported 3 pending, 1 delivered, 2 reports, 2 attachment files"),
         "{out}"
     );
-    let after = comparable(b.get_json("/api/export").await);
+    let imported = b.get_json("/api/export").await;
+    for item in imported["instructions"].as_array().unwrap() {
+        let held = if item["status"] == "pending" {
+            json!("import")
+        } else {
+            Value::Null
+        };
+        assert_eq!(item.get("held").cloned().unwrap_or(Value::Null), held, "{item}");
+    }
+    let after = comparable(imported);
     assert_eq!(after, before, "the import holds what the export held");
     // The files are the same bytes, served by the new server.
     let bytes_a = delivered_file(&a).await;
@@ -155,7 +168,9 @@ async fn a_bundle_round_trips_into_an_empty_server_and_a_second_import_changes_n
     // The page hears of it: each pending item, then the import as a whole.
     let seen = events.next_of("history.imported").await;
     assert_eq!(seen.data["data"]["delivered"], 1, "{}", seen.data);
-    // The imported pending work is delivered like any other.
+    // The imported pending work is delivered like any other, once released.
+    let (ok, out, err) = common::cli(&b, &["release", "--imported"]).await;
+    assert!(ok && out.contains("released 3 instructions"), "{out}{err}");
     let client = b.mcp().await;
     let got = common::get_user_request(&client, Some("claude")).await;
     assert_eq!(got["instruction"]["content"], "First pending");
@@ -240,6 +255,35 @@ async fn imported_pending_work_joins_the_back_and_taken_ids_are_renewed() {
     assert_eq!(ids[0], mine_id, "ours kept its id");
     assert_ne!(ids[1], mine_id, "the other got a new one");
     assert_eq!(ids[2], "from-elsewhere-1", "a free id is kept");
+
+    // What came from the file is held (issue 38, finding 6): a shared export's
+    // instructions go to no agent on their own. Ours, queued here, does.
+    let held: Vec<&Value> = pending["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|i| i["held"] == "import")
+        .collect();
+    assert_eq!(held.len(), 2, "{pending}");
+    assert_eq!(s.get_json("/api/status").await["queue"]["held_count"], 2);
+    let client = s.mcp().await;
+    let first = common::get_user_request_with(&client, serde_json::json!({ "agent_id": "importer" })).await;
+    assert_eq!(first["instruction"]["content"], "Mine, queued first");
+    assert_eq!(
+        first["remaining_pending"], 0,
+        "held ones are not there to take: {first}"
+    );
+    let none = common::get_user_request_with(&client, serde_json::json!({ "agent_id": "importer" })).await;
+    assert_eq!(none["instruction"], Value::Null, "a held one was delivered: {none}");
+    // Released: they go to agents like any other, in their order.
+    let (status, released) = s.post("/api/instructions/release", serde_json::json!({})).await;
+    assert_eq!(status, 200, "{released}");
+    assert_eq!(released["items"].as_array().unwrap().len(), 2);
+    assert_eq!(s.get_json("/api/status").await["queue"]["held_count"], 0);
+    let next = common::get_user_request_with(&client, serde_json::json!({ "agent_id": "importer" })).await;
+    assert_eq!(next["instruction"]["content"], "Another item under a taken id");
+    assert_eq!(next["remaining_pending"], 1);
+    client.cancel().await.ok();
     s.stop().await;
 }
 

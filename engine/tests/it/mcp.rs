@@ -206,7 +206,7 @@ async fn agents_share_exactly_once(AGENTS: usize, PREFILLED: usize, LIVE: usize)
     // And every one of those answers was written out in full: none in doubt.
     assert_eq!(
         counts,
-        json!({"pending_count": 0, "consumed_count": PREFILLED + LIVE, "in_doubt_count": 0})
+        json!({"pending_count": 0, "consumed_count": PREFILLED + LIVE, "in_doubt_count": 0, "held_count": 0})
     );
     assert_eq!(s.engine.queue.integrity_check().await.unwrap(), "ok");
 }

@@ -400,7 +400,7 @@ async fn contention_across_queues_loses_duplicates_and_misroutes_nothing() {
     let st = s.get_json("/api/status").await;
     assert_eq!(
         st["queue"],
-        json!({ "pending_count": 0, "consumed_count": INSTRUCTIONS, "in_doubt_count": 0 })
+        json!({ "pending_count": 0, "consumed_count": INSTRUCTIONS, "in_doubt_count": 0, "held_count": 0 })
     );
     assert_eq!(s.engine.queue.integrity_check().await.unwrap(), "ok");
 }

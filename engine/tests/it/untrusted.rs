@@ -118,9 +118,32 @@ fn a_backup_whose_rows_name_paths_or_whose_schema_runs_sql_is_refused_whole() {
     }
     assert_eq!(std::fs::read_to_string(victim.join("precious.txt")).unwrap(), "keep me");
 
-    // The backup as made restores, and what is typed afterwards is what is stored.
+    // The backup as made restores; its pending instruction is held until released.
     let restored = server_cli(root, &["restore", archive.to_str().unwrap()], &[]);
     assert!(restored.status.success(), "{}", said(&restored));
+    assert!(
+        said(&restored).contains("its 1 pending instructions are held"),
+        "{}",
+        said(&restored)
+    );
+    let started = server_cli(root, &["start"], &[]);
+    assert!(started.status.success(), "{}", said(&started));
+    let status = server_cli(root, &["status"], &[]);
+    assert!(
+        said(&status).contains("held since an import or a restore: 1"),
+        "{}",
+        said(&status)
+    );
+    let released = server_cli(root, &["release", "--imported"], &[]);
+    assert!(
+        said(&released).contains("released 1 instruction"),
+        "{}",
+        said(&released)
+    );
+    let status = server_cli(root, &["status"], &[]);
+    assert!(!said(&status).contains("held since"), "{}", said(&status));
+    let stopped = server_cli(root, &["stop"], &[]);
+    assert!(stopped.status.success(), "{}", said(&stopped));
 }
 
 /// Rows another program put into the database (or an older restore let in):

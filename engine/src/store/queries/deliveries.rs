@@ -89,15 +89,53 @@ impl<'c> Db<'c> {
             .conn
             .prepare_cached(
                 "SELECT COUNT(*), COALESCE(SUM(target = ?2), 0) FROM instructions
-                 WHERE status = 'pending' AND queue = ?1 AND target IS NOT NULL",
+                 WHERE status = 'pending' AND queue = ?1 AND target IS NOT NULL AND held IS NULL",
             )?
             .query_row([queue, agent_id], |r| Ok((r.get(0)?, r.get(1)?)))?;
-        Ok((all, (all + mine as u64).saturating_sub(addressed as u64)))
+        let held = self.held_count(Some(queue))?;
+        Ok((all, (all + mine as u64).saturating_sub(addressed as u64 + held)))
     }
 
     /// How many pending instructions of `queue` `agent_id` could take.
     pub fn eligible_count(&self, queue: &str, agent_id: &str) -> Result<u64> {
         Ok(self.pending_in(queue, agent_id)?.1)
+    }
+
+    /// How many pending instructions are held (from an import or a restore),
+    /// in `queue` or in all.
+    pub fn held_count(&self, queue: Option<&str>) -> Result<u64> {
+        let n: i64 = self
+            .conn
+            .prepare_cached(
+                "SELECT COUNT(*) FROM instructions
+                 WHERE status = 'pending' AND held IS NOT NULL AND (?1 IS NULL OR queue = ?1)",
+            )?
+            .query_row([queue], |r| r.get(0))?;
+        Ok(n.max(0) as u64)
+    }
+
+    /// Release the held pending instructions of `queue` (or of all queues):
+    /// they are deliverable from now on. Returns them as they are now.
+    pub fn release_held(&self, queue: Option<&str>, now: &str) -> Result<Vec<crate::model::Instruction>> {
+        let mut stmt = self.conn.prepare_cached(&format!(
+            "UPDATE instructions SET held = NULL, updated_at = ?2
+             WHERE status = 'pending' AND held IS NOT NULL AND (?1 IS NULL OR queue = ?1)
+             RETURNING {}",
+            super::INSTRUCTION_COLUMNS
+        ))?;
+        let rows = stmt
+            .query_map(params![queue, now], super::instructions::instruction_from_row)?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        Ok(rows)
+    }
+
+    /// Hold every pending instruction (a restored database's), saying why.
+    pub fn hold_all_pending(&self, why: &str) -> Result<u64> {
+        let n = self.conn.execute(
+            "UPDATE instructions SET held = ?1 WHERE status = 'pending' AND held IS NULL",
+            [why],
+        )?;
+        Ok(n as u64)
     }
 
     /// How many instructions of `queue` are pending: the count the triggers
@@ -130,6 +168,7 @@ impl<'c> Db<'c> {
                     queue,
                     pending: 0,
                     consumed: 0,
+                    held: 0,
                 });
             }
             if let Some(t) = tallies.last_mut() {
@@ -137,6 +176,19 @@ impl<'c> Db<'c> {
                     "pending" => t.pending = n,
                     _ => t.consumed = n,
                 }
+            }
+        }
+        // Held ones are few, and have an index of their own.
+        let mut held = self.conn.prepare_cached(
+            "SELECT queue, COUNT(*) FROM instructions
+             WHERE status = 'pending' AND held IS NOT NULL GROUP BY queue",
+        )?;
+        let mut rows = held.query([])?;
+        while let Some(r) = rows.next()? {
+            let queue: String = r.get(0)?;
+            let n = r.get::<_, i64>(1)? as u64;
+            if let Some(t) = tallies.iter_mut().find(|t| t.queue == queue) {
+                t.held = n;
             }
         }
         Ok(tallies)

@@ -39,6 +39,7 @@ pub(super) fn instruction_from_row(row: &Row<'_>) -> rusqlite::Result<Instructio
             .as_deref()
             .and_then(Delivery::parse),
         answers: row.get("answers")?,
+        held: row.get("held")?,
         report: None,
         attachments: Vec::new(),
     })
@@ -108,7 +109,8 @@ impl<'c> Db<'c> {
                 i.queue,
                 i.target,
                 i.delivery.map(Delivery::as_str),
-                i.answers
+                i.answers,
+                i.held
             ])?;
         Ok(())
     }
@@ -180,7 +182,7 @@ impl<'c> Db<'c> {
         let agents = serde_json::to_string(agents).map_err(|e| crate::Error::internal("encoding agent ids", e))?;
         let mut stmt = self.conn.prepare_cached(
             "SELECT id, target FROM instructions
-             WHERE status = 'pending' AND queue = ?1
+             WHERE status = 'pending' AND queue = ?1 AND held IS NULL
                AND (target IS NULL OR target IN (SELECT value FROM json_each(?2)))
              ORDER BY position, created_at LIMIT ?3",
         )?;
@@ -251,7 +253,7 @@ pub(in crate::store) fn claim_sql() -> String {
              delivery = 'claimed'
          WHERE id = (SELECT id FROM instructions
                      WHERE status = 'pending' AND queue = ?3 AND (target IS NULL OR target = ?1)
-                       AND (?4 IS NULL OR id = ?4)
+                       AND held IS NULL AND (?4 IS NULL OR id = ?4)
                      ORDER BY position LIMIT 1)
          RETURNING {INSTRUCTION_COLUMNS}"
     )

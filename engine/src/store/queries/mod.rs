@@ -34,7 +34,7 @@ pub struct Db<'c> {
 /// by name, so a new column goes here, in `instruction_from_row` and in
 /// `insert_instruction`'s values — and nowhere shifts.
 pub(super) const INSTRUCTION_COLUMNS: &str =
-    "id, content, status, created_at, updated_at, consumed_at, consumed_by_agent_id, position, queue, target, delivery, answers";
+    "id, content, status, created_at, updated_at, consumed_at, consumed_by_agent_id, position, queue, target, delivery, answers, held";
 
 pub(super) const REPORT_COLUMNS: &str = "id, queue, agent_id, instruction_id, content, options, html, created_at";
 

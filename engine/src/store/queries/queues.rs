@@ -22,6 +22,8 @@ pub struct QueueTally {
     pub queue: String,
     pub pending: u64,
     pub consumed: u64,
+    /// Of the pending ones, those held (from an import or a restore).
+    pub held: u64,
 }
 
 impl QueueTally {
@@ -31,6 +33,7 @@ impl QueueTally {
             pending_count: tallies.iter().map(|t| t.pending).sum(),
             consumed_count: tallies.iter().map(|t| t.consumed).sum(),
             in_doubt_count,
+            held_count: tallies.iter().map(|t| t.held).sum(),
         }
     }
 }
