@@ -1,7 +1,9 @@
-//! "Queue clipboard": one click (the tray, or `local-mcp --queue-clipboard`
-//! bound to a key) queues what the clipboard holds — an image, text, or
-//! both — as one instruction in the default queue, and a notification says
-//! what was queued. The screenshot → agent path.
+//! "Queue clipboard": one click on the tray queues what the clipboard holds
+//! — an image, text, or both — as one instruction in the default queue, and
+//! a notification says what was queued. The screenshot → agent path. A
+//! launch (`local-mcp --queue-clipboard` bound to a key) opens quick add
+//! instead, for the person to paste and queue: a launch can come from any
+//! program of the account (`lib.rs`, the single-instance channel).
 
 use tauri::AppHandle;
 use tauri_plugin_clipboard_manager::ClipboardExt as _;

@@ -55,7 +55,8 @@ struct Cli {
     /// Open the quick-add box (in the running instance, if there is one)
     #[arg(long)]
     quick_add: bool,
-    /// Queue what the clipboard holds (an image and/or text), in the running instance if there is one
+    /// Open quick add to queue what the clipboard holds: paste (Ctrl+V), then
+    /// Queue — a launch never queues by itself (the tray's Queue clipboard does, on a click)
     #[arg(long)]
     queue_clipboard: bool,
     /// Start in the tray without opening the queue window (used at login)
@@ -205,10 +206,8 @@ pub fn run() -> ExitCode {
             } else {
                 webview_helpers::started_hidden(&handle);
             }
-            if cli.queue_clipboard {
-                clipboard::queue_clipboard(&handle);
-            }
-            if cli.quick_add {
+            // As over the channel: a launch opens quick add, never queues by itself.
+            if cli.quick_add || cli.queue_clipboard {
                 windows::show_quick_add(&handle);
             }
             Ok(())
@@ -261,11 +260,15 @@ fn builder() -> tauri::Builder<tauri::Wry> {
             // waits on the main loop, and the first one never came (an app
             // started hidden kept the second launch waiting forever).
             let handle = app.clone();
+            // A second launch may only show the window or open quick add:
+            // any program of this account can make that call on the session
+            // bus, and queuing the clipboard from it would send whatever is
+            // there (a password just copied) to the agents with no gesture of
+            // the person's. So `--queue-clipboard` opens quick add, where the
+            // person pastes and queues (issue 38, finding 7).
             let done = app.run_on_main_thread(move || {
-                if argv.iter().any(|a| a == "--quick-add") {
+                if argv.iter().any(|a| a == "--quick-add" || a == "--queue-clipboard") {
                     windows::show_quick_add(&handle);
-                } else if argv.iter().any(|a| a == "--queue-clipboard") {
-                    clipboard::queue_clipboard(&handle);
                 } else {
                     windows::show_main(&handle);
                 }

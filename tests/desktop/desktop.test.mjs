@@ -190,7 +190,11 @@ test("an outside link (a report's) goes to the system browser, and the window st
   assert.match(await waiting, /stop/);
 });
 
-test("Queue clipboard: a screenshot on the clipboard becomes an instruction, and a notification says so", async () => {
+test("--queue-clipboard opens quick add to paste into, and queues nothing by itself", async () => {
+  // Any program of the account can make a second launch (the single-instance
+  // channel is on the session bus): one must not send the clipboard to the
+  // agents on its own (issue 38, finding 7). It opens quick add; the person
+  // pastes and queues.
   const shot = join(home, "clip.png");
   writeFileSync(shot, png(320, 200));
   // xclip owns the X clipboard, as a screenshot tool would; in the foreground (-quiet), so
@@ -199,13 +203,19 @@ test("Queue clipboard: a screenshot on the clipboard becomes an instruction, and
   after(() => clip.kill());
   await until(() => spawnSync("xclip", ["-o", "-selection", "clipboard", "-t", "TARGETS"], { env, timeout: 5000, encoding: "utf8" }).stdout?.includes("image/png"), "xclip holding the image");
   const before = (await (await fetch(`${base}/api/instructions?status=pending`)).json()).items.length;
+  const main = await wd("GET", s("/window"));
   const second = spawnSync(app, ["--queue-clipboard"], { env, timeout: 20000 });
   assert.equal(second.status, 0, `second instance exit: ${second.stderr}`);
-  await until(() => readFileSync(monitorLog, "utf8").includes("Queued from the clipboard: a 320×200 image"), "the confirming Notify");
+  const quick = await until(async () => (await wd("GET", s("/window/handles"))).find((h) => h !== main), "the quick-add window");
+  await wd("POST", s("/window"), { handle: quick });
+  await quickReady();
   const items = (await (await fetch(`${base}/api/instructions?status=pending`)).json()).items;
-  assert.equal(items.length, before + 1);
-  const [attachment] = items.at(-1).attachments;
-  assert.deepEqual([attachment.name, attachment.kind, attachment.width, attachment.height], ["clipboard.png", "image", 320, 200]);
+  assert.equal(items.length, before, "nothing was queued without the person");
+  assert.ok(!readFileSync(monitorLog, "utf8").includes("Queued from the clipboard"), "no 'queued' notification");
+  // Closed without queuing: still nothing.
+  await wd("DELETE", s("/window"));
+  await wd("POST", s("/window"), { handle: main });
+  assert.equal((await (await fetch(`${base}/api/instructions?status=pending`)).json()).items.length, before);
 });
 
 test("an answer cut off on its way is in doubt, and the app says so", async () => {
