@@ -28,6 +28,42 @@ use crate::{paths, Error, Result};
 /// deleted while open (`SQLITE_READONLY_DBMOVED`).
 const READONLY_DBMOVED: std::os::raw::c_int = 1032;
 
+/// A fault as the store remembers it: its words, and whether it is a full disk.
+#[derive(Debug, Clone)]
+pub(super) struct Fault {
+    pub text: String,
+    pub no_space: bool,
+}
+
+impl Fault {
+    pub fn of(e: &Error) -> Fault {
+        Fault {
+            text: e.to_string(),
+            no_space: matches!(e, Error::NoSpace(_)),
+        }
+    }
+}
+
+/// Whether the disk holding `db` takes new blocks: a scratch file of 256 KiB
+/// (an instruction's worth, with room to spare) written, synced and dropped
+/// in its folder. Unknown (an in-memory database): yes.
+pub(super) fn has_room(db: Option<&Path>) -> bool {
+    let Some(dir) = db.and_then(Path::parent) else {
+        return true;
+    };
+    let dir = if dir.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        dir
+    };
+    let tried = crate::private_fs::anonymous_in(dir).and_then(|mut scratch| {
+        use std::io::Write as _;
+        scratch.write_all(&vec![0u8; 256 * 1024])?;
+        scratch.sync_all()
+    });
+    tried.is_ok()
+}
+
 /// The fault `e` is, said for `path`, or `None` when it is not a storage fault.
 pub(super) fn classify(path: Option<&Path>, e: &Error) -> Option<Error> {
     let Error::Internal { source, .. } = e else {

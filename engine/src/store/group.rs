@@ -207,7 +207,7 @@ impl Store {
                 // Something was written: whatever blocked writes has cleared.
                 // (Members that all failed commit an empty transaction.)
                 if written && restored.is_ok() {
-                    self.fault.lock_anyway().take();
+                    self.write_went_through();
                 }
                 for m in members {
                     m.committed();

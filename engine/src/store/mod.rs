@@ -51,7 +51,7 @@ pub struct Store {
     /// The database file (for messages that tell the person what to fix).
     path: Option<std::path::PathBuf>,
     /// The storage fault met last, until a write succeeds again.
-    fault: Mutex<Option<String>>,
+    fault: Mutex<Option<fault::Fault>>,
     /// The attachment files, beside the database.
     files: Files,
     /// Claims waiting to join the next transaction (`group`).
@@ -207,14 +207,28 @@ impl Store {
                 None => return e,
             }
         };
-        *self.fault.lock_anyway() = Some(fault.to_string());
+        *self.fault.lock_anyway() = Some(fault::Fault::of(&fault));
         fault
     }
 
     /// The storage fault met last, until a write succeeds again: what the
     /// page and the tray show while the database cannot be written.
     pub fn fault_now(&self) -> Option<String> {
-        self.fault.lock_anyway().clone()
+        self.fault.lock_anyway().as_ref().map(|f| f.text.clone())
+    }
+
+    /// A write went through: whatever blocked writes has cleared — unless it
+    /// was a full disk that still is. A small write can land in room SQLite
+    /// already holds (its WAL's pages) while the disk is full: the fault went
+    /// from the status with the disk still full (in one of two runs). So a
+    /// full disk's fault goes only once the disk takes a new block
+    /// (`fault::has_room`); that is asked only while such a fault lasts.
+    fn write_went_through(&self) {
+        let mut fault = self.fault.lock_anyway();
+        if fault.as_ref().is_some_and(|f| f.no_space) && !fault::has_room(self.path.as_deref()) {
+            return;
+        }
+        *fault = None;
     }
 
     /// Run `body` in one `BEGIN IMMEDIATE` transaction committed with the given
@@ -242,8 +256,7 @@ impl Store {
                 .map_err(|e| self.fault(e.into()))?;
         }
         let value = result.map_err(|e| self.fault(e))?;
-        // A write went through: whatever blocked writes has cleared.
-        self.fault.lock_anyway().take();
+        self.write_went_through();
         on_commit(&value);
         Ok(value)
     }

@@ -217,6 +217,20 @@ exec "$1""#;
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 
+    // The fault's probe (a one-page write every 2 s) can land in the room a
+    // refused write left in the WAL: that is no sign the disk has room, and
+    // the fault must stay said (it went from the status in one of two runs).
+    let watched = Instant::now();
+    while watched.elapsed() < Duration::from_secs(7) {
+        let status = common::get_json_with(&http, &format!("{url}/api/status")).await;
+        assert!(
+            status["server"]["storage_fault"].is_string(),
+            "the disk is full, but the status stopped saying so after {:?}: {status}",
+            watched.elapsed()
+        );
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+
     // Claims go on while the room a refused write left behind in the WAL
     // holds them (SQLite writes over the frames a failed transaction left),
     // each one recorded: it leaves the rail. Then one cannot be written: the
@@ -232,6 +246,14 @@ exec "$1""#;
         assert!(
             delivered.len() < acknowledged.len(),
             "a full disk never refused a claim"
+        );
+        // A claim that fit in the WAL's room is no sign the disk has room:
+        // the full disk is still said (it went from the status in one of
+        // two runs, issue 38).
+        let status = common::get_json_with(&http, &format!("{url}/api/status")).await;
+        assert!(
+            status["server"]["storage_fault"].is_string(),
+            "the disk is full, but the status stopped saying so after a claim: {status}"
         );
     };
     assert_told_unwritable(&result);
