@@ -94,6 +94,8 @@ export const api = {
   patchQueue: (name, patch) => request("PATCH", `/api/queues/${enc(name)}`, patch),
   hold: (queue) => request("POST", "/api/hold", queue ? { queue } : {}),
   release: (queue) => request("POST", "/api/release", queue ? { queue } : {}),
+  /** Release the instructions held since an import or a restore, of `queue` or of every queue. */
+  releaseHeld: (queue) => request("POST", "/api/instructions/release", queue ? { queue } : {}),
   reports: (queue, limit = 50, agent = null) =>
     request("GET", `/api/reports?${q(queue)}&limit=${limit}${agent ? `&agent_id=${enc(agent)}` : ""}`),
   reply: (reportId, content) => request("POST", `/api/reports/${enc(reportId)}/reply`, { content }),

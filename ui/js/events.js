@@ -3,7 +3,7 @@
 // server replays what we missed. If the stream cannot be had (no EventSource,
 // or the server refuses it), the page falls back to polling.
 
-import { applyInstruction, applyReport, applyStatus, KIND, setConn, setQueue, setSettings, state } from "./state.js";
+import { announceImport, applyInstruction, applyReport, applyStatus, KIND, setConn, setQueue, setSettings, state } from "./state.js";
 
 const POLL_MS = 5000;
 const RETRY_STREAM_MS = 30_000;
@@ -81,8 +81,13 @@ export function connect(reload) {
     }
   });
   source.addEventListener("stream.reset", () => reload());
-  // An import changed the history (and perhaps the queues) at once: reload.
-  source.addEventListener("history.imported", () => reload());
+  // An import changed the history (and perhaps the queues) at once: reload,
+  // and say what came (its pending instructions are held until released).
+  source.addEventListener("history.imported", (e) => {
+    const msg = parse(e);
+    if (msg?.data) announceImport(msg.data);
+    reload();
+  });
 }
 
 /** Stop listening and polling for good (another program answers at this address). */

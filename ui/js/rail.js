@@ -12,6 +12,7 @@ import { attachmentStrip, fetchOriginals } from "./attach.js";
 import { $, el, iconButton } from "./dom.js";
 import { agentsOf, loudness, needingYou, stateOf } from "./presence.js";
 import { abandonSnapshot, applyAnswer, beginSnapshot, currentQueue, KIND, on, replacePending, state } from "./state.js";
+import { heldTag } from "./text.js";
 import { toast } from "./toast.js";
 
 const CLAMP_CHARS = 280;
@@ -75,6 +76,12 @@ function ticketBody(item, index) {
     if (item.attachments?.length) body.append(attachmentStrip(item, { removable: true }));
     return body;
   }
+  if (item.held) {
+    // Held since an import or a restore: said in words, not by its look alone (issue 38 §6).
+    const tag = el("span", "chip chip--held", heldTag(item.held));
+    tag.title = "No agent gets it until you release it (the Release button above the rail)";
+    body.append(tag);
+  }
   if (item.target) {
     const chip = el("span", "chip chip--target", `for ${item.target}`);
     chip.title = `Only ${item.target} can take this instruction`;
@@ -94,19 +101,27 @@ function ticketBody(item, index) {
 }
 
 /** What a rendered ticket depends on: a changed key means re-render it. */
-function ticketKey(item, index, total) {
-  return `${item.updated_at}|${index}|${total}|${editing.has(item.id)}|${item.target ?? ""}`;
+function ticketKey(item, index, total, place) {
+  return `${item.updated_at}|${index}|${total}|${place}|${item.held ?? ""}|${editing.has(item.id)}|${item.target ?? ""}`;
 }
 
-function ticketFor(item, index, total) {
-  const li = el("li", `ticket${index === 0 ? " ticket--head" : ""}`);
+/**
+ * One ticket. `index` is its place on the rail (what the move buttons
+ * change); `place` its place in line for delivery, or null while it is held
+ * (since an import or a restore): a held ticket is never Next, and the
+ * tickets after it are numbered as an agent will get them.
+ */
+function ticketFor(item, index, total, place) {
+  const held = place === null;
+  const li = el("li", `ticket${place === 0 ? " ticket--head" : ""}${held ? " ticket--held" : ""}`);
   li.dataset.id = item.id;
   // Focusable by script (after a move or a delete), named by its place and its words.
   li.tabIndex = -1;
-  li.setAttribute("aria-label", `${index === 0 ? "Next" : `Number ${index + 1}`}: ${item.content.slice(0, 80)}`);
-  li.dataset.key = ticketKey(item, index, total);
-  const stub = el("div", "ticket__stub", index === 0 ? "NEXT" : String(index + 1).padStart(2, "0"));
-  stub.setAttribute("aria-label", index === 0 ? "next to be delivered" : `number ${index + 1} in line`);
+  const name = held ? heldTag(item.held) : place === 0 ? "Next" : `Number ${place + 1}`;
+  li.setAttribute("aria-label", `${name}: ${item.content.slice(0, 80)}`);
+  li.dataset.key = ticketKey(item, index, total, place);
+  const stub = el("div", "ticket__stub", held ? "HELD" : place === 0 ? "NEXT" : String(place + 1).padStart(2, "0"));
+  stub.setAttribute("aria-label", held ? "held: no agent gets it until you release it" : place === 0 ? "next to be delivered" : `number ${place + 1} in line`);
   const actions = el("div", "ticket__actions");
   if (!editing.has(item.id)) {
     const up = iconButton("up", "Move up");
@@ -177,11 +192,14 @@ function renderRail() {
       node.remove();
     }
   }
+  // Held tickets wait out of line: the next one is the first not held.
+  let line = 0;
   items.forEach((item, index) => {
-    const key = ticketKey(item, index, n);
+    const place = item.held ? null : line++;
+    const key = ticketKey(item, index, n, place);
     let node = ticketEls.get(item.id);
     if (!node || node.dataset.key !== key) {
-      const fresh = ticketFor(item, index, n);
+      const fresh = ticketFor(item, index, n, place);
       if (node) {
         const hadFocus = node.contains(document.activeElement) ? (document.activeElement.dataset.action ?? "ticket") : null;
         node.replaceWith(fresh);

@@ -181,6 +181,11 @@ const REPORT = "report.created";
 /** A status event, likewise: a snapshot's older status must not replace it. */
 const STATUS = "status.changed";
 
+/** An import landed (its summary, from the event stream): views say what came, and what waits. */
+export function announceImport(summary) {
+  emit("imported", summary);
+}
+
 /** A status event from the stream. */
 export function applyStatus(status) {
   for (const missed of inFlight) missed.push([STATUS, status]);

@@ -13,3 +13,9 @@ export const START_SENTENCE =
 
 /** What a queue name may hold (the engine's model::queue_name rule), in a person's words. */
 export const QUEUE_NAME_RULE = "A queue name is 1–64 of a–z, 0–9, dot, underscore and dash (no spaces).";
+
+/** Why a pending instruction is held (the engine's `held`: it came from a file), in words. */
+export const HELD_FROM = { import: "from an import", restore: "from a restore" };
+
+/** A held ticket's tag: "Held — from an import". */
+export const heldTag = (why) => (HELD_FROM[why] ? `Held — ${HELD_FROM[why]}` : "Held");
