@@ -30,7 +30,7 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use clap::{CommandFactory, Parser};
+use clap::{CommandFactory, FromArgMatches, Parser};
 use engine::EventData;
 use engine::{Engine, EventKind};
 use tauri::{AppHandle, Manager, RunEvent};
@@ -100,14 +100,12 @@ pub fn run() -> ExitCode {
     // Single-threaded still: nothing else reads the environment.
     std::env::remove_var(RELAUNCH_VAR);
     webview_helpers::before_toolkit();
-    let mut cli = Cli::parse();
-    let config = match engine::cli::prelude(
-        "local-mcp",
-        &cli.serve,
-        &cli.address,
-        cli.command.take(),
-        &mut Cli::command(),
-    ) {
+    let mut command = engine::cli::help_per_command(Cli::command());
+    let mut cli = match Cli::from_arg_matches(&command.clone().get_matches()) {
+        Ok(cli) => cli,
+        Err(e) => e.exit(),
+    };
+    let config = match engine::cli::prelude("local-mcp", &cli.serve, &cli.address, cli.command.take(), &mut command) {
         engine::cli::Prelude::Serve(config) => config,
         engine::cli::Prelude::Exit(code) => return code,
     };

@@ -424,6 +424,7 @@ mod tests {
                 recovered: None,
                 log_dir: None,
                 storage_fault: None,
+                refused_without_token: None,
             },
             agent: AgentSummary {
                 connected: state != AgentState::Offline,

@@ -1,6 +1,10 @@
-//! Typed configuration. Precedence: CLI flag > environment variable > config
-//! file > default. The variable names are the original plan's (`HTTP_PORT`,
-//! `DB_PATH`, `DEFAULT_WAIT_SECONDS`, …), so its set-ups keep working.
+//! Typed configuration. Precedence: CLI flag > `LOCAL_MCP_*` environment
+//! variable > the plain variable name > config file > default. The plain
+//! names are the original plan's (`HTTP_PORT`, `DB_PATH`,
+//! `DEFAULT_WAIT_SECONDS`, …), so its set-ups keep working; but they are
+//! generic — tcsh exports `HOST=<the machine's name>`, and the server then
+//! refused to start — so one that does not parse is left out with a warning
+//! ([`ServeArgs::or_plain_environment`]), never fatal.
 //!
 //! The engine itself never reads the environment: binaries parse [`ServeArgs`]
 //! (clap reads flags and variables) and hand the resolved [`Config`] to
@@ -65,16 +69,16 @@ impl Config {
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct ServeArgs {
     /// Address to bind. Anything but loopback requires an API token.
-    #[arg(long, env = "HOST", global = true)]
+    #[arg(long, env = "LOCAL_MCP_HOST", global = true)]
     pub host: Option<String>,
     /// HTTP port for the page, the API and /mcp [default: 8000]
-    #[arg(long = "port", env = "HTTP_PORT", global = true)]
+    #[arg(long = "port", env = "LOCAL_MCP_PORT", global = true)]
     pub http_port: Option<u16>,
     /// SQLite database file [default: local_mcp.sqlite3 in the platform data folder]
-    #[arg(long, env = "DB_PATH", global = true)]
+    #[arg(long, env = "LOCAL_MCP_DB_PATH", global = true)]
     pub db_path: Option<PathBuf>,
     /// Log filter, e.g. info, debug, local_mcp=trace [default: info]
-    #[arg(long, env = "LOG_LEVEL", global = true)]
+    #[arg(long, env = "LOCAL_MCP_LOG_LEVEL", global = true)]
     pub log_level: Option<String>,
     /// Folder for the daily log files (7 kept); `off` for none
     /// [default: logs in the platform state folder]
@@ -84,10 +88,10 @@ pub struct ServeArgs {
     #[command(flatten)]
     pub settings: SettingsPatch,
     /// Stateless MCP (true, survives restarts) or sessions (false) [default: true]
-    #[arg(long, env = "MCP_STATELESS", value_parser = clap::builder::BoolishValueParser::new())]
+    #[arg(long, env = "LOCAL_MCP_STATELESS", value_parser = clap::builder::BoolishValueParser::new())]
     pub mcp_stateless: Option<bool>,
     /// Require `Authorization: Bearer <token>` on /api and /mcp (empty = off)
-    #[arg(long, env = "API_TOKEN", hide_env_values = true, global = true)]
+    #[arg(long, env = "LOCAL_MCP_API_TOKEN", hide_env_values = true, global = true)]
     pub api_token: Option<String>,
     /// Fail instead of trying the next free port when --port is taken
     #[arg(long, global = true)]
@@ -107,7 +111,69 @@ pub struct ServeArgs {
     pub token_file: Option<PathBuf>,
 }
 
+/// What a plain variable name is read as, leniently.
+fn plain<T>(
+    lookup: &dyn Fn(&str) -> Option<String>,
+    warn: &mut dyn FnMut(String),
+    name: &str,
+    flag: &str,
+    parse: impl Fn(&str) -> Option<T>,
+) -> Option<T> {
+    let raw = lookup(name)?;
+    let parsed = parse(raw.trim());
+    if parsed.is_none() {
+        warn(format!(
+            "ignoring {name}={raw:?}: not a value for --{flag} (another program may have set it; \
+             set LOCAL_MCP_{} to be sure it is read)",
+            name.strip_prefix("HTTP_").unwrap_or(name).replace("MCP_", "")
+        ));
+    }
+    parsed
+}
+
 impl ServeArgs {
+    /// `self` with what flags and `LOCAL_MCP_*` variables did not give taken
+    /// from the plain names `lookup` finds (`HOST`, `HTTP_PORT`, `DB_PATH`,
+    /// `LOG_LEVEL`, `MCP_STATELESS`, `API_TOKEN`, and each setting's);
+    /// one that does not parse is left out, and `warn` is told why.
+    pub fn or_plain_environment(
+        mut self,
+        lookup: &dyn Fn(&str) -> Option<String>,
+        warn: &mut dyn FnMut(String),
+    ) -> ServeArgs {
+        if self.host.is_none() {
+            self.host = plain(lookup, warn, "HOST", "host", |h| {
+                parse_host(h).ok().map(|_| h.to_owned())
+            });
+        }
+        if self.http_port.is_none() {
+            self.http_port = plain(lookup, warn, "HTTP_PORT", "port", |p| p.parse().ok());
+        }
+        if self.db_path.is_none() {
+            self.db_path = plain(lookup, warn, "DB_PATH", "db-path", |p| {
+                (!p.is_empty()).then(|| PathBuf::from(p))
+            });
+        }
+        if self.log_level.is_none() {
+            self.log_level = plain(lookup, warn, "LOG_LEVEL", "log-level", |l| {
+                tracing_subscriber::EnvFilter::try_new(log_filter(l))
+                    .ok()
+                    .map(|_| l.to_owned())
+            });
+        }
+        if self.mcp_stateless.is_none() {
+            self.mcp_stateless = plain(lookup, warn, "MCP_STATELESS", "mcp-stateless", |v| {
+                <bool as crate::model::FromEnvironment>::parse(v)
+            });
+        }
+        if self.api_token.is_none() {
+            // Any text is a token; it is never shown.
+            self.api_token = lookup("API_TOKEN");
+        }
+        self.settings = self.settings.or_plain_environment(lookup, warn);
+        self
+    }
+
     /// The connection-info file this instance publishes and the CLI reads:
     /// the one given, else `connection.json` for the default database.
     pub fn connection_file(&self) -> Option<PathBuf> {

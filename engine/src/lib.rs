@@ -223,9 +223,11 @@ pub async fn start(config: Config, shutdown: CancellationToken) -> Result<Engine
     }
     let me = same_user_account();
     let settings = queue.clone();
+    let told = queue.clone();
     let guard = Arc::new(
         http::Guard::new(config.host, addr.port(), credentials.clone())
-            .same_user_only(me, Arc::new(move || settings.setting(|s| s.same_user_only))),
+            .same_user_only(me, Arc::new(move || settings.setting(|s| s.same_user_only)))
+            .on_refused(Arc::new(move |path, user_agent| told.note_refused(path, user_agent))),
     );
     let router = http::router(http::AppState {
         queue: queue.clone(),

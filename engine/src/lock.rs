@@ -31,6 +31,17 @@ pub struct Holder {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub url: Option<String>,
     pub started_at: String,
+    /// The program that holds it (`local-mcp-server`, or the tray app
+    /// `local-mcp`): `stop` stops the one and asks before it quits the other.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub program: Option<String>,
+}
+
+impl Holder {
+    /// Whether the tray app holds it (not the headless server).
+    pub fn is_desktop_app(&self) -> bool {
+        self.program.as_deref() == Some("local-mcp")
+    }
 }
 
 /// The held lock; released when dropped (or when the process ends).
@@ -93,6 +104,9 @@ impl DbLock {
                 pid: std::process::id(),
                 url: None,
                 started_at: time::now(),
+                program: std::env::current_exe()
+                    .ok()
+                    .and_then(|p| p.file_stem().map(|s| s.to_string_lossy().into_owned())),
             },
         };
         lock.record();

@@ -43,6 +43,10 @@ use unsupported as imp;
 /// `uid 1000` or `S-1-5-21-…`.
 pub use imp::Account;
 
+/// Whether this Windows program runs under Wine (tests say what Wine cannot show).
+#[cfg(all(windows, test))]
+pub use imp::under_wine;
+
 /// Whether this platform can tell who owns a socket.
 pub const fn supported() -> bool {
     cfg!(any(target_os = "linux", target_os = "macos", windows))

@@ -32,7 +32,8 @@ def desktop_binary() -> str:
 
 
 class Server:
-    def __init__(self, tmp: pathlib.Path, wait_seconds: int, mode: str = "stateless", port: int = 0):
+    def __init__(self, tmp: pathlib.Path, wait_seconds: int, mode: str = "stateless", port: int = 0,
+                 env_extra: dict | None = None):
         self.connection_file = tmp / "connection.json"
         self.env = dict(os.environ, DB_PATH=str(tmp / "queue.sqlite3"), HTTP_PORT=str(port),
                         DEFAULT_WAIT_SECONDS=str(wait_seconds), LOG_LEVEL="info",
@@ -43,6 +44,7 @@ class Server:
                         # A home of its own: /api/connect edits clients' files
                         # under HOME, and a test must never touch the real ones.
                         HOME=str(tmp / "home"), XDG_CONFIG_HOME=str(tmp / "home" / ".config"))
+        self.env.update(env_extra or {})
         (tmp / "home").mkdir(exist_ok=True)
         self.mode = mode
         self.proc = subprocess.Popen([server_binary()], env=self.env, stdin=subprocess.DEVNULL,

@@ -134,6 +134,24 @@ def test_reports_and_reply(server):
     assert r.returncode == 0 and "sent to bob" in r.stdout, r.stderr
     first = server.pending()[0]
     assert (first["content"], first["target"]) == ("SQLite, please", "bob")
+    # Answered: the answer is said, and no box of numbers invites another (issue 39, item 6).
+    r = cli(server, "reports", "--agent", "bob")
+    assert 'answered: "SQLite, please" (queued, next for it)' in r.stdout, r.stdout
+    assert "reply bob NUMBER" not in r.stdout and "  1. SQLite" not in r.stdout, r.stdout
+
+
+def test_reports_name_their_instruction_and_say_when_in_words(server):
+    if server.mode != "stateless":
+        pytest.skip("`consume` is one raw call, which only stateless mode answers without a session")
+    server.add("Fix the flaky build\nwith details below")
+    assert consume(server, "ann", "default")["instruction"]["content"].startswith("Fix the flaky build")
+    consume(server, "ann", "default", report="Fixed: a race in the cache.")
+    r = cli(server, "reports", "--agent", "ann")
+    assert ' · on "Fix the flaky build …"' in r.stdout, r.stdout
+    assert "just now (" in r.stdout and " UTC)" in r.stdout, r.stdout
+    import re
+
+    assert not re.search(r"\d{4}-\d\d-\d\dT\d\d:", r.stdout), "no raw ISO time: " + r.stdout
 
 
 def consume(server, agent, queue, **extra):
@@ -250,3 +268,109 @@ def test_two_servers_on_two_databases_both_stay_reachable(tmp_path):
     finally:
         run("stop")
         run("stop", db=second_db)
+
+
+SENTENCE = ("Call the get_user_request tool of local-mcp and do what it returns. When you finish, call it again "
+            "with a short report of what you did, and keep calling it; never end your turn on your own.")
+
+
+def test_errors_a_newcomer_met_say_what_to_do(server, tmp_path):
+    """Issue 39, item 11: each error in the person's terms, in printable words."""
+    r = cli(server, "templates", "--save", "Bad Name", "text")
+    assert r.returncode != 0 and '"Bad Name"' in r.stderr and "Bad+Name" not in r.stderr, r.stderr
+
+    shot = tmp_path / "shot.png"
+    shot.write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 8)
+    env_db = {"DB_PATH": str(tmp_path / "other.sqlite3")}
+    r = cli(server, "restore", str(shot), env_extra=env_db)
+    assert r.returncode != 0 and "is not a tar archive" in r.stderr, r.stderr
+    assert r.stderr.isprintable() or all(c.isprintable() or c in "\n\t" for c in r.stderr), repr(r.stderr)
+
+    db = server.connection_file.parent / "queue.sqlite3"
+    r = cli(server, "restore", str(shot), env_extra={"DB_PATH": str(db)})
+    assert r.returncode == 4 and r.stderr.split(": ", 1)[1].startswith("local-mcp is running on"), r.stderr
+    assert "stop it first" in r.stderr.splitlines()[0]
+
+    r = cli(server, "backup", "/nonexistent/dir/bk.tar")
+    assert r.returncode == 1 and "the folder /nonexistent/dir does not exist" in r.stderr, r.stderr
+    assert ".tmp" not in r.stderr and "local-mcp-" not in r.stderr.split(": ", 1)[1], r.stderr
+
+    r = cli(server, "list", "-q", "nosuchqueue")
+    assert r.returncode == 1 and "no queue named nosuchqueue" in r.stderr, r.stdout + r.stderr
+
+    r = cli(server, "config")
+    assert r.returncode == 0 and "claude-code" in r.stdout and "vscode" in r.stdout, r.stdout + r.stderr
+
+    home = tmp_path / "fresh-home"
+    home.mkdir()
+    r = cli(server, "connect", "vscode", "--dry-run", env_extra={"HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config")})
+    assert r.returncode == 0 and "would write" in r.stdout, r.stdout + r.stderr
+
+
+def test_config_and_connect_say_what_to_tell_the_agent(server, tmp_path):
+    """Issue 39, item 1: the next step after configuring a client is the sentence, word for word."""
+    r = cli(server, "config", "claude-code")
+    assert r.returncode == 0 and SENTENCE in r.stderr, r.stderr
+    assert SENTENCE not in r.stdout, "stdout stays the snippet alone"
+    project = tmp_path / "proj"
+    project.mkdir()
+    r = cli(server, "connect", "claude-code", "--project", str(project))
+    assert r.returncode == 0 and SENTENCE in r.stdout, r.stdout + r.stderr
+
+
+def test_plain_variable_names_never_stop_a_start(tmp_path):
+    """Issue 39, item 9: tcsh exports HOST=<hostname>; LOCAL_MCP_* names come first."""
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config"),
+           "XDG_DATA_HOME": str(home / "data"), "XDG_STATE_HOME": str(home / "state"),
+           "HOST": "my-laptop.example", "HTTP_PORT": "not-a-port", "LOCAL_MCP_PORT": "0",
+           "DEFAULT_WAIT_SECONDS": "soon"}
+    run = lambda *a: subprocess.run([server_binary(), *a], capture_output=True, text=True, env=env, timeout=60)  # noqa: E731
+    try:
+        started = run("start")
+        assert started.returncode == 0, started.stderr
+        assert 'ignoring HOST="my-laptop.example"' in started.stderr, started.stderr
+        assert "ignoring DEFAULT_WAIT_SECONDS" in started.stderr, started.stderr
+        assert "HTTP_PORT" not in started.stderr, "LOCAL_MCP_PORT was given: the plain name is not read"
+        assert "started" in started.stdout
+        status = run("status")
+        assert status.returncode == 0, status.stderr
+        # `stop` says exactly what it stopped.
+        stopped = run("stop")
+        assert stopped.returncode == 0 and "stopped the background server (local-mcp-server, pid" in stopped.stdout, stopped.stdout
+        lost = run("status")
+        assert lost.returncode == 3 and "local-mcp-server start" in lost.stderr, lost.stderr
+    finally:
+        run("stop")
+
+
+def test_the_token_command_prints_what_the_server_requires(tmp_path):
+    from conftest import Server
+
+    s = Server(tmp_path, wait_seconds=1, mode="stateless")
+    try:
+        r = cli(s, "token")
+        assert r.returncode == 0 and r.stdout == "" and "requires no token" in r.stderr
+    finally:
+        s.stop()
+    s = Server(tmp_path, wait_seconds=1, mode="stateless", env_extra={"API_TOKEN": "tok-for-the-cli"})
+    try:
+        assert cli(s, "token").stdout.strip() == "tok-for-the-cli"
+        assert json.loads(cli(s, "token", "--header-json").stdout) == {"Authorization": "Bearer tok-for-the-cli"}
+    finally:
+        s.stop()
+
+
+def test_each_command_help_lists_its_own_flags():
+    """Issue 39, item 2: `config --help` listed seventeen server flags."""
+    run = lambda *a: subprocess.run([server_binary(), *a], capture_output=True, text=True, timeout=30)  # noqa: E731
+    config = run("config", "--help").stdout
+    assert "--queue" in config and "--db-path" in config
+    for server_flag in ["--default-wait-seconds", "--port", "--host", "--api-token", "--log-level"]:
+        assert server_flag not in config, f"{server_flag} in `config --help`:\n{config}"
+    top = run("--help").stdout
+    assert "Server options" in top and "--default-wait-seconds" in top and "LOCAL_MCP_PORT" in top, top
+    assert "--default-wait-seconds" in run("start", "--help").stdout
+    # Hidden, still taken where it always was.
+    assert run("--port", "0", "config", "vscode").returncode == 0

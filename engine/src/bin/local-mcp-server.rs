@@ -3,7 +3,7 @@
 //! subcommand it is the client of a running instance instead (`status`,
 //! `add`, `list`, `config`, `stdio`, `completions`; see `engine::cli`).
 
-use clap::{CommandFactory, Parser};
+use clap::{CommandFactory, FromArgMatches, Parser};
 use tokio_util::sync::CancellationToken;
 
 use engine::cli::{prelude, Prelude};
@@ -27,13 +27,17 @@ struct Cli {
 }
 
 fn main() -> std::process::ExitCode {
-    let mut cli = Cli::parse();
+    let mut command = engine::cli::help_per_command(Cli::command());
+    let mut cli = match Cli::from_arg_matches(&command.clone().get_matches()) {
+        Ok(cli) => cli,
+        Err(e) => e.exit(),
+    };
     let config = match prelude(
         "local-mcp-server",
         &cli.serve,
         &cli.address,
         cli.command.take(),
-        &mut Cli::command(),
+        &mut command,
     ) {
         Prelude::Serve(config) => config,
         Prelude::Exit(code) => return code,

@@ -95,8 +95,9 @@ pub enum Command {
         /// Point the client at this queue (its URL is /mcp/q/<QUEUE>)
         #[arg(long, short)]
         queue: Option<String>,
+        /// The client (without one: the list of clients)
         #[arg(value_enum)]
-        client: Client,
+        client: Option<Client>,
     },
     /// Put local-mcp into a client's own configuration, keeping everything else in the file;
     /// without a client, show every client's state
@@ -202,14 +203,37 @@ pub enum Command {
         #[arg(required = true, num_args = 1.., value_name = "TEXT|-")]
         text: Vec<String>,
     },
-    /// Stop the background server of this database; with an agent, end that agent's loop instead
-    /// (its waiting or next call tells it to stop calling)
+    /// End an agent's loop (`stop AGENT`: its waiting or next call tells it to stop calling);
+    /// with no agent, stop the background server of this database (`--app`: quit the tray app)
     Stop {
-        /// The agent's id (without it: stop the server)
+        /// The agent's id (without it: the background server)
         agent: Option<String>,
         /// The agent's queue (default: default)
         #[arg(long, short, requires = "agent")]
         queue: Option<String>,
+        /// Quit the tray app (local-mcp) when it is what serves this database
+        #[arg(long, conflicts_with = "agent")]
+        app: bool,
+    },
+    /// Forget agents the page and `status` list: one, or with --gone every one not heard from
+    /// for longer than the agent_stale_after_seconds setting (what they did stays in the history)
+    Forget {
+        /// The agent's id
+        #[arg(required_unless_present = "gone", conflicts_with = "gone")]
+        agent: Option<String>,
+        /// Its queue (default: every queue)
+        #[arg(long, short)]
+        queue: Option<String>,
+        /// Every agent that is gone
+        #[arg(long)]
+        gone: bool,
+    },
+    /// Print the API token this server requires (nothing when it requires none)
+    Token {
+        /// Print `{"Authorization": "Bearer …"}` (or `{}`): what an MCP client's header
+        /// helper command gives (Claude Code's headersHelper, Codex's http_headers_helper)
+        #[arg(long)]
+        header_json: bool,
     },
     /// Serve in the background; returns once the server answers and prints its URL
     /// (exit 4 when an engine already serves this database)

@@ -99,7 +99,7 @@ pub fn connect(source: &Source, args: ConnectArgs) -> Result<(), Failure> {
     };
     // A client that is not here: writing its file would make a folder of
     // it and claim a connection nobody will use. Said, unless asked.
-    if project.is_none() && !args.force {
+    if project.is_none() && !args.force && !args.dry_run {
         let status = client_files::client_status(&env, &site, client, None);
         if !status.installed {
             return Err(Failure(
@@ -122,6 +122,9 @@ pub fn connect(source: &Source, args: ConnectArgs) -> Result<(), Failure> {
     };
     let changes = client_files::connect(&env, &site, client, &req)?;
     report(&changes, args.json);
+    if !args.json && !args.dry_run {
+        println!("\n{}", super::commands::next_step());
+    }
     Ok(())
 }
 

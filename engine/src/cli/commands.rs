@@ -124,11 +124,52 @@ pub async fn release_held(client: &Client, queue: Option<String>) -> Result<(), 
     Ok(())
 }
 
+/// `forget AGENT` / `forget --gone`: take agents off the lists.
+pub async fn forget(client: &Client, agent: Option<String>, queue: Option<String>) -> Result<(), Failure> {
+    let forgotten = client.forget_agents(agent.as_deref(), queue.as_deref()).await?;
+    match forgotten.as_slice() {
+        [] => println!("no agent to forget"),
+        list => {
+            let names: Vec<String> = list.iter().map(|a| format!("{} ({})", a.agent_id, a.queue)).collect();
+            println!("forgot {}", names.join(", "));
+        }
+    }
+    Ok(())
+}
+
+/// `token`: the token the server requires, or nothing; `--header-json`: the
+/// header a client's helper command gives.
+pub fn token(token: Option<&str>, header_json: bool) {
+    match (token, header_json) {
+        (Some(t), false) => println!("{t}"),
+        (None, false) => eprintln!("this server requires no token"),
+        (Some(t), true) => println!("{}", serde_json::json!({ "Authorization": format!("Bearer {t}") })),
+        (None, true) => println!("{{}}"),
+    }
+}
+
 /// `stop <agent>`: end that agent's loop (once).
 pub async fn stop(client: &Client, agent: String, queue: Option<String>) -> Result<(), Failure> {
     client.stop_agent(&agent, queue.as_deref()).await?;
     println!("asked {agent} to stop: its waiting call, or its next one, tells it to stop calling");
     Ok(())
+}
+
+/// `config` without a client: which there are, and what each gets.
+pub fn list_clients() {
+    println!("Which client? `config <client>` prints what it needs:");
+    for client in snippets::Client::ALL {
+        println!("  {:<20} {}: {}", client.id(), client.name(), client.how());
+    }
+}
+
+/// What to do once a client is configured: the sentence that starts the
+/// agent's loop, and how to give it a first instruction.
+pub fn next_step() -> String {
+    format!(
+        "Then, in the agent's chat, say:\n\n  {}\n\nand queue its first instruction on the page, or with `local-mcp-server add \"…\"`.",
+        crate::mcp::START_SENTENCE
+    )
 }
 
 /// The running server, or (said on stderr) the default address when none
@@ -169,5 +210,7 @@ pub fn config(source: &Source, queue: Option<&str>, client: snippets::Client) ->
     };
     eprintln!("{}: {}", client.name(), client.how());
     println!("{}", snippets::snippet(client, &endpoint).trim_end());
+    // On stderr: stdout is the snippet alone, for a pipe or a file.
+    eprintln!("{}", next_step());
     Ok(())
 }

@@ -142,11 +142,37 @@ fn healthy(base: &str) -> bool {
     })
 }
 
-/// `stop` without an agent: end the server of this database gracefully.
-pub fn stop(serve: &ServeArgs) -> Result<(), Failure> {
+/// `stop` without an agent: end the background server of this database
+/// gracefully (its waiting calls answered). The tray app is not a
+/// background server: quitting it from here takes `--app`, so a `stop` that
+/// forgot its agent's name cannot quit the person's app.
+pub fn stop(serve: &ServeArgs, app: bool) -> Result<(), Failure> {
     let db = database(serve)?;
     let Some(holder) = lock::holder(&db) else {
-        return Err(Failure("local-mcp is not running on this database".into(), NOT_RUNNING));
+        return Err(Failure(
+            format!(
+                "local-mcp is not running on {}: nothing to stop (`stop AGENT` ends an agent's loop)",
+                db.display()
+            ),
+            NOT_RUNNING,
+        ));
+    };
+    let what = if holder.is_desktop_app() {
+        if !app {
+            return Err(Failure(
+                format!(
+                    "the tray app (local-mcp, pid {}) serves {}, not a background server: quit it from its \
+                     tray menu (Quit), or run `stop --app` to quit it from here. To end an agent's loop, \
+                     name it: `stop AGENT`",
+                    holder.pid,
+                    db.display()
+                ),
+                1,
+            ));
+        }
+        "the tray app (local-mcp"
+    } else {
+        "the background server (local-mcp-server"
     };
     terminate(holder.pid)?;
     let started = Instant::now();
@@ -168,7 +194,11 @@ pub fn stop(serve: &ServeArgs) -> Result<(), Failure> {
             1,
         ));
     }
-    println!("local-mcp stopped (pid {})", holder.pid);
+    println!(
+        "stopped {what}, pid {}) of {}; the agents that were waiting got their answer",
+        holder.pid,
+        db.display()
+    );
     Ok(())
 }
 
@@ -180,7 +210,7 @@ fn terminate(pid: u32) -> Result<(), Failure> {
 
 /// `restart`: stop what runs (if anything), then start.
 pub fn restart(serve: &ServeArgs) -> Result<(), Failure> {
-    match stop(serve) {
+    match stop(serve, false) {
         Ok(()) => {}
         Err(Failure(_, NOT_RUNNING)) => {}
         Err(e) => return Err(e),
@@ -202,8 +232,19 @@ fn read_back(file: &mut std::fs::File) -> String {
 /// the while, so none can start meanwhile), put the backup in its place.
 pub fn restore(serve: &ServeArgs, file: &Path) -> Result<(), Failure> {
     let db = database(serve)?;
-    let _lock = lock::DbLock::acquire(&db)
-        .map_err(|e| Failure(format!("{e}. Stop it first (`stop`), then restore"), EXIT_IN_USE))?;
+    let _lock = lock::DbLock::acquire(&db).map_err(|e| match lock::holder(&db) {
+        // What to do first; the details after.
+        Some(h) => Failure(
+            format!(
+                "local-mcp is running on {} (pid {}{}): stop it first (`local-mcp-server stop`), then restore",
+                db.display(),
+                h.pid,
+                h.url.as_deref().map(|u| format!(", {u}")).unwrap_or_default()
+            ),
+            EXIT_IN_USE,
+        ),
+        None => Failure(format!("cannot restore into {}: {e}", db.display()), EXIT_IN_USE),
+    })?;
     let restored = crate::store::restore(file, &db).map_err(|e| Failure(e.to_string(), 1))?;
     println!(
         "restored {} ({} instructions) to {}",

@@ -59,6 +59,57 @@ impl From<Error> for Failure {
     }
 }
 
+/// `cmd` with each command's `--help` listing only the flags it takes. The
+/// server's own (its address, port, the settings' first-run values…) are
+/// global, so `--port 8123 start` and `start --port 8123` mean the same; but
+/// they mean nothing to `config` or `add`, whose help listed seventeen of
+/// them. They are hidden from every command's list, and said once, under
+/// their own heading, in the help of what serves: the program itself,
+/// `start`, `restart` and `service`.
+pub fn help_per_command(mut cmd: clap::Command) -> clap::Command {
+    let mut serving: Vec<&str> = vec![
+        "host",
+        "http_port",
+        "log_level",
+        "log_dir",
+        "mcp_stateless",
+        "api_token",
+        "no_port_fallback",
+        "token_file",
+    ];
+    serving.extend(crate::model::FIELDS.iter().map(|f| f.name));
+    let mut listing = String::from("Server options (for serving, and for start, restart and service):\n");
+    for arg in cmd.get_arguments().filter(|a| serving.contains(&a.get_id().as_str())) {
+        let value = arg
+            .get_value_names()
+            .and_then(|v| v.first())
+            .filter(|_| arg.get_action().takes_values())
+            .map(|v| format!(" <{v}>"))
+            .unwrap_or_default();
+        let help = arg.get_help().map(|h| h.to_string()).unwrap_or_default();
+        let env = arg
+            .get_env()
+            .map(|e| format!(" [env: {}]", e.to_string_lossy()))
+            .unwrap_or_default();
+        listing.push_str(&format!(
+            "  --{}{value}\n          {help}{env}\n",
+            arg.get_long().unwrap_or_default()
+        ));
+    }
+    for id in &serving {
+        cmd = cmd.mut_arg(*id, |a| a.hide(true));
+    }
+    let after = cmd.get_after_help().map(|h| format!("\n{h}")).unwrap_or_default();
+    cmd = cmd.after_help(format!("{listing}{after}"));
+    for name in ["start", "restart", "service"] {
+        if cmd.find_subcommand(name).is_some() {
+            let listing = listing.clone();
+            cmd = cmd.mut_subcommand(name, move |sub| sub.after_help(listing));
+        }
+    }
+    cmd
+}
+
 /// What a binary's command line asks for, once [`prelude`] has read it.
 pub enum Prelude {
     /// Serve with this configuration (logging is set up).
@@ -81,6 +132,13 @@ pub fn prelude(
     // Whatever creates a file in this process without `private_fs` (the log
     // appender, SQLite's `-wal`, a library) still makes it owner-only.
     crate::private_fs::restrict_umask();
+    // The plain variable names after flags and `LOCAL_MCP_*` ones, leniently:
+    // a generic name set by something else is said and left out.
+    let serve = &serve
+        .clone()
+        .or_plain_environment(&|name| std::env::var(name).ok(), &mut |warning| {
+            eprintln!("{program}: {warning}")
+        });
     if let Some(command) = command {
         // Warnings only unless asked: stdout is the commands' output (or, for
         // `stdio`, the protocol), so logs go to stderr and stay quiet.
@@ -146,7 +204,7 @@ pub fn run(command: Command, cli: &mut clap::Command, serve: &ServeArgs, address
         }
         Command::Start => Some(daemon::start(serve)),
         Command::Restart => Some(daemon::restart(serve)),
-        Command::Stop { agent: None, .. } => Some(daemon::stop(serve)),
+        Command::Stop { agent: None, app, .. } => Some(daemon::stop(serve, *app)),
         Command::Service { action, no_start } => Some(service::service(*action, *no_start)),
         Command::Restore { file } => Some(daemon::restore(serve, file)),
         _ => None,
@@ -219,7 +277,14 @@ pub fn run(command: Command, cli: &mut clap::Command, serve: &ServeArgs, address
             Command::Stop {
                 agent: Some(agent),
                 queue,
+                ..
             } => commands::stop(&client()?, agent, queue).await,
+            Command::Forget { agent, queue, gone: _ } => commands::forget(&client()?, agent, queue).await,
+            Command::Token { header_json } => {
+                let target = source()?.resolve().map_err(Failure::from)?;
+                commands::token(target.token.as_deref(), header_json);
+                Ok(())
+            }
             Command::Stop { agent: None, .. }
             | Command::Start
             | Command::Restart
@@ -234,7 +299,14 @@ pub fn run(command: Command, cli: &mut clap::Command, serve: &ServeArgs, address
                 since,
                 output,
             } => transfer::export(&client()?, format, queue, since, output).await,
-            Command::Config { queue, client } => commands::config(&source()?, queue.as_deref(), client),
+            Command::Config {
+                queue,
+                client: Some(client),
+            } => commands::config(&source()?, queue.as_deref(), client),
+            Command::Config { client: None, .. } => {
+                commands::list_clients();
+                Ok(())
+            }
             Command::Connect {
                 client,
                 project,

@@ -30,24 +30,43 @@ pub async fn reports(
     if items.is_empty() {
         println!("no reports yet");
     }
+    // What each question was answered with: the replies queued or taken
+    // (`answers` names the report a reply answers).
+    let mut replies = client.instructions("status=pending").await?;
+    replies.extend(client.instructions("status=consumed&limit=200").await?);
     for r in items {
+        let on = match &r.instruction_id {
+            Some(id) => match client.instruction(id).await {
+                Ok(i) => format!(" · on \"{}\"", super::show::first_line(&i.content)),
+                Err(_) => " · on an instruction since deleted".to_owned(),
+            },
+            None => String::new(),
+        };
         println!(
-            "── {} in {} · {}{}",
+            "── {} in {} · {}{on}",
             r.agent_id,
             r.queue,
-            r.created_at,
-            if r.instruction_id.is_some() {
-                " · on an instruction"
-            } else {
-                ""
-            }
+            super::show::when(&r.created_at)
         );
         println!("{}", r.content.trim_end());
-        if !r.options.is_empty() {
-            println!("answers (reply {} NUMBER picks one):", r.agent_id);
-            for (n, option) in r.options.iter().enumerate() {
-                println!("  {}. {option}", n + 1);
+        let answer = replies.iter().find(|i| i.answers.as_deref() == Some(r.id.as_str()));
+        match answer {
+            Some(a) => println!(
+                "answered: \"{}\" ({})",
+                super::show::first_line(&a.content),
+                if a.status == crate::model::InstructionStatus::Pending {
+                    "queued, next for it"
+                } else {
+                    "delivered"
+                }
+            ),
+            None if !r.options.is_empty() => {
+                println!("answers (reply {} NUMBER picks one):", r.agent_id);
+                for (n, option) in r.options.iter().enumerate() {
+                    println!("  {}. {option}", n + 1);
+                }
             }
+            None => {}
         }
     }
     Ok(())

@@ -7,6 +7,27 @@ use super::Failure;
 use crate::client::{encode, Client};
 use crate::model::{AgentState, AgentStatus, Attachment, Instruction, InstructionStatus, StatusSnapshot};
 
+/// When a stored time was, as a person reads it: `12 min ago (2026-11-28
+/// 14:03 UTC)`; the time as given when it does not parse.
+pub(super) fn when(stored: &str) -> String {
+    let Some(then) = crate::time::parse(stored) else {
+        return stored.to_owned();
+    };
+    let at = format!(
+        "{:04}-{:02}-{:02} {:02}:{:02} UTC",
+        then.year(),
+        u8::from(then.month()),
+        then.day(),
+        then.hour(),
+        then.minute()
+    );
+    match crate::time::seconds_since(stored) {
+        Some(s) if s < 60.0 => format!("just now ({at})"),
+        Some(s) => format!("{} ago ({at})", human_duration(s as u64)),
+        None => at,
+    }
+}
+
 /// `93784` → `1 d 2 h`, `3700` → `1 h 1 min`, `42` → `42 s`.
 fn human_duration(seconds: u64) -> String {
     let (d, h, m) = (seconds / 86_400, seconds / 3600 % 24, seconds / 60 % 60);
@@ -168,7 +189,7 @@ pub async fn status(
 }
 
 /// An instruction's first line (at most 100 characters), with "…" when there is more.
-fn first_line(content: &str) -> String {
+pub(super) fn first_line(content: &str) -> String {
     let line = content.lines().find(|l| !l.trim().is_empty()).unwrap_or_default();
     let shown: String = line.chars().take(100).collect();
     let more = if shown.len() < content.trim().len() { " …" } else { "" };
@@ -216,6 +237,9 @@ pub async fn list(client: &Client, queue: Option<&str>, all: bool, raw: bool) ->
         return Ok(());
     }
     let status = client.status().await?;
+    if let Some(q) = only.as_deref().filter(|q| !status.queues.iter().any(|x| x.name == *q)) {
+        return Err(Failure(format!("no queue named {q}"), 1));
+    }
     let mut queues: Vec<&crate::model::QueueInfo> = status
         .queues
         .iter()
@@ -282,8 +306,8 @@ pub async fn search(client: &Client, words: &[String], queue: Option<&str>, raw:
         println!("nothing delivered matches {typed:?}");
     }
     for item in &found {
-        let when = item.consumed_at.as_deref().unwrap_or("?");
-        println!("{when} {} · {}", item.queue, instruction_line(item));
+        let at = item.consumed_at.as_deref().map_or_else(|| "?".to_owned(), when);
+        println!("{at} · {} · {}", item.queue, instruction_line(item));
         if let Some(report) = &item.report {
             println!("      report: {}", first_line(&report.content));
         }

@@ -191,6 +191,22 @@ fn describe(s: &ImportSummary) -> String {
 /// Stream a GET's body to `file` (a new owner-only file under a random name
 /// beside it, renamed over it when complete); returns its size.
 async fn download(client: &Client, path: String, file: &Path, what: &str) -> Result<u64, Failure> {
+    // Said before anything is asked of the server, and in the person's terms
+    // (the temporary file it is written through is nobody's business).
+    let folder = file
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    if !folder.is_dir() {
+        return Err(Failure(
+            format!(
+                "cannot write {}: the folder {} does not exist",
+                file.display(),
+                folder.display()
+            ),
+            1,
+        ));
+    }
     let mut request = client.request(reqwest::Method::GET, &path);
     if let Some(t) = &client.target.token {
         request = request.bearer_auth(t);

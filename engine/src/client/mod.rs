@@ -156,6 +156,14 @@ impl Client {
             .items)
     }
 
+    /// One instruction by its id.
+    pub async fn instruction(&self, id: &str) -> Result<Instruction, Failure> {
+        Ok(self
+            .get::<Item<Instruction>>(&format!("/api/instructions/{}", encode(id)))
+            .await?
+            .item)
+    }
+
     /// Queue an instruction, with files if any (then the text may be empty).
     pub async fn add(&self, new: NewInstruction, files: Vec<FilePart>) -> Result<Instruction, Failure> {
         if files.is_empty() {
@@ -206,6 +214,22 @@ impl Client {
             .post::<Items<Instruction>>("/api/instructions/release", &json!({ "queue": queue }))
             .await?
             .items)
+    }
+
+    /// Forget an agent, or (`None`) every agent that is gone; those forgotten.
+    pub async fn forget_agents(
+        &self,
+        agent: Option<&str>,
+        queue: Option<&str>,
+    ) -> Result<Vec<crate::model::AgentRef>, Failure> {
+        #[derive(Deserialize)]
+        struct Forgotten {
+            forgotten: Vec<crate::model::AgentRef>,
+        }
+        Ok(self
+            .post::<Forgotten>("/api/agents/forget", &json!({ "agent_id": agent, "queue": queue }))
+            .await?
+            .forgotten)
     }
 
     /// End an agent's loop (its waiting or next call tells it to stop).
@@ -279,7 +303,9 @@ impl Client {
     }
 }
 
-/// Percent-encode a path segment or query value (agent ids may hold any printable character).
+/// Percent-encode a path segment or query value (agent ids may hold any
+/// printable character). A space is `%20`, never `+`: in a path `+` is a
+/// plus (a template "Bad Name" was refused as "Bad+Name").
 pub fn encode(s: &str) -> String {
-    url::form_urlencoded::byte_serialize(s.as_bytes()).collect()
+    percent_encoding::utf8_percent_encode(s, percent_encoding::NON_ALPHANUMERIC).to_string()
 }

@@ -25,6 +25,7 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .routes(body::json(routes!(hold)))
         .routes(body::json(routes!(release)))
         .routes(body::json(routes!(stop_agent)))
+        .routes(body::json(routes!(forget_agents)))
 }
 
 /// `{"items": […]}`
@@ -153,6 +154,37 @@ pub struct StopBody {
     /// Its queue (default `default`).
     #[serde(default)]
     queue: Option<QueueName>,
+}
+
+#[derive(Deserialize, Default, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ForgetBody {
+    /// The agent to forget; absent: every agent that is gone (not heard
+    /// from for longer than the `agent_stale_after_seconds` setting).
+    #[serde(default)]
+    agent_id: Option<crate::model::AgentId>,
+    /// Its queue; absent: every queue's.
+    #[serde(default)]
+    queue: Option<QueueName>,
+}
+
+/// `{"forgotten": [{queue, agent_id}…]}`
+#[derive(Serialize, ToSchema)]
+pub struct Forgotten {
+    pub forgotten: Vec<crate::model::AgentRef>,
+}
+
+/// Forget agents: one, or every one that is gone. Their history stays
+/// (what they took and reported); an agent that calls again is listed again.
+#[utoipa::path(post, path = "/api/agents/forget", tag = "queues", request_body = ForgetBody,
+    responses((status = 200, description = "The agents forgotten", body = Forgotten),
+        (status = 400, description = "Invalid agent id or queue name", body = ErrorBody),
+        (status = 409, description = "That agent is listening now: stop it first", body = ErrorBody)))]
+async fn forget_agents(State(s): State<AppState>, ApiJson(body): ApiJson<ForgetBody>) -> Result<Json<Forgotten>> {
+    let queue = body.queue.map(QueueName::into_string);
+    let agent = body.agent_id.map(crate::model::AgentId::into_string);
+    let forgotten = s.queue.forget_agents(queue.as_deref(), agent.as_deref()).await?;
+    Ok(Json(Forgotten { forgotten }))
 }
 
 /// End an agent's loop.

@@ -108,6 +108,8 @@ pub struct Guard {
     /// The account we run as (`None` where the platform cannot tell owners).
     me: Option<Account>,
     same_user_only: SameUserOnly,
+    /// Told of each request refused for want of the token (path, `User-Agent`).
+    on_refused: Arc<dyn Fn(&str, &str) + Send + Sync>,
 }
 
 impl Guard {
@@ -127,7 +129,14 @@ impl Guard {
             credentials,
             me: None,
             same_user_only: Arc::new(|| false),
+            on_refused: Arc::new(|_, _| {}),
         }
+    }
+
+    /// Call `told` with each request refused for want of the token.
+    pub fn on_refused(mut self, told: Arc<dyn Fn(&str, &str) + Send + Sync>) -> Guard {
+        self.on_refused = told;
+        self
     }
 
     /// Refuse loopback peers of other accounts (that carry no token) while `on()` says so.
@@ -384,6 +393,18 @@ pub async fn guard(State(sec): State<Arc<Guard>>, req: Request, next: Next) -> R
     }
     let cookie_counts = sec.other_account(peer).await.is_none();
     if needs_token(req.uri().path()) && !sec.token_ok(headers, cookie_counts) {
+        // Said where a person looks: an agent whose configuration lacks the
+        // token (or has an old one) otherwise fails with nothing shown.
+        let user_agent = headers
+            .get(header::USER_AGENT)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("");
+        tracing::info!(
+            path = req.uri().path(),
+            user_agent,
+            "refused a request without a valid API token"
+        );
+        (sec.on_refused)(req.uri().path(), user_agent);
         return error_response(
             StatusCode::UNAUTHORIZED,
             "unauthorized",

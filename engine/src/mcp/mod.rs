@@ -36,6 +36,12 @@ use crate::queue::Queue;
 pub use disconnect::DisconnectGuardLayer;
 pub use tools::names as tool_names;
 
+/// What the person tells the agent to start its loop: the one sentence the
+/// README's quick start, the page (`ui/js/text.js`, `START_SENTENCE`) and the
+/// CLI's `config` and `connect` give, word for word.
+pub const START_SENTENCE: &str = "Call the get_user_request tool of local-mcp and do what it returns. When you \
+finish, call it again with a short report of what you did, and keep calling it; never end your turn on your own.";
+
 /// What every client is told at `initialize`: how to use the tool in a loop.
 pub const SERVER_INSTRUCTIONS: &str = "local-mcp is the user's instruction queue. \
 Call the `get_user_request` tool to receive the user's next instruction, act on it fully, then call \

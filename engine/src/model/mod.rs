@@ -30,8 +30,8 @@ pub use queues::{
     QueueRecord, DEFAULT_QUEUE, MCP_PATH,
 };
 pub use reports::{report_args, Report, MAX_OPTIONS, MAX_OPTION_CHARS, MAX_REPORT_BYTES};
-pub use settings::{field, Field, Kind, Settings, SettingsPatch, FIELDS};
-pub use status::{AgentSummary, RecoveryNotice, ServerState, ServerSummary, StatusSnapshot};
+pub use settings::{field, Field, FromEnvironment, Kind, Settings, SettingsPatch, FIELDS};
+pub use status::{AgentSummary, RecoveryNotice, Refusal, ServerState, ServerSummary, StatusSnapshot};
 pub use templates::{suffix, template_name, with_suffix, Template, TemplateBody, TemplateFile, MAX_SUFFIX_CHARS};
 
 use schemars::JsonSchema;
@@ -288,6 +288,17 @@ pub struct AgentActivity {
     /// Its client session (see `Caller::session`), as last given.
     #[serde(default)]
     pub session: Option<String>,
+    /// When its waiting call ended because its client went away (until it
+    /// calls again): it is gone.
+    #[serde(default)]
+    pub left_at: Option<String>,
+}
+
+/// An agent by its queue and id.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct AgentRef {
+    pub queue: String,
+    pub agent_id: String,
 }
 
 /// An agent as the status API reports it: activity plus inferred state.

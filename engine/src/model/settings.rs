@@ -40,10 +40,39 @@ pub struct Field {
     pub label: &'static str,
     /// One sentence on what it does.
     pub help: &'static str,
-    /// The environment variable that seeds it on first run.
+    /// The environment variable that seeds it on first run
+    /// (`LOCAL_MCP_<name>`; the plain `<name>` is read after it, leniently).
     pub env: &'static str,
     #[serde(flatten)]
     pub kind: Kind,
+}
+
+/// A setting's value from a plain environment variable, leniently: `None`
+/// when it does not parse (the variable may be another program's).
+pub trait FromEnvironment: Sized {
+    fn parse(raw: &str) -> Option<Self>;
+}
+
+impl FromEnvironment for u32 {
+    fn parse(raw: &str) -> Option<u32> {
+        raw.trim().parse().ok()
+    }
+}
+
+impl FromEnvironment for String {
+    fn parse(raw: &str) -> Option<String> {
+        Some(raw.to_owned())
+    }
+}
+
+impl FromEnvironment for bool {
+    fn parse(raw: &str) -> Option<bool> {
+        match raw.trim().to_ascii_lowercase().as_str() {
+            "1" | "true" | "yes" | "on" => Some(true),
+            "0" | "false" | "no" | "off" => Some(false),
+            _ => None,
+        }
+    }
 }
 
 /// Declares the settings; see the module header. Each entry:
@@ -67,7 +96,7 @@ macro_rules! settings {
 
         /// Every setting, in the order the page shows them.
         pub const FIELDS: &[Field] = &[
-            $( Field { name: stringify!($name), short: $short, label: $label, help: $help.trim_ascii_start(), env: $env, kind: $kind }, )*
+            $( Field { name: stringify!($name), short: $short, label: $label, help: $help.trim_ascii_start(), env: concat!("LOCAL_MCP_", $env), kind: $kind }, )*
         ];
 
         /// Some settings: a `PATCH /api/config` body, or first-run values from
@@ -77,7 +106,7 @@ macro_rules! settings {
         #[serde(try_from = "Map<String, Value>")]
         pub struct SettingsPatch {
             $(
-                #[arg(long, env = $env, global = true, help = flag_help(stringify!($name)))]
+                #[arg(long, env = concat!("LOCAL_MCP_", $env), global = true, help = flag_help(stringify!($name)))]
                 pub $name: Option<$ty>,
             )*
         }
@@ -92,6 +121,32 @@ macro_rules! settings {
             /// Values from `self`, else from `other`.
             pub fn or(self, other: SettingsPatch) -> SettingsPatch {
                 SettingsPatch { $( $name: self.$name.or(other.$name), )* }
+            }
+
+            /// The settings not given yet, from the plain variable names
+            /// (`DEFAULT_WAIT_SECONDS`, the original plan's) that `lookup`
+            /// finds; one that does not parse is left out, said in `warn`.
+            pub fn or_plain_environment(
+                mut self,
+                lookup: &dyn Fn(&str) -> Option<String>,
+                warn: &mut dyn FnMut(String),
+            ) -> SettingsPatch {
+                $(
+                    if self.$name.is_none() {
+                        if let Some(raw) = lookup($env) {
+                            match <$ty as FromEnvironment>::parse(&raw) {
+                                Some(v) => self.$name = Some(v),
+                                None => warn(format!(
+                                    "ignoring {}={raw:?}: not a value for --{} (set {} to be sure it is read)",
+                                    $env,
+                                    stringify!($name).replace('_', "-"),
+                                    concat!("LOCAL_MCP_", $env),
+                                )),
+                            }
+                        }
+                    }
+                )*
+                self
             }
         }
 

@@ -48,6 +48,19 @@ pub struct ServerSummary {
     /// The folder of the daily log files (`<program>.<date>.log`, 7 kept), when written.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub log_dir: Option<String>,
+    /// The last request refused for want of the API token (an agent whose
+    /// configuration lacks it, or has an old one), since the server started.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refused_without_token: Option<Refusal>,
+}
+
+/// A request refused for want of the token: when, where, and who said it was.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct Refusal {
+    pub at: String,
+    pub path: String,
+    /// Its `User-Agent`, which names the client (empty when none was sent).
+    pub user_agent: String,
 }
 
 /// A damaged database moved aside at start.

@@ -52,6 +52,11 @@ impl Account {
         Account { len: 12, sid }
     };
 
+    /// The SID's bytes, for an access control entry (`private_fs`).
+    pub fn sid_bytes(&self) -> &[u8] {
+        &self.sid[..self.len as usize]
+    }
+
     /// A SID's bytes (revision, sub-authority count, 6-byte authority,
     /// 4 bytes per sub-authority), when they are one.
     fn from_bytes(bytes: &[u8]) -> Option<Account> {
@@ -121,7 +126,7 @@ pub fn connection(local: SocketAddr, remote: SocketAddr) -> Result<Account> {
     for attempt in 1..=5 {
         let pid = connection_pid(local, remote)?;
         if pid != 0 || attempt == 5 {
-            return process_account(pid);
+            return process_account(pid, || connection_pid(local, remote));
         }
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
@@ -139,13 +144,18 @@ fn connection_pid(local: SocketAddr, remote: SocketAddr) -> Result<u32> {
 }
 
 pub fn listener(addr: SocketAddr) -> Result<Account> {
+    let pid = listener_pid(addr)?;
+    process_account(pid, || listener_pid(addr))
+}
+
+fn listener_pid(addr: SocketAddr) -> Result<u32> {
     for &family in families(addr.ip(), addr.ip()) {
         let rows = sockets(family, TCP_TABLE_OWNER_PID_LISTENER)?;
         let found = rows.iter().find(|r| {
             r.local.port() == addr.port() && (r.local.ip().is_unspecified() || r.local.ip() == addr.ip().to_canonical())
         });
         if let Some(row) = found {
-            return process_account(row.pid);
+            return Ok(row.pid);
         }
     }
     Err(Error::new(ErrorKind::NotFound, "nothing listens there"))
@@ -237,8 +247,13 @@ fn table<R: Copy>(family: u16, class: TCP_TABLE_CLASS) -> Result<Vec<R>> {
     Err(Error::other("the TCP table kept growing while it was read"))
 }
 
-/// The user of the process `pid`, from its token.
-fn process_account(pid: u32) -> Result<Account> {
+/// The user of the process `pid`, from its token. The pid was read from the
+/// TCP table before the process was opened: had that process ended and its
+/// pid gone to another meanwhile, the handle would be the other's. An open
+/// handle keeps its pid from being given again, so once it is open the
+/// table is asked again (`still`): the same pid there means the process
+/// held is the socket's.
+fn process_account(pid: u32, still: impl Fn() -> Result<u32>) -> Result<Account> {
     if pid == 0 {
         // The idle process: sockets closing (TIME_WAIT) are listed under it;
         // under Wine, a listening socket (wineserver holds it).
@@ -254,6 +269,9 @@ fn process_account(pid: u32) -> Result<Account> {
         ));
     }
     let process = Handle(process);
+    if still()? != pid {
+        return Err(Error::other("the socket changed hands while its owner was looked up"));
+    }
     token_account(process.0).map_err(|e| Error::new(e.kind(), format!("cannot read the account of process {pid}: {e}")))
 }
 

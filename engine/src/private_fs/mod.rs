@@ -41,7 +41,9 @@ fn options() -> std::fs::OpenOptions {
 
 /// Create `path`, which must not exist (not even as a link), owner-only, for writing.
 pub fn create_new(path: &Path) -> io::Result<File> {
-    options().write(true).create_new(true).open(path)
+    let file = options().write(true).create_new(true).open(path)?;
+    platform::new_file(&file)?;
+    Ok(file)
 }
 
 /// Open `path` for reading and writing, creating it owner-only if it is
@@ -55,6 +57,7 @@ pub fn open_or_create(path: &Path) -> io::Result<File> {
         .truncate(false)
         .open(path)?;
     check_ours(&file, path)?;
+    platform::new_file(&file)?;
     Ok(file)
 }
 
@@ -66,7 +69,9 @@ pub fn open_append(path: &Path) -> io::Result<File> {
 /// Open a file for reading without following a link at its name (a file in
 /// a folder another account could write into).
 pub fn open_no_follow(path: &Path) -> io::Result<File> {
-    options().read(true).open(path)
+    let file = options().read(true).open(path)?;
+    platform::refuse_link(&file, path)?;
+    Ok(file)
 }
 
 /// Whether `part` is one plain name: no separator, not `.` or `..`, no NUL.
@@ -146,6 +151,7 @@ pub fn read_ours(path: &Path, limit: u64) -> io::Result<Vec<u8>> {
 
 /// A regular file that we own, or an error naming why not.
 fn check_ours(file: &File, path: &Path) -> io::Result<()> {
+    platform::refuse_link(file, path)?;
     let meta = file.metadata()?;
     if !meta.is_file() {
         return Err(io::Error::other(format!("{} is not a regular file", path.display())));
@@ -174,7 +180,8 @@ pub fn create_dir_all(dir: &Path) -> io::Result<()> {
 /// Create one new folder, owner-only; an error if anything (a link
 /// included) is already at that name.
 pub fn create_dir(dir: &Path) -> io::Result<()> {
-    platform::new_dir_builder().create(dir)
+    platform::new_dir_builder().create(dir)?;
+    platform::new_dir(dir)
 }
 
 /// Like [`create_dir_all`], and `dir` itself made owner-only if it is ours
@@ -256,6 +263,11 @@ pub fn replace(path: &Path, bytes: &[u8], mode: Mode) -> io::Result<()> {
     };
     let name = path.file_name().unwrap_or_default().to_string_lossy();
     let mut tmp = temp_file_in(dir, &format!(".{name}.local-mcp-"))?;
+    match existing {
+        // Before its first byte (its folder's own ACL may let others read, on Windows).
+        None if mode != Mode::KeepOrShared => platform::make_file_private(tmp.as_file())?,
+        _ => {}
+    }
     tmp.write_all(bytes)?;
     if let Some(permissions) = existing {
         tmp.as_file().set_permissions(permissions)?;

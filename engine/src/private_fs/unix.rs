@@ -97,6 +97,21 @@ pub fn make_file_private(file: &File) -> io::Result<()> {
     file.set_permissions(Permissions::from_mode(FILE_MODE))
 }
 
+/// A new file is 0600 from its creation (`new_file_options`): nothing to do.
+pub fn new_file(_: &File) -> io::Result<()> {
+    Ok(())
+}
+
+/// A new folder is 0700 from its creation (`new_dir_builder`).
+pub fn new_dir(_: &Path) -> io::Result<()> {
+    Ok(())
+}
+
+/// `O_NOFOLLOW` already refused a link at the name.
+pub fn refuse_link(_: &File, _: &Path) -> io::Result<()> {
+    Ok(())
+}
+
 pub fn restrict_umask() {
     // SAFETY: umask only sets the process's file-creation mask; it cannot fail.
     unsafe {

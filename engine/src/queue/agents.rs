@@ -138,8 +138,10 @@ pub fn agent_state(activity: &AgentActivity, waiting: bool, stale_after_seconds:
     if waiting {
         return AgentState::Listening;
     }
-    // Told to stop and it did: gone until it calls again.
-    if activity.last_result_type == Some(ResultType::Stop) {
+    // Told to stop and it did, or its client went away while it waited
+    // (killed mid-wait, a one-shot agent that exited): gone until it calls
+    // again — not "working" on what it took before (issue 39).
+    if activity.last_result_type == Some(ResultType::Stop) || activity.left_at.is_some() {
         return AgentState::Offline;
     }
     let since = |t: Option<&str>| t.and_then(crate::time::seconds_since).unwrap_or(f64::INFINITY);
@@ -175,6 +177,7 @@ mod tests {
             client: None,
             client_version: None,
             session: None,
+            left_at: None,
         }
     }
 

@@ -162,12 +162,23 @@ impl Queue {
         .await
     }
 
-    /// Record a finished call that delivered nothing; returns what the agent could take.
-    pub(super) async fn record_call(&self, queue: &str, agent: &str, result: Option<ResultType>) -> Result<u64> {
+    /// Record a finished call that delivered nothing (`left`: its client went
+    /// away while it waited); returns what the agent could take.
+    pub(super) async fn record_call(
+        &self,
+        queue: &str,
+        agent: &str,
+        result: Option<ResultType>,
+        left: bool,
+    ) -> Result<u64> {
         let (queue, agent) = (queue.to_owned(), agent.to_owned());
         self.claim_write(
             move |_, db| {
-                db.touch_agent(&queue, &agent, &time::now(), result)?;
+                let now = time::now();
+                db.touch_agent(&queue, &agent, &now, result)?;
+                if left {
+                    db.agent_left(&queue, &agent, &now)?;
+                }
                 db.eligible_count(&queue, &agent)
             },
             |_, _| (),

@@ -96,6 +96,8 @@ struct Inner {
     importing: tokio::sync::Mutex<()>,
     /// This database's instance id (see `ServerSummary::instance`).
     instance: String,
+    /// The last request refused for want of the token (`note_refused`).
+    refused: std::sync::Mutex<Option<crate::model::Refusal>>,
     shutdown: CancellationToken,
 }
 
@@ -131,6 +133,7 @@ impl Queue {
                 calls_in_flight: tokio_util::task::TaskTracker::new(),
                 importing: tokio::sync::Mutex::new(()),
                 instance,
+                refused: std::sync::Mutex::default(),
                 shutdown,
             }),
         };
@@ -147,6 +150,17 @@ impl Queue {
 
     pub fn facts(&self) -> &ServerFacts {
         &self.inner.facts
+    }
+
+    /// A request was refused for want of the token: shown in the status
+    /// (the page says an agent was turned away) until a later one replaces it.
+    pub fn note_refused(&self, path: &str, user_agent: &str) {
+        *self.inner.refused.lock_anyway() = Some(crate::model::Refusal {
+            at: time::now(),
+            path: path.to_owned(),
+            user_agent: user_agent.chars().take(200).collect(),
+        });
+        self.mark_status_dirty();
     }
 
     /// This database's instance id (`ServerSummary::instance`).

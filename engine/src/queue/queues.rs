@@ -222,6 +222,49 @@ impl Queue {
         Ok(())
     }
 
+    /// Forget agents of `queue` (or every queue's): `agent`, or with `None`
+    /// every one that is gone (not heard from for longer than the stale
+    /// setting). One that is listening now is not forgotten (409).
+    pub async fn forget_agents(&self, queue: Option<&str>, agent: Option<&str>) -> Result<Vec<crate::model::AgentRef>> {
+        let queue = queue.map(queue_name).transpose()?;
+        let agent = agent.map(|a| agent_id(Some(a))).transpose()?.flatten();
+        if let Some(a) = &agent {
+            let listening = self.inner.calls.waiting_agents();
+            if listening
+                .iter()
+                .any(|(q, id)| id == a && queue.as_ref().is_none_or(|x| x == q))
+            {
+                return Err(Error::Conflict(format!(
+                    "{a} is listening now: stop it first (it would be listed again at once)"
+                )));
+            }
+        }
+        let stale = u64::from(self.settings().agent_stale_after_seconds);
+        let seen_before = time::format(
+            ::time::OffsetDateTime::now_utc() - ::time::Duration::seconds(i64::try_from(stale).unwrap_or(i64::MAX)),
+        );
+        let (q, a) = (queue.clone(), agent.clone());
+        let forgotten = self
+            .blocking(move |i| {
+                i.store.write(
+                    Durability::Full,
+                    |db| db.forget_agents(q.as_deref(), a.as_deref(), &seen_before),
+                    |_| (),
+                )
+            })
+            .await?;
+        // Those listening now are no one to forget (a waiting call re-lists its agent).
+        let listening = self.inner.calls.waiting_agents();
+        let forgotten: Vec<crate::model::AgentRef> = forgotten
+            .into_iter()
+            .filter(|(q, id)| !listening.iter().any(|(lq, lid)| lq == q && lid == id))
+            .map(|(queue, agent_id)| crate::model::AgentRef { queue, agent_id })
+            .collect();
+        self.mark_status_dirty();
+        tracing::info!(forgotten = forgotten.len(), "agents forgotten");
+        Ok(forgotten)
+    }
+
     /// One durable write that changes queues: logs and publishes a
     /// `queue.updated` per changed queue and updates the cache on commit.
     async fn queue_write(

@@ -150,6 +150,7 @@ impl Queue {
                 recovered: facts.recovered.clone(),
                 storage_fault: self.inner.store.fault_now(),
                 log_dir: facts.log_dir.clone(),
+                refused_without_token: crate::sync::MutexExt::lock_anyway(&self.inner.refused).clone(),
             },
             agent,
             agents,

@@ -324,9 +324,11 @@ impl Queue {
         let remaining = if outcome == WaitOutcome::Stopped {
             remaining // the stop transaction recorded the call already
         } else {
-            // A caller that is gone never reads a result; record only that it was seen.
+            // A caller that is gone never reads a result; record only that it
+            // was seen, and — when its client went away — that it left.
             let recorded = matches!(outcome, WaitOutcome::TimedOut | WaitOutcome::Superseded).then_some(result_type);
-            self.record_call(queue, agent, recorded).await?
+            self.record_call(queue, agent, recorded, outcome == WaitOutcome::CallerGone)
+                .await?
         };
         self.mark_status_dirty();
         tracing::info!(queue = %queue, agent_id = %agent, waited_seconds = waited, result_type = result_type.as_str(), outcome = ?outcome, "get_user_request");

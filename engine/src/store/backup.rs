@@ -270,6 +270,16 @@ fn unpack(archive: &Path, staging: &Path) -> Result<()> {
             archive.display()
         ))
     };
+    // A tar's first header says `ustar` at offset 257; anything else (a
+    // screenshot given by mistake) is said so, not read as entries whose
+    // "names" are its bytes.
+    let mut head = [0u8; 512];
+    let mut file = file;
+    let magic = std::io::Read::read_exact(&mut file, &mut head).is_ok() && head[257..262] == *b"ustar";
+    if !magic {
+        return Err(refuse("it is not a tar archive, which a backup is".into()));
+    }
+    std::io::Seek::seek(&mut file, std::io::SeekFrom::Start(0)).map_err(|e| refuse(format!("cannot read it: {e}")))?;
     let mut tar = tar::Archive::new(file);
     let entries = tar.entries().map_err(|e| refuse(format!("not a tar archive: {e}")))?;
     for entry in entries {
@@ -288,13 +298,21 @@ fn unpack(archive: &Path, staging: &Path) -> Result<()> {
             .collect();
         let parts = match parts {
             Some(parts) if !parts.is_empty() => parts,
-            _ => return Err(refuse(format!("it names {} outside its own folder", name.display()))),
+            _ => {
+                return Err(refuse(format!(
+                    "it names {} outside its own folder",
+                    name.display().to_string().escape_debug()
+                )))
+            }
         };
         let top = parts[0].to_string_lossy();
         let kind = entry.header().entry_type();
         let known = (top == DB_ENTRY && parts.len() == 1 && kind.is_file()) || top == FILES_ENTRY;
         if !known {
-            return Err(refuse(format!("it holds {}, which no backup has", name.display())));
+            return Err(refuse(format!(
+                "it holds {}, which no backup has",
+                name.display().to_string().escape_debug()
+            )));
         }
         let to = parts.iter().fold(staging.to_path_buf(), |p, part| p.join(part));
         if kind.is_dir() {
@@ -305,18 +323,18 @@ fn unpack(archive: &Path, staging: &Path) -> Result<()> {
             }
             let mut out = private_fs::create_new(&to).map_err(|e| {
                 if e.kind() == std::io::ErrorKind::AlreadyExists {
-                    refuse(format!("it holds {} twice", name.display()))
+                    refuse(format!("it holds {} twice", name.display().to_string().escape_debug()))
                 } else {
                     Error::internal(format!("cannot write {}", to.display()), e)
                 }
             })?;
             std::io::copy(&mut entry, &mut out)
                 .and_then(|_| out.sync_all())
-                .map_err(|e| refuse(format!("{} is cut off: {e}", name.display())))?;
+                .map_err(|e| refuse(format!("{} is cut off: {e}", name.display().to_string().escape_debug())))?;
         } else {
             return Err(refuse(format!(
                 "{} is a {}, and a backup holds only files and folders",
-                name.display(),
+                name.display().to_string().escape_debug(),
                 kind_name(kind)
             )));
         }

@@ -261,6 +261,12 @@ const MIGRATIONS: &[&str] = &[
     CREATE INDEX instructions_held ON instructions(queue, position)
         WHERE status = 'pending' AND held IS NOT NULL;
     "#,
+    // 11: when an agent's waiting call ended because its client went away
+    // (killed mid-wait, a one-shot agent that exited): it is gone, not
+    // "working" on what it last took. Cleared by its next call.
+    r#"
+    ALTER TABLE agent_activity ADD COLUMN left_at TEXT;
+    "#,
 ];
 
 /// The schema version this build writes.

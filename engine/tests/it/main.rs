@@ -31,6 +31,7 @@ mod layers;
 mod logs;
 mod mcp;
 mod model;
+mod newcomer;
 mod one_engine;
 mod queues;
 mod recovery;

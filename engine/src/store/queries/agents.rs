@@ -17,10 +17,40 @@ impl<'c> Db<'c> {
                  ON CONFLICT(queue, agent_id) DO UPDATE SET
                    last_seen_at = excluded.last_seen_at,
                    last_fetch_at = COALESCE(excluded.last_fetch_at, agent_activity.last_fetch_at),
-                   last_result_type = COALESCE(excluded.last_result_type, agent_activity.last_result_type)",
+                   last_result_type = COALESCE(excluded.last_result_type, agent_activity.last_result_type),
+                   left_at = NULL",
             )?
             .execute(params![agent_id, now, fetch_result.map(ResultType::as_str), queue])?;
         Ok(())
+    }
+
+    /// Its waiting call ended because its client went away: the agent is gone.
+    pub fn agent_left(&self, queue: &str, agent_id: &str, now: &str) -> Result<()> {
+        self.conn
+            .prepare_cached("UPDATE agent_activity SET left_at = ?3 WHERE queue = ?1 AND agent_id = ?2")?
+            .execute(params![queue, agent_id, now])?;
+        Ok(())
+    }
+
+    /// Forget agents of `queue` (or of all queues): the one named, or with
+    /// `None` every one last seen before `seen_before`. Returns the
+    /// (queue, agent id) of those forgotten.
+    pub fn forget_agents(
+        &self,
+        queue: Option<&str>,
+        agent_id: Option<&str>,
+        seen_before: &str,
+    ) -> Result<Vec<(String, String)>> {
+        let mut stmt = self.conn.prepare_cached(
+            "DELETE FROM agent_activity
+             WHERE (?1 IS NULL OR queue = ?1)
+               AND (?2 IS NOT NULL AND agent_id = ?2 OR ?2 IS NULL AND last_seen_at < ?3)
+             RETURNING queue, agent_id",
+        )?;
+        let rows = stmt
+            .query_map(params![queue, agent_id, seen_before], |r| Ok((r.get(0)?, r.get(1)?)))?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        Ok(rows)
     }
 
     /// Ask an agent of `queue` to stop; `false` when no such agent was ever seen.
@@ -59,7 +89,7 @@ impl<'c> Db<'c> {
     pub fn agents(&self, limit: u32) -> Result<Vec<AgentActivity>> {
         let mut stmt = self.conn.prepare_cached(
             "SELECT queue, agent_id, last_seen_at, last_fetch_at, last_result_type, stop_requested_at,
-                    client, client_version, session FROM agent_activity
+                    client, client_version, session, left_at FROM agent_activity
              ORDER BY last_seen_at DESC, queue, agent_id LIMIT ?1",
         )?;
         let rows = stmt.query_map([limit], |r| {
@@ -75,6 +105,7 @@ impl<'c> Db<'c> {
                 client: r.get("client")?,
                 client_version: r.get("client_version")?,
                 session: r.get("session")?,
+                left_at: r.get("left_at")?,
             })
         })?;
         Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
