@@ -191,7 +191,7 @@ fn print_change(change: &Change) {
     if let Some(preview) = &change.preview {
         println!("{}", preview.trim_end());
     }
-    if let Some(note) = change.note {
+    if let Some(note) = &change.note {
         println!("  {note}");
     }
 }

@@ -35,7 +35,7 @@ fn change(env: &Env, action: Action, preview: Option<String>) -> Change {
         action,
         backup: None,
         preview,
-        note: (action == Action::Written).then_some("start a new Claude Code session to pick it up"),
+        note: (action == Action::Written).then(|| "start a new Claude Code session to pick it up".to_owned()),
     }
 }
 

@@ -111,7 +111,7 @@ pub(super) fn set_entry(
         Ok(Some(wanted.clone()))
     })
     .map(|mut change| {
-        change.note = (change.action == Action::Written).then_some(restart_note(client));
+        change.note = (change.action == Action::Written).then(|| restart_note(client).to_owned());
         change
     })
 }
@@ -147,6 +147,8 @@ fn header_values(entry: &Value) -> Vec<String> {
         .iter()
         .filter_map(|key| entry.get(key)?.as_object())
         .flat_map(|headers| headers.values().filter_map(Value::as_str).map(str::to_owned))
+        // A reference to the token (a project's file) is no secret.
+        .filter(|value| !value.contains(super::TOKEN_VARIABLE))
         .collect()
 }
 

@@ -75,6 +75,63 @@ impl Site {
         snippets::entry(client, &endpoint)
     }
 
+    /// Our entry for `client` in a project's file (`project`) or the user's.
+    /// A project's file is one people commit: with a token required it
+    /// carries a reference to the token, in the client's own terms, where
+    /// the client has one — Claude Code's `headersHelper` runs
+    /// `token --header-json`; Codex (`bearer_token_env_var`), Cursor, Gemini
+    /// CLI and opencode read a variable (`LOCAL_MCP_TOKEN`); VS Code, which does not
+    /// expand one in headers, gets the stdio bridge — and the token itself
+    /// only where a client has no way (said by [`project_note`]).
+    pub fn entry_in(&self, client: Client, queue: &str, project: bool) -> Value {
+        let mut entry = self.entry(client, queue);
+        if !project || self.token.is_none() {
+            return entry;
+        }
+        let helper = {
+            let mut command = shell_quoted(&self.program);
+            if let Some(db) = &self.database {
+                command.push_str(&format!(" --db-path {}", shell_quoted(db)));
+            }
+            command.push_str(" token --header-json");
+            command
+        };
+        let Some(object) = entry.as_object_mut() else {
+            return entry;
+        };
+        match client {
+            Client::ClaudeCode | Client::ClaudeCodeProject => {
+                object.remove("headers");
+                object.insert("headersHelper".into(), helper.into());
+            }
+            Client::Codex => {
+                object.remove("http_headers");
+                object.insert("bearer_token_env_var".into(), TOKEN_VARIABLE.into());
+            }
+            Client::Vscode | Client::VscodeInsiders => return self.link_entry(client, queue),
+            Client::Cursor => {
+                object.insert(
+                    "headers".into(),
+                    serde_json::json!({ "Authorization": format!("Bearer ${{env:{TOKEN_VARIABLE}}}") }),
+                );
+            }
+            Client::GeminiCli => {
+                object.insert(
+                    "headers".into(),
+                    serde_json::json!({ "Authorization": format!("Bearer ${{{TOKEN_VARIABLE}}}") }),
+                );
+            }
+            Client::Opencode => {
+                object.insert(
+                    "headers".into(),
+                    serde_json::json!({ "Authorization": format!("Bearer {{env:{TOKEN_VARIABLE}}}") }),
+                );
+            }
+            _ => {}
+        }
+        entry
+    }
+
     /// The entry an install link carries for `client`: ours as `entry`
     /// gives it, or — when the server requires a token — the stdio bridge,
     /// which reads the token itself. A link reaches the client's handler in
@@ -96,6 +153,40 @@ impl Site {
             bridge["type"] = "stdio".into();
         }
         bridge
+    }
+}
+
+/// The variable a project's file names for the token (Codex, Cursor,
+/// Gemini CLI, opencode), so the file itself holds no secret.
+pub const TOKEN_VARIABLE: &str = "LOCAL_MCP_TOKEN";
+
+/// What a project's file, with a token required, asks of the person (see
+/// [`Site::entry_in`]); `None` when nothing.
+pub fn project_note(client: Client, token_required: bool) -> Option<&'static str> {
+    if !token_required {
+        return None;
+    }
+    match client {
+        Client::Codex | Client::Cursor | Client::GeminiCli | Client::Opencode => Some(
+            "the file refers to the token as LOCAL_MCP_TOKEN, holding no secret: set that variable where the client \
+             starts (export LOCAL_MCP_TOKEN=$(local-mcp-server token))",
+        ),
+        Client::ClaudeCode | Client::ClaudeCodeProject | Client::Vscode | Client::VscodeInsiders => {
+            None
+        }
+        _ => Some(
+            "this client has no way to refer to the token from a project's file: the file holds it; keep it out \
+             of version control",
+        ),
+    }
+}
+
+/// `word` as one word of a command a shell runs.
+fn shell_quoted(word: &str) -> String {
+    if !word.is_empty() && word.chars().all(|c| c.is_ascii_alphanumeric() || "/._-+:@%,".contains(c)) {
+        word.to_owned()
+    } else {
+        format!("'{}'", word.replace('\'', r"'\''"))
     }
 }
 
@@ -132,7 +223,7 @@ pub struct Change {
     pub preview: Option<String>,
     /// What the person should do next, if anything (e.g. restart the client).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub note: Option<&'static str>,
+    pub note: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, utoipa::ToSchema)]
@@ -203,11 +294,18 @@ pub fn connect(env: &Env, site: &Site, client: Client, req: &Request<'_>) -> Res
         refuse_shared(settings, req.allow_shared_folder)?;
     }
     let mut records = Records::load(&env.records).map_err(Error::Conflict)?;
-    let wanted = site.entry(client, &queue);
+    let wanted = site.entry_in(client, &queue, req.project.is_some());
     let mut changes = vec![match place {
         Place::File(file) => set_entry(&mut records, client, &file, &wanted, req.dry_run, req.project.is_some())?,
         Place::ClaudeUser => claude::set(env, &mut records, &wanted, req.dry_run)?,
     }];
+    if let Some(asked) = project_note(client, site.token.is_some()).filter(|_| req.project.is_some()) {
+        let note = &mut changes[0].note;
+        *note = Some(match note.take() {
+            Some(restart) => format!("{restart}; {asked}"),
+            None => asked.to_owned(),
+        });
+    }
     if let Some((settings, element)) = hook {
         changes.push(set_hook(
             &mut records,
@@ -270,11 +368,11 @@ pub fn update_all(env: &Env, site: &Site) -> Result<Vec<std::result::Result<Chan
             continue;
         };
         let queue = queue_of(&written.entry);
-        let wanted = site.entry(client, &queue);
+        let project = project_of(env, client, &written.file);
+        let wanted = site.entry_in(client, &queue, project.is_some());
         if written.entry == wanted {
             continue;
         }
-        let project = project_of(env, client, &written.file);
         let req = Request {
             project: project.as_deref(),
             queue: Some(&queue),

@@ -113,7 +113,7 @@ pub fn client_status(env: &Env, site: &Site, client: Client, project: Option<&Pa
     };
     if let Some(entry) = current {
         let queue = queue_of(&entry);
-        let wanted = site.entry(client, &queue);
+        let wanted = site.entry_in(client, &queue, project.is_some());
         if entry == wanted {
             status.state = State::Connected;
         } else {

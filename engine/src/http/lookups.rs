@@ -117,7 +117,9 @@ mod tests {
             tokio::task::yield_now().await;
             let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
             let ours = listener.local_addr().unwrap();
-            let _client = std::net::TcpStream::connect(ours).unwrap();
+            let mut client = std::net::TcpStream::connect(ours).unwrap();
+            // A client says something first (Wine gives the socket its owner then).
+            std::io::Write::write_all(&mut client, b"GET").unwrap();
             let (_accepted, remote) = listener.accept().unwrap();
             let started = std::time::Instant::now();
             let found = owner(remote, ours).await;

@@ -365,6 +365,7 @@ async fn the_openapi_document_covers_every_api_route_and_the_docs_page_is_local(
         ("/api/instructions/{id}/requeue", "post"),
         ("/api/instructions/{id}/move", "post"),
         ("/api/instructions/release", "post"),
+        ("/api/agents/forget", "post"),
         ("/api/instructions/{id}/attachments", "post"),
         ("/api/instructions/{id}/attachments/{attachment_id}", "delete"),
         ("/api/attachments/{attachment_id}", "get"),

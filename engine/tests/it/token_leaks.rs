@@ -63,8 +63,71 @@ fn a_file_that_holds_the_token_is_owner_only_whatever_it_was() {
         0o644,
         "no token in it: as any project file"
     );
-    client_files::connect(&env, &site(Some(TOKEN)), Client::ClaudeCodeProject, &request).unwrap();
-    assert_eq!(mode(&project.join(".mcp.json")), 0o600, "the token came in: owner-only");
+    client_files::connect(&env, &site(None), Client::Zed, &request).unwrap();
+    let zed = project.join(".zed/settings.json");
+    assert_eq!(mode(&zed), 0o644, "no token in it: as any project file");
+    // Zed has no way to refer to a token: its project file holds it, owner-only, and says so.
+    let changes = client_files::connect(&env, &site(Some(TOKEN)), Client::Zed, &request).unwrap();
+    assert!(std::fs::read_to_string(&zed).unwrap().contains(TOKEN));
+    assert_eq!(mode(&zed), 0o600, "the token came in: owner-only");
+    assert!(
+        changes[0].note.as_deref().is_some_and(|n| n.contains("version control")),
+        "{changes:?}"
+    );
+}
+
+/// A project's file is committed: with a token required, each client that
+/// can refer to the token gets the reference, never the token (39.8 d).
+#[test]
+fn a_project_file_refers_to_the_token_where_the_client_can() {
+    let home = tempfile::tempdir().unwrap();
+    let env = env(home.path());
+    let project = home.path().join("work");
+    std::fs::create_dir(&project).unwrap();
+    std::fs::set_permissions(&project, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let request = Request {
+        project: Some(&project),
+        ..Request::default()
+    };
+    let site = Site {
+        database: Some("/home/me/my queue.db".into()),
+        ..site(Some(TOKEN))
+    };
+    let cases: [(Client, &str, &str); 6] = [
+        (
+            Client::ClaudeCodeProject,
+            ".mcp.json",
+            "\"headersHelper\": \"/opt/local-mcp/local-mcp-server --db-path '/home/me/my queue.db' token --header-json\"",
+        ),
+        (Client::Codex, ".codex/config.toml", "bearer_token_env_var = \"LOCAL_MCP_TOKEN\""),
+        (Client::Cursor, ".cursor/mcp.json", "\"Bearer ${env:LOCAL_MCP_TOKEN}\""),
+        (Client::GeminiCli, ".gemini/settings.json", "\"Bearer ${LOCAL_MCP_TOKEN}\""),
+        (Client::Opencode, "opencode.json", "\"Bearer {env:LOCAL_MCP_TOKEN}\""),
+        (Client::Vscode, ".vscode/mcp.json", "\"stdio\""),
+    ];
+    for (client, file, reference) in cases {
+        let changes = client_files::connect(&env, &site, client, &request).unwrap();
+        let path = project.join(file);
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(!text.contains(TOKEN), "{client:?} wrote the token: {text}");
+        assert!(text.contains(reference), "{client:?} has no {reference}: {text}");
+        assert_eq!(mode(&path), 0o644, "{client:?}: no secret in it, the team may read it");
+        let variable = [Client::Codex, Client::Cursor, Client::GeminiCli, Client::Opencode].contains(&client);
+        assert_eq!(
+            changes[0].note.as_deref().is_some_and(|n| n.contains("LOCAL_MCP_TOKEN")),
+            variable,
+            "{client:?}: {changes:?}"
+        );
+        // What we wrote is what we want: status calls it connected, and an
+        // update leaves it be.
+        let status = client_files::client_status(&env, &site, client, Some(&project));
+        assert_eq!(status.state, client_files::State::Connected, "{client:?}: {status:?}");
+    }
+    assert!(client_files::update_all(&env, &site).unwrap().is_empty());
+    // In the person's own file the token stays literal (owner-only, tested above).
+    client_files::connect(&env, &site, Client::Cursor, &Request::default()).unwrap();
+    let user = std::fs::read_to_string(env.user_file(Client::Cursor).unwrap()).unwrap();
+    assert!(user.contains(&format!("Bearer {TOKEN}")), "{user}");
 }
 
 /// `setfacl -m u:<uid>:rwx <path>` by hand: the ACL attribute's bytes.
@@ -173,4 +236,49 @@ fn b64_has_stdio(link: &str) -> bool {
         .nth(1)
         .and_then(|c| base64::engine::general_purpose::STANDARD.decode(c).ok())
         .is_some_and(|bytes| String::from_utf8_lossy(&bytes).contains("stdio"))
+}
+
+/// The `headersHelper` a Claude Code project file names, run as Claude
+/// Code runs it (a shell command), gives the running server's header.
+#[tokio::test]
+async fn the_claude_code_headers_helper_gives_the_running_servers_header() {
+    let home = tempfile::tempdir().unwrap();
+    let config_home = home.path().join(".config");
+    let db = home.path().join("a queue.db");
+    let config_s = config_home.to_str().unwrap();
+    let server = crate::common::spawn_binary(&db, &[("XDG_CONFIG_HOME", config_s), ("API_TOKEN", TOKEN)]).await;
+    let project = home.path().join("work");
+    std::fs::create_dir(&project).unwrap();
+    let site = Site {
+        base_url: server.url.clone(),
+        token: Some(TOKEN.into()),
+        program: env!("CARGO_BIN_EXE_local-mcp-server").into(),
+        database: Some(db.to_str().unwrap().into()),
+    };
+    let request = Request {
+        project: Some(&project),
+        ..Request::default()
+    };
+    client_files::connect(&env(home.path()), &site, Client::ClaudeCodeProject, &request).unwrap();
+    let file: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(project.join(".mcp.json")).unwrap()).unwrap();
+    let helper = file["mcpServers"]["local-mcp"]["headersHelper"].as_str().unwrap().to_owned();
+    let out = tokio::process::Command::new("sh")
+        .args(["-c", &helper])
+        .env("XDG_CONFIG_HOME", &config_home)
+        .env_remove("LOCAL_MCP_TOKEN")
+        .current_dir(&project)
+        .output()
+        .await
+        .unwrap();
+    assert!(out.status.success(), "{helper}: {}", String::from_utf8_lossy(&out.stderr));
+    let headers: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(headers, serde_json::json!({ "Authorization": format!("Bearer {TOKEN}") }));
+    // Those headers open the server.
+    let mut request = reqwest::Client::new().get(format!("{}/api/status", server.url));
+    for (name, value) in headers.as_object().unwrap() {
+        request = request.header(name, value.as_str().unwrap());
+    }
+    assert_eq!(request.send().await.unwrap().status(), 200);
+    drop(server);
 }
