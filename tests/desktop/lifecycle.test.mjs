@@ -167,7 +167,9 @@ test("a start on a display that cannot be opened says so, and leaves nothing run
 
 test("a start while the previous app is leaving waits for it, and ends in one running app", async () => {
   await noAppRunning();
-  const { base, env } = await setting("leaving");
+  const { base, env: plain } = await setting("leaving");
+  // A long wait: what the agent gets must be the quitting app's answer, not its wait's end.
+  const env = { ...plain, DEFAULT_WAIT_SECONDS: "600" };
   const first = launch(["--hidden"], env);
   await answering(base, first);
   // Its window open, so that its way out takes a while (the webview's teardown).
@@ -190,7 +192,10 @@ test("a start while the previous app is leaving waits for it, and ends in one ru
   assert.equal(await servingPid(base), second.child.pid, "the second start serves");
   assert.deepEqual(appProcesses(), [second.child.pid], "one app runs");
   assert.doesNotMatch(second.output, /could not start/);
-  await waiting; // answered or cut: nothing was claimed, so nothing is lost
+  // The app that quit answered the waiting call before it went (issue 37): its
+  // normal answer, never a stream cut off without one.
+  const answer = await waiting;
+  assert.match(answer, /"result_type\\?":\\?"default_response/, `the waiting agent's answer: ${answer.slice(0, 400)}`);
   second.child.kill("SIGTERM");
   await until(() => second.exited, "the second app gone");
 });
