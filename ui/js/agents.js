@@ -2,7 +2,10 @@
 // working or gone, in words (js/presence.js), the shown queue's agents
 // first. Ids that share one client session (an agent and its subagents) are
 // one entry. Each agent has a quiet Stop that ends its loop, kept apart from
-// anything that answers it. The questions themselves are above the rail
+// anything that answers it; an offline one a quiet Forget that takes it off
+// the lists, and two or more offline "Forget the N gone" (issue 39: they pile
+// up). What is forgotten goes with the next status event; an agent that calls
+// again is listed again. The questions themselves are above the rail
 // (js/asks.js); this panel points there.
 
 import { api } from "./api.js";
@@ -73,23 +76,30 @@ function followPill() {
 }
 
 const STOP_ICON = "M7 7h10v10H7z";
+const FORGET_ICON = "M7.4 6 6 7.4 10.6 12 6 16.6 7.4 18l4.6-4.6 4.6 4.6 1.4-1.4-4.6-4.6L18 7.4 16.6 6 12 10.6z";
 
-function stopButton(a) {
-  const stop = el("button", "agent__stop");
-  stop.type = "button";
-  stop.dataset.action = "stop";
-  stop.title = "End this agent's loop: its next call is told to stop";
-  stop.setAttribute("aria-label", `Stop ${a.agent_id} in ${a.queue}`);
+/** A quiet action in the agent's own line: its icon and word, named with the agent for screen readers. */
+function rowAction(a, { action, word, icon, title }) {
+  const btn = el("button", `agent__act agent__${action}`);
+  btn.type = "button";
+  btn.dataset.action = action;
+  btn.title = title;
+  btn.setAttribute("aria-label", `${word} ${a.agent_id} in ${a.queue}`);
   const svg = document.createElementNS("http://www.w3.org/2000/svg", "svg");
   svg.setAttribute("viewBox", "0 0 24 24");
   svg.setAttribute("aria-hidden", "true");
   const path = document.createElementNS("http://www.w3.org/2000/svg", "path");
-  path.setAttribute("d", STOP_ICON);
+  path.setAttribute("d", icon);
   path.setAttribute("fill", "currentColor");
   svg.append(path);
-  stop.append(svg, el("span", null, "Stop"));
-  return stop;
+  btn.append(svg, el("span", null, word));
+  return btn;
 }
+
+const stopButton = (a) => rowAction(a, { action: "stop", word: "Stop", icon: STOP_ICON, title: "End this agent's loop: its next call is told to stop" });
+
+const forgetButton = (a) =>
+  rowAction(a, { action: "forget", word: "Forget", icon: FORGET_ICON, title: "Take it off this list (what it took and reported stays); it comes back if it calls again" });
 
 /** One agent id: lamp, id, state word, what it means now, its newest report. */
 function agentRow(a, { showQueue, client, now }) {
@@ -109,7 +119,8 @@ function agentRow(a, { showQueue, client, now }) {
   who.append(el("span", "agent__id", a.agent_id), word);
   if (showQueue) who.append(el("span", "chip", a.queue));
   head.append(who);
-  if (st !== "offline" && !a.stop_requested) head.append(stopButton(a));
+  if (st === "offline") head.append(forgetButton(a));
+  else if (!a.stop_requested) head.append(stopButton(a));
   const line = el("p", "agent__detail", detail(a, now));
   if (a.last_seen_at) line.title = `last heard from ${exact(a.last_seen_at)}`;
   li.append(lamp, head, line);
@@ -153,10 +164,22 @@ function entries(agents) {
   return [...groups.values()].sort((x, y) => here(x) - here(y) || loudest(y) - loudest(x) || x[0].queue.localeCompare(y[0].queue) || x[0].agent_id.localeCompare(y[0].agent_id));
 }
 
+/** "Forget the N gone", shown while two or more agents are offline (in any queue: each is forgotten by name). */
+function renderForgetGone(status) {
+  const btn = $("agents-forget-gone");
+  const gone = (status?.agents ?? []).filter((a) => stateOf(a) === "offline").length;
+  const had = document.activeElement === btn;
+  btn.hidden = gone < 2;
+  btn.textContent = `Forget the ${gone} gone`;
+  // Gone with what it forgot: focus goes to the panel, not to the page's start.
+  if (had && btn.hidden) $("agents-title").focus();
+}
+
 function renderList(status) {
   const list = $("agents");
   const agents = (status?.agents ?? []).slice(0, 48);
   $("agents-empty").hidden = agents.length > 0;
+  renderForgetGone(status);
   const now = Date.now();
   // Status updates re-render the list: keep what is being typed in a reply box, and where focus was.
   const drafts = new Map([...list.querySelectorAll(".report__reply input")].map((i) => [i.closest("[data-report]").dataset.report, i.value]));
@@ -184,16 +207,28 @@ function renderList(status) {
   focus?.();
 }
 
-/** What has focus in the panel, as a way to find it again once the panel is redrawn. */
+/**
+ * What has focus in the panel, as a way to find it again once the panel is
+ * redrawn. An agent no longer there (forgotten) passes focus to the one that
+ * took its place (its Forget, when focus was on Forget), else to the panel.
+ */
 function focusIn(list) {
   const active = document.activeElement;
   const row = active?.closest?.("li[data-agent]");
   if (!row || !list.contains(row)) return null;
   const { agent, queue } = row.dataset;
+  const index = [...list.querySelectorAll("li[data-agent]")].indexOf(row);
   const what = active === row ? null : active.dataset.action ? `[data-action="${active.dataset.action}"]` : active.matches(".report__reply input") ? ".report__reply input" : active.matches(".report__reply button") ? ".report__reply button" : null;
   return () => {
-    const again = [...list.querySelectorAll("li[data-agent]")].find((li) => li.dataset.agent === agent && li.dataset.queue === queue);
-    ((what && again?.querySelector(what)) || again)?.focus();
+    const rows = [...list.querySelectorAll("li[data-agent]")];
+    const again = rows.find((li) => li.dataset.agent === agent && li.dataset.queue === queue);
+    if (again) {
+      ((what && again.querySelector(what)) || again).focus();
+      return;
+    }
+    const next = rows[Math.min(index, rows.length - 1)];
+    if (next) ((what && next.querySelector(what)) || next).focus();
+    else $("agents-title").focus();
   };
 }
 
@@ -209,16 +244,60 @@ async function stopAgent(btn) {
   }
 }
 
+/** "Forgot a and b." */
+function forgotten(list) {
+  const names = list.map((a) => a.agent_id);
+  return names.length > 1 ? `${names.slice(0, -1).join(", ")} and ${names.at(-1)}` : names[0];
+}
+
+/** Forget one agent; the status event that follows takes it off the list. */
+async function forgetAgent(btn) {
+  if (btn.dataset.busy) return;
+  btn.dataset.busy = "1";
+  const { agent, queue } = btn.closest("li[data-agent]").dataset;
+  try {
+    const r = await api.forgetAgents({ agent_id: agent, queue });
+    toast(r.forgotten.length ? `Forgot ${agent}. It comes back if it calls again.` : `${agent} was no longer listed.`);
+  } catch (err) {
+    delete btn.dataset.busy;
+    // 409: it called meanwhile (listening now); the status event shows it back.
+    toast(`Not forgotten: ${err.message}`);
+  }
+}
+
+/**
+ * Forget every agent shown offline, each by name: exactly the N the button
+ * counts (the server's `{}` forgets by time alone, and would take a working
+ * one not heard from lately too).
+ */
+async function forgetGone(btn) {
+  if (btn.dataset.busy) return;
+  btn.dataset.busy = "1";
+  const gone = (state.status?.agents ?? []).filter((a) => stateOf(a) === "offline");
+  try {
+    const results = await Promise.allSettled(gone.map((a) => api.forgetAgents(a)));
+    const done = results.flatMap((r) => (r.status === "fulfilled" ? r.value.forgotten : []));
+    const failed = results.filter((r) => r.status === "rejected");
+    const said = done.length ? `Forgot ${forgotten(done)}.` : "No agent was forgotten.";
+    toast(failed.length ? `${said} Not forgotten: ${failed.length} (${failed[0].reason.message})` : said);
+  } finally {
+    delete btn.dataset.busy;
+  }
+}
+
 export function initAgents() {
   $("agents").addEventListener("click", (e) => {
     const btn = e.target.closest('[data-action="stop"]');
     if (btn) stopAgent(btn);
+    const forget = e.target.closest('[data-action="forget"]');
+    if (forget) forgetAgent(forget);
     const go = e.target.closest('[data-action="answer"]');
     if (go) {
       const li = go.closest("li[data-agent]");
       goToQuestion(li.dataset.queue, li.dataset.agent);
     }
   });
+  $("agents-forget-gone").addEventListener("click", (e) => forgetGone(e.currentTarget));
   $("agent-word").addEventListener("click", followPill);
   const render = () => {
     renderHeader(state.status);

@@ -100,6 +100,8 @@ export const api = {
     request("GET", `/api/reports?${q(queue)}&limit=${limit}${agent ? `&agent_id=${enc(agent)}` : ""}`),
   reply: (reportId, content) => request("POST", `/api/reports/${enc(reportId)}/reply`, { content }),
   stopAgent: (queue, agent_id) => request("POST", "/api/agents/stop", { queue, agent_id }),
+  /** Take agents off the lists: one (its queue and id), or, with no argument, every one that is gone. */
+  forgetAgents: (one = null) => request("POST", "/api/agents/forget", one ? { agent_id: one.agent_id, queue: one.queue } : {}),
   config: () => request("GET", "/api/config"),
   configFields: () => request("GET", "/api/config/fields"),
   saveConfig: (patch) => request("PATCH", "/api/config", patch),
