@@ -103,11 +103,13 @@ pub fn write(path: &Path, info: &ConnectionInfo) -> Result<()> {
 pub fn read(path: &Path) -> Result<ConnectionInfo> {
     let text = match std::fs::read_to_string(path) {
         Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(Error::NotFound(format!(
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(Error::NotFound(format!(
             "local-mcp is not running: there is no connection-info file at {}. Start it with `local-mcp-server start` \
                  (or `local-mcp-server`), or pass --url",
             path.display()
-        ))),
+        )))
+        }
         Err(e) => return Err(Error::Invalid(format!("cannot read {}: {e}", path.display()))),
     };
     serde_json::from_str(&text)

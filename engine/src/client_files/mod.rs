@@ -171,9 +171,7 @@ pub fn project_note(client: Client, token_required: bool) -> Option<&'static str
             "the file refers to the token as LOCAL_MCP_TOKEN, holding no secret: set that variable where the client \
              starts (export LOCAL_MCP_TOKEN=$(local-mcp-server token))",
         ),
-        Client::ClaudeCode | Client::ClaudeCodeProject | Client::Vscode | Client::VscodeInsiders => {
-            None
-        }
+        Client::ClaudeCode | Client::ClaudeCodeProject | Client::Vscode | Client::VscodeInsiders => None,
         _ => Some(
             "this client has no way to refer to the token from a project's file: the file holds it; keep it out \
              of version control",
@@ -183,7 +181,11 @@ pub fn project_note(client: Client, token_required: bool) -> Option<&'static str
 
 /// `word` as one word of a command a shell runs.
 fn shell_quoted(word: &str) -> String {
-    if !word.is_empty() && word.chars().all(|c| c.is_ascii_alphanumeric() || "/._-+:@%,".contains(c)) {
+    if !word.is_empty()
+        && word
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "/._-+:@%,".contains(c))
+    {
         word.to_owned()
     } else {
         format!("'{}'", word.replace('\'', r"'\''"))

@@ -333,10 +333,7 @@ mod tests {
         let err = super::super::open_no_follow(&link).unwrap_err();
         // Wine cannot open a link itself (its links are Unix ones): the open
         // fails as "not found" there — refused too, in other words.
-        assert!(
-            err.to_string().contains("link") || crate::peer::under_wine(),
-            "{err}"
-        );
+        assert!(err.to_string().contains("link") || crate::peer::under_wine(), "{err}");
         assert!(super::super::read_ours(&link, 100).is_err());
     }
 }

@@ -71,7 +71,10 @@ fn a_file_that_holds_the_token_is_owner_only_whatever_it_was() {
     assert!(std::fs::read_to_string(&zed).unwrap().contains(TOKEN));
     assert_eq!(mode(&zed), 0o600, "the token came in: owner-only");
     assert!(
-        changes[0].note.as_deref().is_some_and(|n| n.contains("version control")),
+        changes[0]
+            .note
+            .as_deref()
+            .is_some_and(|n| n.contains("version control")),
         "{changes:?}"
     );
 }
@@ -114,7 +117,10 @@ fn a_project_file_refers_to_the_token_where_the_client_can() {
         assert_eq!(mode(&path), 0o644, "{client:?}: no secret in it, the team may read it");
         let variable = [Client::Codex, Client::Cursor, Client::GeminiCli, Client::Opencode].contains(&client);
         assert_eq!(
-            changes[0].note.as_deref().is_some_and(|n| n.contains("LOCAL_MCP_TOKEN")),
+            changes[0]
+                .note
+                .as_deref()
+                .is_some_and(|n| n.contains("LOCAL_MCP_TOKEN")),
             variable,
             "{client:?}: {changes:?}"
         );
@@ -262,7 +268,10 @@ async fn the_claude_code_headers_helper_gives_the_running_servers_header() {
     client_files::connect(&env(home.path()), &site, Client::ClaudeCodeProject, &request).unwrap();
     let file: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(project.join(".mcp.json")).unwrap()).unwrap();
-    let helper = file["mcpServers"]["local-mcp"]["headersHelper"].as_str().unwrap().to_owned();
+    let helper = file["mcpServers"]["local-mcp"]["headersHelper"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     let out = tokio::process::Command::new("sh")
         .args(["-c", &helper])
         .env("XDG_CONFIG_HOME", &config_home)
@@ -271,9 +280,16 @@ async fn the_claude_code_headers_helper_gives_the_running_servers_header() {
         .output()
         .await
         .unwrap();
-    assert!(out.status.success(), "{helper}: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{helper}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let headers: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(headers, serde_json::json!({ "Authorization": format!("Bearer {TOKEN}") }));
+    assert_eq!(
+        headers,
+        serde_json::json!({ "Authorization": format!("Bearer {TOKEN}") })
+    );
     // Those headers open the server.
     let mut request = reqwest::Client::new().get(format!("{}/api/status", server.url));
     for (name, value) in headers.as_object().unwrap() {
