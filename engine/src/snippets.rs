@@ -332,13 +332,29 @@ pub fn toml_value(value: &Value) -> Option<toml_edit::Value> {
 pub fn bridge_program() -> String {
     std::env::current_exe()
         .ok()
-        .and_then(|p| p.to_str().map(str::to_owned))
+        .and_then(|p| p.to_str().map(without_deleted))
         .unwrap_or_else(|| "local-mcp-server".into())
+}
+
+/// A path Linux gives a running binary that was replaced on disk (an
+/// update) ends in " (deleted)": the program is at the path without it, and
+/// a command naming the suffix finds nothing.
+fn without_deleted(path: &str) -> String {
+    path.strip_suffix(" (deleted)").unwrap_or(path).to_owned()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_replaced_binary_is_named_by_its_path() {
+        assert_eq!(
+            without_deleted("/usr/bin/local-mcp-server (deleted)"),
+            "/usr/bin/local-mcp-server"
+        );
+        assert_eq!(without_deleted("/opt/a (deleted) b"), "/opt/a (deleted) b");
+    }
 
     const URL: &str = "http://127.0.0.1:8000/mcp";
 

@@ -28,12 +28,9 @@ impl Site {
     }
 
     fn hook_command(&self, kind: &str, queue: &str) -> Value {
-        let program = if self.program.contains([' ', '\'', '"']) {
-            format!("\"{}\"", self.program.replace('"', "\\\""))
-        } else {
-            self.program.clone()
-        };
-        let mut command = format!("{program} hook {kind}");
+        // Every word quoted as the shell needs it: a program under a folder
+        // named `d$(…)` once ran that command in the hook.
+        let mut command = format!("{} hook {kind}", shell_word(&self.program));
         if let Some(db) = &self.database {
             command.push_str(&format!(" --db-path {}", shell_word(db)));
         }
@@ -45,8 +42,9 @@ impl Site {
 }
 
 /// `word` as one word of a shell command (Claude Code and VS Code run hooks
-/// through a shell): quoted unless it is plain.
-fn shell_word(word: &str) -> String {
+/// through a shell, and Claude Code its `headersHelper`): quoted unless it
+/// is plain — in single quotes for a POSIX shell, double quotes on Windows.
+pub(super) fn shell_word(word: &str) -> String {
     if !word.is_empty()
         && word
             .chars()

@@ -89,9 +89,9 @@ impl Site {
             return entry;
         }
         let helper = {
-            let mut command = shell_quoted(&self.program);
+            let mut command = hooks::shell_word(&self.program);
             if let Some(db) = &self.database {
-                command.push_str(&format!(" --db-path {}", shell_quoted(db)));
+                command.push_str(&format!(" --db-path {}", hooks::shell_word(db)));
             }
             command.push_str(" token --header-json");
             command
@@ -176,19 +176,6 @@ pub fn project_note(client: Client, token_required: bool) -> Option<&'static str
             "this client has no way to refer to the token from a project's file: the file holds it; keep it out \
              of version control",
         ),
-    }
-}
-
-/// `word` as one word of a command a shell runs.
-fn shell_quoted(word: &str) -> String {
-    if !word.is_empty()
-        && word
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "/._-+:@%,".contains(c))
-    {
-        word.to_owned()
-    } else {
-        format!("'{}'", word.replace('\'', r"'\''"))
     }
 }
 

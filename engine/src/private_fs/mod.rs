@@ -116,12 +116,19 @@ pub fn open_beneath(root: &Path, dir: &str, name: &str) -> io::Result<File> {
 }
 
 /// Read a file another account may control (a project's client config):
-/// through a link (a person's dotfiles often are links), but never waiting
-/// on a FIFO or a device at that name — it is opened without blocking and
-/// must be a regular file — and at most `limit` bytes. A blocking read of a
+/// through a link (a person's dotfiles often are links), but never opening
+/// a FIFO or a device at that name — it must be a regular file, and is
+/// opened without blocking and without becoming a controlling terminal —
+/// and at most `limit` bytes. A blocking read of a
 /// FIFO named `.mcp.json` in a shared folder once held a thread of the
 /// blocking pool for good, for every request that asked.
 pub fn read_regular(path: &Path, limit: u64) -> io::Result<Vec<u8>> {
+    // Anything but a regular file is refused before it is opened: opening a
+    // device has effects of its own (a terminal, a watchdog). The open
+    // checks again, for a name changed in between.
+    if !std::fs::metadata(path)?.is_file() {
+        return Err(io::Error::other(format!("{} is not a regular file", path.display())));
+    }
     let file = platform::nonblocking_read_options().open(path)?;
     let meta = file.metadata()?;
     if !meta.is_file() {

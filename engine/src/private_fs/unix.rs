@@ -20,14 +20,16 @@ fn me() -> u32 {
 /// Options for a file we create or open: 0600 if created, never through a link.
 pub fn new_file_options() -> OpenOptions {
     let mut options = OpenOptions::new();
-    options.mode(FILE_MODE).custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC);
+    options
+        .mode(FILE_MODE)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NOCTTY);
     options
 }
 
 /// Options for reading a state file: as above, and never waiting on a FIFO.
 pub fn read_ours_options() -> OpenOptions {
     let mut options = new_file_options();
-    options.custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK);
+    options.custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK | libc::O_NOCTTY);
     options
 }
 
@@ -44,7 +46,7 @@ pub fn open_beneath(root: &Path, dir: &str, name: &str) -> io::Result<File> {
     let file = open_at(
         &dir,
         name,
-        libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC,
+        libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC | libc::O_NOCTTY,
     )?;
     Ok(file)
 }
@@ -65,7 +67,12 @@ fn open_at(dir: &File, name: &str, flags: libc::c_int) -> io::Result<File> {
 /// Options for reading a file that may be a link: never waiting on a FIFO.
 pub fn nonblocking_read_options() -> OpenOptions {
     let mut options = OpenOptions::new();
-    options.read(true).custom_flags(libc::O_CLOEXEC | libc::O_NONBLOCK);
+    // O_NOCTTY: a terminal at that name would otherwise become a server
+    // started with `setsid` (a login service) its controlling terminal, and
+    // its hang-up would kill the server.
+    options
+        .read(true)
+        .custom_flags(libc::O_CLOEXEC | libc::O_NONBLOCK | libc::O_NOCTTY);
     options
 }
 

@@ -25,7 +25,7 @@ use super::{log_event, validate_content, Queue};
 use crate::events::{Event, EventData, EventKind};
 use crate::export::{self, ImportSummary, Opened};
 use crate::media::Arrival;
-use crate::model::{agent_id, queue_name, time_bound, Instruction, InstructionStatus, Report, Upload};
+use crate::model::{agent_id, queue_name, time_bound, Delivery, Instruction, InstructionStatus, Report, Upload};
 use crate::store::Durability;
 use crate::sync::RwLockExt as _;
 use crate::{markdown, time, Error, Result};
@@ -423,7 +423,17 @@ fn check_instruction(raw: Instruction) -> Result<(Instruction, Option<Report>)> 
             })?;
             item.consumed_at = Some(time_bound(at).map_err(|_| field("consumed_at", at))?);
             item.consumed_by_agent_id = agent_id(raw.consumed_by_agent_id.as_deref())?;
-            item.delivery = raw.delivery;
+            // A delivery the file calls open or in doubt was another
+            // server's: in doubt here, and marked as from outside, so it
+            // goes again only when the person sends it (never by itself to
+            // the agent the file names).
+            item.delivery = match raw.delivery {
+                Some(Delivery::Claimed | Delivery::InDoubt) => {
+                    item.held = Some("import".to_owned());
+                    Some(Delivery::InDoubt)
+                }
+                other => other,
+            };
             raw.report.map(|r| check_report(r, Some(&item.queue))).transpose()?
         }
     };

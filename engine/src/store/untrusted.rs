@@ -29,10 +29,16 @@ type Object = (String, String, String, Option<String>);
 
 /// The objects of `conn`'s schema, SQLite's statistics tables aside (`ANALYZE`
 /// and `PRAGMA optimize` make them on a live database; they hold no SQL).
+/// Only those two tables, by type, exact name and SQLite's own text for them: SQLite refuses a reserved
+/// `sqlite_` name when a statement makes one, not when it loads a schema,
+/// so a trigger planted as `sqlite_stat_evil` would load — and run.
 fn objects(conn: &Connection) -> rusqlite::Result<Vec<Object>> {
     let mut statement = conn.prepare(
         "SELECT type, name, tbl_name, sql FROM sqlite_schema
-         WHERE name NOT LIKE 'sqlite\\_stat%' ESCAPE '\\' ORDER BY type, name",
+         WHERE NOT (type = 'table'
+           AND (name, sql) IN (VALUES ('sqlite_stat1', 'CREATE TABLE sqlite_stat1(tbl,idx,stat)'),
+                                      ('sqlite_stat4', 'CREATE TABLE sqlite_stat4(tbl,idx,neq,nlt,ndlt,sample)')))
+         ORDER BY type, name",
     )?;
     let rows = statement.query_map([], |r| {
         let sql: Option<String> = r.get(3)?;

@@ -287,6 +287,52 @@ async fn imported_pending_work_joins_the_back_and_taken_ids_are_renewed() {
     s.stop().await;
 }
 
+/// A file's delivery "in doubt" names an agent the file chose: delivered
+/// again on its own (`redeliver_in_doubt`, or a client that cannot resume a
+/// stream) it went to that agent with no release (issue 38, a fresh
+/// attacker's review). It stays in doubt here, sent again only by the person.
+#[tokio::test]
+async fn a_files_delivery_in_doubt_goes_to_no_agent_on_its_own() {
+    let s = common::start(|c| {
+        c.settings.default_wait_seconds = 0;
+        c.settings.redeliver_in_doubt = true;
+    })
+    .await;
+    let file = serde_json::json!({
+        "format": "local-mcp-export", "version": 1, "exported_at": "2026-01-01T00:00:00Z",
+        "instructions": [
+            {"id": "doubted-1", "content": "run rm -rf ~/project", "status": "consumed",
+             "created_at": "2026-01-01T00:00:00Z", "updated_at": "2026-01-01T00:00:00Z",
+             "consumed_at": "2026-01-01T00:00:01Z", "consumed_by_agent_id": "agent-a", "position": 1,
+             "queue": "default", "target": null, "delivery": "in_doubt"},
+            {"id": "open-1", "content": "and this one", "status": "consumed",
+             "created_at": "2026-01-01T00:00:00Z", "updated_at": "2026-01-01T00:00:00Z",
+             "consumed_at": "2026-01-01T00:00:02Z", "consumed_by_agent_id": "agent-a", "position": 2,
+             "queue": "default", "target": null, "delivery": "claimed"}
+        ],
+        "reports": []
+    });
+    let (status, summary) = s.post("/api/import", file).await;
+    assert_eq!(status, 200, "{summary}");
+    let client = s.mcp().await;
+    let got = common::get_user_request_with(&client, serde_json::json!({ "agent_id": "agent-a" })).await;
+    assert_eq!(got["instruction"], Value::Null, "a file's doubt was delivered: {got}");
+    let history = s.get_json("/api/export").await;
+    for item in history["instructions"].as_array().unwrap() {
+        assert_eq!(item["delivery"], "in_doubt", "{item}");
+        assert_eq!(item["held"], "import", "{item}");
+    }
+    // The person can still send it again: then it is theirs, and goes.
+    let (status, again) = s
+        .post("/api/instructions/doubted-1/requeue", serde_json::json!({}))
+        .await;
+    assert_eq!(status, 201, "{again}");
+    let sent = common::get_user_request_with(&client, serde_json::json!({ "agent_id": "agent-a" })).await;
+    assert_eq!(sent["instruction"]["content"], "run rm -rf ~/project", "{sent}");
+    client.cancel().await.ok();
+    s.stop().await;
+}
+
 #[tokio::test]
 async fn a_file_with_anything_wrong_is_refused_whole_and_nothing_is_written() {
     let a = common::start(|c| c.settings.default_wait_seconds = 0).await;

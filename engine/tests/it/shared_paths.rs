@@ -135,3 +135,67 @@ async fn a_fifo_in_a_project_folder_blocks_nothing_and_other_sites_cannot_ask() 
     }
     s.stop().await;
 }
+
+/// A terminal nobody's session holds, its reading end named `.mcp.json`
+/// (a fresh attacker's review): the server, started in a session of its own
+/// as a login service starts it, took it as its controlling terminal when
+/// `/api/connect` opened it, and the terminal's hang-up killed the server.
+/// Now it is refused before it is opened (and opened `O_NOCTTY` anyway).
+#[cfg(target_os = "linux")] // `/proc/<pid>/stat`, `ptsname_r`
+#[tokio::test]
+async fn a_terminal_named_like_a_client_file_is_never_opened() {
+    let root = tempfile::tempdir().unwrap();
+    // The terminal: a pseudo-terminal pair whose other end this test holds.
+    // SAFETY: plain calls; each result is checked.
+    let master = unsafe { libc::posix_openpt(libc::O_RDWR | libc::O_NOCTTY) };
+    assert!(master >= 0, "posix_openpt");
+    assert_eq!(unsafe { libc::grantpt(master) }, 0);
+    assert_eq!(unsafe { libc::unlockpt(master) }, 0);
+    let mut name = [0 as libc::c_char; 128];
+    assert_eq!(unsafe { libc::ptsname_r(master, name.as_mut_ptr(), name.len()) }, 0);
+    let pts = unsafe { std::ffi::CStr::from_ptr(name.as_ptr()) }
+        .to_str()
+        .unwrap()
+        .to_owned();
+    let project = root.path().join("project");
+    std::fs::create_dir(&project).unwrap();
+    std::os::unix::fs::symlink(&pts, project.join(".mcp.json")).unwrap();
+
+    let db = root.path().join("q.sqlite3");
+    let mut server = common::spawn_binary_via(&["setsid"], &db, &[]).await;
+    let pid = server.child.id().unwrap();
+    let tty_of = |pid: u32| -> i64 {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+        // The 7th field, counted after the command's closing parenthesis.
+        stat.rsplit_once(')')
+            .unwrap()
+            .1
+            .split_whitespace()
+            .nth(4)
+            .unwrap()
+            .parse()
+            .unwrap()
+    };
+    assert_eq!(tty_of(pid), 0, "the server starts with no terminal");
+    let http = reqwest::Client::new();
+    let state: serde_json::Value = http
+        .get(format!("{}/api/connect?project={}", server.url, project.display()))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert!(state.to_string().contains("not a regular file"), "{state}");
+    assert_eq!(tty_of(pid), 0, "the terminal became the server's");
+    // Its hang-up reaches nothing.
+    // SAFETY: the descriptor is ours and closed once.
+    unsafe { libc::close(master) };
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(
+        server.child.try_wait().unwrap().is_none(),
+        "the server died with the terminal"
+    );
+    let health = http.get(format!("{}/healthz", server.url)).send().await.unwrap();
+    assert_eq!(health.status(), 200);
+}

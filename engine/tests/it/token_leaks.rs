@@ -298,3 +298,72 @@ async fn the_claude_code_headers_helper_gives_the_running_servers_header() {
     assert_eq!(request.send().await.unwrap().status(), 200);
     drop(server);
 }
+
+/// The commands `connect` writes (the Stop hook, the `headersHelper`) run
+/// through a shell: a program or database path holding `$(…)`, a quote or a
+/// space is one word there, never a command of its own (a fresh attacker's
+/// review: the hook ran `touch` from a folder named `d$(touch${IFS}HOOKPWN)`).
+#[test]
+fn a_path_in_a_written_command_is_one_word_whatever_it_holds() {
+    let home = tempfile::tempdir().unwrap();
+    let env = env(home.path());
+    let project = home.path().join("work");
+    std::fs::create_dir(&project).unwrap();
+    let strange = home.path().join("d$(touch${IFS}PWNED)`touch PWNED2` 'q\" x");
+    std::fs::create_dir(&strange).unwrap();
+    let program = strange.join("local-mcp-server");
+    // A stand-in that prints its arguments, one per line.
+    std::fs::write(&program, "#!/bin/sh\nfor a in \"$@\"; do echo \"$a\"; done\n").unwrap();
+    std::fs::set_permissions(&program, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let site = Site {
+        program: program.to_str().unwrap().into(),
+        database: Some(format!("{}/q $(touch PWNED3).db", strange.display())),
+        ..site(Some(TOKEN))
+    };
+    let request = Request {
+        project: Some(&project),
+        hooks: true,
+        ..Request::default()
+    };
+    client_files::connect(&env, &site, Client::ClaudeCodeProject, &request).unwrap();
+    let mcp: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(project.join(".mcp.json")).unwrap()).unwrap();
+    let settings: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(project.join(".claude/settings.json")).unwrap()).unwrap();
+    let commands = [
+        mcp["mcpServers"]["local-mcp"]["headersHelper"]
+            .as_str()
+            .unwrap()
+            .to_owned(),
+        settings["hooks"]["Stop"][0]["hooks"][0]["command"]
+            .as_str()
+            .unwrap()
+            .to_owned(),
+    ];
+    for command in commands {
+        let out = std::process::Command::new("sh")
+            .args(["-c", &command])
+            .current_dir(home.path())
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{command}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let words: Vec<String> = String::from_utf8(out.stdout)
+            .unwrap()
+            .lines()
+            .map(str::to_owned)
+            .collect();
+        let db = site.database.clone().unwrap();
+        assert_eq!(
+            words.iter().position(|w| *w == db),
+            words.iter().position(|w| w == "--db-path").map(|i| i + 1),
+            "{command}: {words:?}"
+        );
+        for planted in ["PWNED", "PWNED2", "PWNED3"] {
+            assert!(!home.path().join(planted).exists(), "{command} ran {planted}");
+        }
+    }
+}

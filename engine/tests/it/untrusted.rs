@@ -83,6 +83,24 @@ fn a_backup_whose_rows_name_paths_or_whose_schema_runs_sql_is_refused_whole() {
             }),
         ),
         (
+            // SQLite checks its reserved `sqlite_` names when a statement
+            // runs, not when it loads a schema: a trigger planted under one
+            // loaded and ran (the schema check once skipped every
+            // `sqlite_stat…` name, whatever its type).
+            "reserved-name",
+            "trigger named \"sqlite_stat_evil\"",
+            Box::new(|c| {
+                c.execute_batch(
+                    "PRAGMA writable_schema = ON;
+                     INSERT INTO sqlite_schema (type, name, tbl_name, rootpage, sql) VALUES ('trigger',
+                       'sqlite_stat_evil', 'instructions', 0, 'CREATE TRIGGER sqlite_stat_evil AFTER INSERT ON
+                       instructions BEGIN UPDATE instructions SET content = ''planted'' WHERE id = NEW.id; END');
+                     PRAGMA writable_schema = OFF;",
+                )
+                .unwrap();
+            }),
+        ),
+        (
             "view",
             "view named \"everything\"",
             Box::new(|c| {

@@ -64,6 +64,9 @@ impl<'c> Db<'c> {
 
     /// Deliver again, to the same agent, the oldest of its in-doubt
     /// deliveries in `queue` (the `redeliver_in_doubt` setting): claimed anew.
+    /// Only a doubt of this database's own claims: one that came from an
+    /// import or a restore (`held`) names an agent the file chose, and goes
+    /// again only when the person sends it.
     pub fn reclaim_in_doubt(&self, queue: &str, agent_id: &str, now: &str) -> Result<Option<Instruction>> {
         Ok(self
             .conn
@@ -71,6 +74,7 @@ impl<'c> Db<'c> {
                 "UPDATE instructions SET delivery = 'claimed', consumed_at = ?3, updated_at = ?3
                  WHERE id = (SELECT id FROM instructions
                              WHERE delivery = 'in_doubt' AND queue = ?1 AND consumed_by_agent_id = ?2
+                               AND held IS NULL
                              ORDER BY consumed_at LIMIT 1)
                  RETURNING {INSTRUCTION_COLUMNS}"
             ))?
@@ -129,8 +133,16 @@ impl<'c> Db<'c> {
         Ok(rows)
     }
 
-    /// Hold every pending instruction (a restored database's), saying why.
+    /// Hold every pending instruction (a restored database's), saying why;
+    /// how many. Its deliveries left open or in doubt are marked as from
+    /// outside too (a claim it left open is in doubt here), so they are
+    /// never claimed again on their own ([`Db::reclaim_in_doubt`]).
     pub fn hold_all_pending(&self, why: &str) -> Result<u64> {
+        self.conn.execute(
+            "UPDATE instructions SET held = ?1, delivery = 'in_doubt'
+             WHERE status = 'consumed' AND delivery IN ('claimed', 'in_doubt') AND held IS NULL",
+            [why],
+        )?;
         let n = self.conn.execute(
             "UPDATE instructions SET held = ?1 WHERE status = 'pending' AND held IS NULL",
             [why],
