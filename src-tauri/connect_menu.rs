@@ -126,7 +126,13 @@ fn run(app: &AppHandle, client: Option<Client>) {
                 Ok(changes) => {
                     let body = changes
                         .iter()
-                        .map(|c| format!("{}{}", c.file, c.note.as_deref().map(|n| format!(" — {n}")).unwrap_or_default()))
+                        .map(|c| {
+                            format!(
+                                "{}{}",
+                                c.file,
+                                c.note.as_deref().map(|n| format!(" — {n}")).unwrap_or_default()
+                            )
+                        })
                         .collect::<Vec<_>>()
                         .join("\n");
                     notify::send(&handle, &format!("{} connected to local-mcp", client.name()), &body);
