@@ -3,9 +3,10 @@
 //! own page), a quick-add box and OS notifications. It only uses the engine's
 //! public handle (URL, events, config); the engine knows nothing of Tauri.
 //! When a headless `local-mcp-server` already holds the database, the shell
-//! attaches to it instead (`run_attached`): same window, tray and
+//! attaches to it instead (`attached.rs`): same window, tray and
 //! notifications, fed by that server's page and event stream.
 
+mod attached;
 mod backend;
 mod channel;
 mod clipboard;
@@ -149,13 +150,15 @@ pub fn run() -> ExitCode {
     let started = match tauri::async_runtime::block_on(engine::start(config, shutdown.clone())) {
         Ok(engine) => Started::Engine(engine),
         // A headless server serves this database already: be its window and tray.
-        Err(engine::Error::InUse(why)) => match attach_to(&db_path, connection_file, servers_dir, api_token) {
-            Some(remote) => Started::Attached(remote),
-            None => {
-                eprintln!("local-mcp: could not start: {why}");
-                return ExitCode::from(engine::lock::EXIT_IN_USE);
+        Err(engine::Error::InUse(why)) => {
+            match attached::attach_to(&db_path, connection_file, servers_dir, api_token) {
+                Some(remote) => Started::Attached(remote),
+                None => {
+                    eprintln!("local-mcp: could not start: {why}");
+                    return ExitCode::from(engine::lock::EXIT_IN_USE);
+                }
             }
-        },
+        }
         Err(e) => {
             eprintln!("local-mcp: could not start: {e}");
             return ExitCode::FAILURE;
@@ -182,7 +185,7 @@ pub fn run() -> ExitCode {
             let handle = app.handle().clone();
             let shown = match in_setup.lock_anyway().take() {
                 Some(Started::Engine(engine)) => run_engine(app, engine),
-                Some(Started::Attached(remote)) => run_attached(app, remote, setup_shutdown.clone()),
+                Some(Started::Attached(remote)) => attached::run_attached(app, remote, setup_shutdown.clone()),
                 None => Err("the engine was not there to show".into()),
             };
             if let Err(e) = shown {
@@ -323,63 +326,7 @@ fn run_engine(app: &mut tauri::App, engine: Engine) -> Result<(), Box<dyn std::e
     Ok(())
 }
 
-/// The shell as the window and tray of a headless server that already
-/// holds the database: its page, its event stream, the tooltip says whose.
-fn run_attached(
-    app: &mut tauri::App,
-    remote: engine::client::remote::Remote,
-    shutdown: CancellationToken,
-) -> Result<(), Box<dyn std::error::Error>> {
-    tracing::info!(url = %remote.base, "a local-mcp server already serves this database; attaching to it");
-    let handle = app.handle().clone();
-    let shell = shell_for(&remote.base, remote.token.clone(), Some(remote.clone()))?;
-    // Its page sessions are that server's own (its instance is in the
-    // cookie's name and MAC): the window's cookie is made for it.
-    let instance = tauri::async_runtime::block_on(remote_instance(&remote));
-    app.manage(Shell {
-        database: remote.db.as_deref().and_then(engine::config::named_database),
-        credentials: Arc::new(engine::Credentials::for_instance(remote.token.clone(), instance)),
-        ..shell
-    });
-    let items = tray::create(&handle)?;
-    let (tx, events) = tokio::sync::broadcast::channel(256);
-    let gone_app = handle.clone();
-    let base = remote.base.clone();
-    tauri::async_runtime::spawn(remote.follow(
-        tx,
-        // Back again: the status sent on reconnecting redraws the tray.
-        move |gone| {
-            if gone {
-                tray::say(&gone_app, view::TrayIcon::Offline, &view::attached_gone(&base));
-            }
-        },
-        shutdown,
-    ));
-    tauri::async_runtime::spawn(follow_engine(handle, items, events));
-    Ok(())
-}
-
-/// The instance id of the server `remote` (empty when it cannot be read: the
-/// window's page then asks for the token, if one is required).
-async fn remote_instance(remote: &engine::client::remote::Remote) -> String {
-    let target = engine::client::target::Target {
-        base: remote.base.clone(),
-        token: remote.token.clone(),
-        db: remote.db.clone(),
-    };
-    match engine::client::Client::new(target) {
-        Ok(client) => match client.status().await {
-            Ok(status) => status.server.instance,
-            Err(e) => {
-                tracing::warn!(error = ?e, "cannot read the attached server's status");
-                String::new()
-            }
-        },
-        Err(_) => String::new(),
-    }
-}
-
-fn shell_for(
+pub(crate) fn shell_for(
     base: &str,
     token: Option<String>,
     attached: Option<engine::client::remote::Remote>,
@@ -395,42 +342,6 @@ fn shell_for(
         engine: Mutex::new(None),
         attached,
         database: None,
-    })
-}
-
-/// The server that holds `db` (its lock file names its URL), with the token
-/// it publishes (in the running servers' list, or the `connection_file`
-/// named) or else the one configured here.
-fn attach_to(
-    db: &std::path::Path,
-    connection_file: Option<std::path::PathBuf>,
-    servers_dir: Option<std::path::PathBuf>,
-    api_token: Option<String>,
-) -> Option<engine::client::remote::Remote> {
-    use engine::client::target::Source;
-    let base = engine::lock::holder(db)?.url?;
-    // What it published, when it describes this server, carries the token it requires;
-    // else the configured one. `resolve` also refuses a server another account runs.
-    let target = Source::new(None, None, connection_file, db.to_owned(), servers_dir, None)
-        .and_then(|source| source.resolve())
-        .ok()
-        .filter(|t| t.base == base)
-        .map_or_else(
-            || {
-                Source::Fixed {
-                    url: base,
-                    token: api_token,
-                }
-                .resolve()
-            },
-            Ok,
-        )
-        .map_err(|e| tracing::warn!(error = %e, "cannot attach to the server that holds the database"))
-        .ok()?;
-    Some(engine::client::remote::Remote {
-        base: target.base,
-        token: target.token,
-        db: Some(db.to_owned()),
     })
 }
 
@@ -455,7 +366,7 @@ fn stop(engine: Engine, shutdown: &CancellationToken) {
 
 /// React to engine events: tray on every status change, notifications on
 /// consumption (and, if wanted, when an agent starts waiting on an empty queue).
-async fn follow_engine(
+pub(crate) async fn follow_engine(
     app: AppHandle,
     items: tray::TrayItems,
     mut events: tokio::sync::broadcast::Receiver<std::sync::Arc<engine::Event>>,
