@@ -21,6 +21,8 @@
 //! - `stop_hook_active` is true: it already went on once because of a stop
 //!   hook this turn (blocking again could loop forever);
 //! - the person held the agent's queue, or stopped that agent;
+//! - the agent waits through a task (its call moved to the background: the
+//!   next instruction starts its next turn by itself);
 //! - local-mcp is not running (there is nothing to wait on), or the input is
 //!   not a Stop hook's.
 //!
@@ -128,6 +130,12 @@ pub async fn stop(
     if let Some(me) = this_agent(&status.agents, &queue, agent.as_deref(), shape, session.as_deref()) {
         if me.stop_requested || me.last_result_type == Some(crate::model::ResultType::Stop) {
             return allow(&format!("{} was stopped", me.agent_id));
+        }
+        // Its call went to the background as a task: the next instruction
+        // arrives as the task's result and starts its next turn. Blocking
+        // would make it call again, and a second task cost it a turn.
+        if me.in_task {
+            return allow(&format!("{} waits through a background task", me.agent_id));
         }
     }
     println!("{}", block(shape, CONTINUE_REASON));

@@ -170,6 +170,10 @@ impl Seen {
             // Versions are dates: the 2026-07-28 revision dropped resumable streams.
             no_resume: protocol.is_some_and(|v| v.as_str() >= "2026-07-28"),
             silent: silent_until_answer(asking.meta),
+            // SEP-2663: a call takes a task when its own capabilities (its
+            // `_meta`, from 2026-07-28 on) declare the extension — Claude
+            // Code declares it per call, not on a subagent's.
+            tasks: asking.meta.client_capabilities().is_some_and(|c| c.supports_tasks()),
         };
         if let Some(limit) = caller.client.as_ref().and_then(|c| limit_of(&c.name)) {
             tracing::debug!(

@@ -202,23 +202,9 @@ impl Direct {
             carried: head.extensions.get::<Carried>().cloned(),
             notify: Notify::Stream(tx.clone()),
         };
-        let call = get_user_request::call(self.handler.queue.clone(), params.arguments, asked, caller);
-        // The call's future goes into the task as it is, followed by the
-        // send: awaited inside an `async` block it would be moved and held
-        // twice (that block's upvar and its awaited copy) for the whole wait.
-        tokio::spawn(call.then(move |outcome| {
-            let message = match outcome {
-                Ok(result) => {
-                    let mut result = ServerResult::from(CallToolResponse::from(result));
-                    shape_for_revision(&mut result);
-                    ServerJsonRpcMessage::response(result, id.clone())
-                }
-                Err(error) => ServerJsonRpcMessage::error(error, Some(id.clone())),
-            };
-            let json = encode(&message).or_else(|| {
-                let error = McpError::internal_error("the answer could not be encoded", None);
-                encode(&ServerJsonRpcMessage::error(error, Some(id)))
-            });
+        let queue = self.handler.queue.clone();
+        let send = move |outcome: Result<CallToolResponse, McpError>| {
+            let json = message_of(outcome, id, shape_for_revision);
             async move {
                 drop(registered);
                 if let Some(json) = json {
@@ -226,7 +212,17 @@ impl Direct {
                     let _ = tx.send(json).await;
                 }
             }
-        }));
+        };
+        if caller.tasks {
+            // Answered at once, with what it can take or a task: nothing waits.
+            tokio::spawn(get_user_request::call_in_task(queue, params.arguments, asked, caller).then(send));
+        } else {
+            let call = get_user_request::call(queue, params.arguments, asked, caller);
+            // The call's future goes into the task as it is, followed by the
+            // send: awaited inside an `async` block it would be moved and held
+            // twice (that block's upvar and its awaited copy) for the whole wait.
+            tokio::spawn(call.then(move |outcome| send(outcome.map(Into::into))));
+        }
         // Like rmcp: a caller that negotiated in `_meta` gets its response
         // head with the first message (a dropped request before it is the
         // caller gone: `disconnect`); any other gets it at once.
@@ -253,6 +249,27 @@ impl Direct {
             .insert("x-accel-buffering", HeaderValue::from_static("no"));
         response
     }
+}
+
+/// The JSON-RPC message that answers request `id` with `outcome`, shaped
+/// for the caller's revision.
+fn message_of(
+    outcome: Result<CallToolResponse, McpError>,
+    id: RequestId,
+    shape_for_revision: fn(&mut ServerResult),
+) -> Option<String> {
+    let message = match outcome {
+        Ok(response) => {
+            let mut result = ServerResult::from(response);
+            shape_for_revision(&mut result);
+            ServerJsonRpcMessage::response(result, id.clone())
+        }
+        Err(error) => ServerJsonRpcMessage::error(error, Some(id.clone())),
+    };
+    encode(&message).or_else(|| {
+        let error = McpError::internal_error("the answer could not be encoded", None);
+        encode(&ServerJsonRpcMessage::error(error, Some(id)))
+    })
 }
 
 /// The call in `body` sent with `headers`, if it is one this path answers

@@ -11,6 +11,7 @@ mod direct;
 mod disconnect;
 mod forgotten;
 mod logs;
+mod tasks;
 mod tools;
 
 use std::sync::Arc;
@@ -23,7 +24,10 @@ use rmcp::model::{
     ListPromptsResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams, ReadResourceRequestParams,
     ReadResourceResponse, ServerCapabilities, ServerConfig, Tool,
 };
-use rmcp::model::{DiscoverResult, InitializeRequestParams, InitializeResult, ServerJsonRpcMessage};
+use rmcp::model::{
+    CancelTaskParams, DiscoverResult, GetTaskParams, GetTaskResult, InitializeRequestParams, InitializeResult,
+    ServerJsonRpcMessage, UpdateTaskParams,
+};
 use rmcp::service::RequestContext;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
@@ -83,6 +87,7 @@ impl ServerHandler for LocalMcp {
                 .enable_resources()
                 .enable_prompts()
                 .enable_logging()
+                .enable_tasks()
                 .build(),
         )
         .with_server_info(
@@ -158,7 +163,17 @@ impl ServerHandler for LocalMcp {
         self.clients
             .started(&client_limits::Asking::of(&ctx, self.sessions), &request.client_info);
         ctx.peer.set_peer_info(request.clone());
-        self.negotiate_initialize(&request)
+        // The tasks extension is the 2026-07-28 revision's (a caller declares
+        // it per call, in `_meta`): a 2025 `initialize` is not offered it.
+        self.negotiate_initialize(&request).map(|mut result| {
+            if let Some(extensions) = result.capabilities.extensions.as_mut() {
+                extensions.remove(rmcp::model::TASKS_EXTENSION_ID);
+                if extensions.is_empty() {
+                    result.capabilities.extensions = None;
+                }
+            }
+            result
+        })
     }
 
     /// The 2026-07-28 opening (Claude Code 2.1 sends it instead of
@@ -174,6 +189,22 @@ impl ServerHandler for LocalMcp {
         ))
     }
 
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, McpError> {
+        tasks::get(&self.queue, &request.task_id, tools::get_user_request::Asked::of(&ctx)).await
+    }
+
+    async fn cancel_task(&self, request: CancelTaskParams, _ctx: RequestContext<RoleServer>) -> Result<(), McpError> {
+        tasks::cancel(&self.queue, &request.task_id).await
+    }
+
+    async fn update_task(&self, request: UpdateTaskParams, _ctx: RequestContext<RoleServer>) -> Result<(), McpError> {
+        tasks::update(&self.queue, &request.task_id).await
+    }
+
     fn get_tool(&self, name: &str) -> Option<Tool> {
         tools::all().into_iter().find(|t| t.name == name)
     }
@@ -184,7 +215,7 @@ impl ServerHandler for LocalMcp {
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         let caller = self.clients.caller(&client_limits::Asking::of(&ctx, self.sessions));
-        tools::call(&self.queue, request, ctx, caller).await.map(Into::into)
+        tools::call(&self.queue, request, ctx, caller).await
     }
 }
 

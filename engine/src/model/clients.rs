@@ -175,6 +175,9 @@ pub struct Caller {
     /// stream), so no keep-alive reaches it, and its HTTP client's read
     /// timeout is its limit.
     pub silent: bool,
+    /// It takes a task for this call (it declared the MCP tasks extension):
+    /// answered at once, with a task it polls, instead of a waiting call.
+    pub tasks: bool,
 }
 
 /// The read timeout of the HTTP clients MCP SDKs use, for a call that can

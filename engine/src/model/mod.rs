@@ -11,6 +11,7 @@ mod queues;
 mod reports;
 mod settings;
 mod status;
+mod tasks;
 mod templates;
 
 pub use attachments::{
@@ -32,6 +33,7 @@ pub use queues::{
 pub use reports::{report_args, Report, MAX_OPTIONS, MAX_OPTION_CHARS, MAX_REPORT_BYTES};
 pub use settings::{field, Field, FromEnvironment, Kind, Settings, SettingsPatch, FIELDS};
 pub use status::{AgentSummary, RecoveryNotice, Refusal, ServerState, ServerSummary, StatusSnapshot};
+pub use tasks::{TaskRecord, TaskStatus, TaskView};
 pub use templates::{suffix, template_name, with_suffix, Template, TemplateBody, TemplateFile, MAX_SUFFIX_CHARS};
 
 use schemars::JsonSchema;
@@ -327,6 +329,11 @@ pub struct AgentStatus {
     /// that share it are one client session using several ids (subagents).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session: Option<String>,
+    /// It waits through a task (the MCP tasks extension): no call is open;
+    /// its client asks for the task now and then, and gets the next
+    /// instruction as the task's result.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub in_task: bool,
 }
 
 /// Queue counts.

@@ -8,12 +8,29 @@
 
 use super::{log_event, Queue};
 use crate::events::{Event, EventData, EventKind};
-use crate::model::{Caller, DeliveredAttachment, InReplyTo, Instruction, ResultType};
+use crate::model::{Caller, DeliveredAttachment, InReplyTo, Instruction, ResultType, TaskStatus};
 use crate::sync::RwLockExt as _;
 use crate::{time, Result};
 
 /// A claimed instruction and what its agent is told of its files.
 pub(super) type Taken = (Instruction, Vec<DeliveredAttachment>, Option<InReplyTo>);
+
+/// A working task a claim binds what it finds to.
+#[derive(Clone)]
+pub(super) struct Bind {
+    pub id: String,
+    pub created_at: String,
+}
+
+impl Bind {
+    /// Whole seconds from the task's start to `now`.
+    fn waited(&self, now: &str) -> u64 {
+        match (time::parse(&self.created_at), time::parse(now)) {
+            (Some(start), Some(end)) => (end - start).whole_seconds().max(0) as u64,
+            _ => 0,
+        }
+    }
+}
 
 /// What one claim transaction found.
 pub(super) enum Claim {
@@ -32,12 +49,17 @@ impl Queue {
     /// claim, and what its client says about itself), a call that gets
     /// nothing still records that the agent was seen, and the agent's client
     /// and client session are noted.
+    ///
+    /// With `task` (a poll of that working task, `tasks.rs`), what it finds
+    /// is bound to the task in the same transaction — or nothing, if another
+    /// poll bound something first.
     pub(super) async fn claim(
         &self,
         queue: &str,
         agent: &str,
         offer: Option<String>,
         first: Option<Caller>,
+        task: Option<Bind>,
     ) -> Result<Claim> {
         let (queue, agent) = (queue.to_owned(), agent.to_owned());
         // What the client said about itself, kept on the agent's row (once per call).
@@ -64,11 +86,22 @@ impl Queue {
                 if first.is_some() {
                     db.confirm_sent(&queue, &agent, &now)?;
                 }
+                if let Some(task) = &task {
+                    // Two polls at once: the one that came second binds nothing.
+                    if db.task(&task.id)?.is_none_or(|t| t.status != TaskStatus::Working) {
+                        return Ok((Claim::Nothing, events));
+                    }
+                }
                 let key = (queue.clone(), agent.clone());
                 if i.stops().contains(&key) && db.take_stop(&queue, &agent)? {
                     db.touch_agent(&queue, &agent, &now, Some(ResultType::Stop))?;
                     note(db, first.as_ref())?;
-                    return Ok((Claim::Stopped(db.eligible_count(&queue, &agent)?), events));
+                    let remaining = db.eligible_count(&queue, &agent)?;
+                    if let Some(task) = &task {
+                        let result = super::wait::stopped_result(&queue, remaining, task.waited(&now));
+                        db.complete_task(&task.id, None, &result, &now)?;
+                    }
+                    return Ok((Claim::Stopped(remaining), events));
                 }
                 let item = if i.is_held(&queue) {
                     None
@@ -85,7 +118,11 @@ impl Queue {
                         None
                     };
                     match again {
-                        Some(item) => Some(item),
+                        Some(item) => {
+                            // A task that carried it must not hand it over again.
+                            db.cancel_task_of_instruction(&item.id, super::tasks::SENT_AGAIN, &now)?;
+                            Some(item)
+                        }
                         None => match db.claim(&queue, &agent, offer.as_deref(), &now)? {
                             None if offer.is_some() => db.claim(&queue, &agent, None, &now)?,
                             got => got,
@@ -108,7 +145,7 @@ impl Queue {
                     db,
                     Event::new(
                         EventKind::InstructionConsumed,
-                        now,
+                        now.clone(),
                         EventData::Instruction(item.clone()),
                         Some(left),
                     ),
@@ -129,6 +166,17 @@ impl Queue {
                     }),
                     None => None,
                 };
+                if let Some(task) = &task {
+                    let suffix = i.queues.read_anyway().get(&queue).and_then(|r| r.suffix.clone());
+                    let result = super::wait::delivered_result(
+                        &queue,
+                        (item.clone(), delivered.clone(), in_reply_to.clone()),
+                        remaining,
+                        task.waited(&now),
+                        suffix.as_deref(),
+                    );
+                    db.complete_task(&task.id, Some(&item.id), &result, &now)?;
+                }
                 Ok((Claim::Got(Box::new((item, delivered, in_reply_to)), remaining), events))
             },
             move |i, (claim, events)| {

@@ -54,6 +54,13 @@ impl Queue {
                         let mut events = Vec::new();
                         for (id, fate) in &batch {
                             let Some(item) = db.set_delivery(id, Delivery::Claimed, *fate, &now)? else {
+                                // A task's answer given again (a poll after one cut off,
+                                // or after a restart): written now, so sent after all.
+                                if *fate == Delivery::Sent {
+                                    if let Some(item) = db.set_delivery(id, Delivery::InDoubt, Delivery::Sent, &now)? {
+                                        events.push(fate_event(db, &now, item)?);
+                                    }
+                                }
                                 continue;
                             };
                             // Only a doubt changes what a person sees.
@@ -76,6 +83,31 @@ impl Queue {
         if doubted > 0 {
             self.mark_status_dirty();
         }
+        Ok(())
+    }
+
+    /// Settle a claimed delivery at once (not through the writer task): a
+    /// cancelled task's, whose answer is known not to be on its way.
+    pub(super) async fn settle_now(&self, id: &str, fate: Delivery) -> Result<()> {
+        let id = id.to_owned();
+        self.blocking(move |i| {
+            i.store.write(
+                Durability::Full,
+                |db| {
+                    let now = time::now();
+                    db.set_delivery(&id, Delivery::Claimed, fate, &now)?
+                        .map(|item| fate_event(db, &now, item))
+                        .transpose()
+                },
+                |event| {
+                    if let Some(e) = event {
+                        i.bus.publish(e.clone());
+                    }
+                },
+            )
+        })
+        .await?;
+        self.mark_status_dirty();
         Ok(())
     }
 

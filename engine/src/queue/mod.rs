@@ -22,9 +22,12 @@ mod import;
 mod queues;
 mod reports;
 mod status;
+mod tasks;
 mod templates;
 mod uploads;
 mod wait;
+
+pub use wait::Answer;
 
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
@@ -77,6 +80,8 @@ struct Inner {
     dispatch: dispatch::Dispatch,
     /// Live `get_user_request` calls per agent (supersede, "waiting", stop).
     calls: agents::Calls,
+    /// Tasks polled lately (agents waiting through a task).
+    tasks: tasks::Live,
     /// (queue, agent) with a stop request not delivered yet: mirrors the
     /// stored requests so a claim touches them only when there is one.
     stops: std::sync::Mutex<std::collections::HashSet<(String, String)>>,
@@ -125,6 +130,7 @@ impl Queue {
                 queues: RwLock::new(queues.into_iter().map(|q| (q.name.clone(), q)).collect()),
                 dispatch: dispatch::Dispatch::default(),
                 calls: agents::Calls::default(),
+                tasks: tasks::Live::default(),
                 stops: std::sync::Mutex::new(stops.into_iter().collect()),
                 status_dirty: Notify::new(),
                 settle,
@@ -141,6 +147,7 @@ impl Queue {
         let settler = tokio::spawn(delivery::settle_loop(queue.clone(), settling));
         *queue.inner.settler.lock_anyway() = Some(settler);
         tokio::spawn(status::fault_watch(queue.clone()));
+        tokio::spawn(tasks::sweep_loop(queue.clone()));
         Ok(queue)
     }
 
@@ -154,7 +161,13 @@ impl Queue {
 
     /// A request was refused for want of the token: shown in the status
     /// (the page says an agent was turned away) until a later one replaces it.
+    /// Only an agent's (`/mcp`): a browser's first requests before its
+    /// sign-in are refused too, and would replace the agent's, which is the
+    /// one the person must act on.
     pub fn note_refused(&self, path: &str, user_agent: &str) {
+        if !(path == "/mcp" || path.starts_with("/mcp/")) {
+            return;
+        }
         *self.inner.refused.lock_anyway() = Some(crate::model::Refusal {
             at: time::now(),
             path: path.to_owned(),

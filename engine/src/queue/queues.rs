@@ -229,7 +229,8 @@ impl Queue {
         let queue = queue.map(queue_name).transpose()?;
         let agent = agent.map(|a| agent_id(Some(a))).transpose()?.flatten();
         if let Some(a) = &agent {
-            let listening = self.inner.calls.waiting_agents();
+            let mut listening = self.inner.calls.waiting_agents();
+            listening.extend(self.agents_in_tasks());
             if listening
                 .iter()
                 .any(|(q, id)| id == a && queue.as_ref().is_none_or(|x| x == q))
@@ -239,22 +240,53 @@ impl Queue {
                 )));
             }
         }
-        let stale = u64::from(self.settings().agent_stale_after_seconds);
-        let seen_before = time::format(
-            ::time::OffsetDateTime::now_utc() - ::time::Duration::seconds(i64::try_from(stale).unwrap_or(i64::MAX)),
-        );
-        let (q, a) = (queue.clone(), agent.clone());
+        // Without a name: exactly the agents the page and `status` call
+        // offline (`agent_state`), by name — silence alone would also take
+        // one still working on what it took, and miss one that was stopped.
+        let names: Vec<(String, String)> = match &agent {
+            Some(a) => {
+                let q = queue.clone();
+                let a = a.clone();
+                self.blocking(move |i| i.store.read(|db| db.agents(u32::MAX)))
+                    .await?
+                    .into_iter()
+                    .filter(|row| row.agent_id == a && q.as_ref().is_none_or(|q| *q == row.queue))
+                    .map(|row| (row.queue, row.agent_id))
+                    .collect()
+            }
+            None => {
+                let stale = self.settings().agent_stale_after_seconds;
+                self.blocking(move |i| i.store.read(|db| db.agents(u32::MAX)))
+                    .await?
+                    .into_iter()
+                    .filter(|row| queue.as_ref().is_none_or(|q| *q == row.queue))
+                    .filter(|row| {
+                        let waiting = self.inner.calls.waiting(&row.queue, &row.agent_id) > 0
+                            || self.waits_in_task(&row.queue, &row.agent_id);
+                        super::agents::agent_state(row, waiting, stale) == crate::model::AgentState::Offline
+                    })
+                    .map(|row| (row.queue, row.agent_id))
+                    .collect()
+            }
+        };
         let forgotten = self
             .blocking(move |i| {
                 i.store.write(
                     Durability::Full,
-                    |db| db.forget_agents(q.as_deref(), a.as_deref(), &seen_before),
+                    |db| {
+                        let mut gone = Vec::new();
+                        for (q, a) in &names {
+                            gone.extend(db.forget_agent(q, a)?);
+                        }
+                        Ok(gone)
+                    },
                     |_| (),
                 )
             })
             .await?;
         // Those listening now are no one to forget (a waiting call re-lists its agent).
-        let listening = self.inner.calls.waiting_agents();
+        let mut listening = self.inner.calls.waiting_agents();
+        listening.extend(self.agents_in_tasks());
         let forgotten: Vec<crate::model::AgentRef> = forgotten
             .into_iter()
             .filter(|(q, id)| !listening.iter().any(|(lq, lid)| lq == q && lid == id))

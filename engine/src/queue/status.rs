@@ -56,7 +56,8 @@ impl Queue {
         let mut agents: Vec<AgentStatus> = activity
             .into_iter()
             .map(|a| {
-                let waiting = self.inner.calls.waiting(&a.queue, &a.agent_id) > 0;
+                let in_task = self.waits_in_task(&a.queue, &a.agent_id);
+                let waiting = self.inner.calls.waiting(&a.queue, &a.agent_id) > 0 || in_task;
                 let asks = asking(&a.queue, &a.agent_id);
                 let state = match agent_state(&a, waiting, settings.agent_stale_after_seconds) {
                     AgentState::Listening if asks.is_some() => AgentState::NeedsYou,
@@ -79,6 +80,7 @@ impl Queue {
                     asking: asks,
                     client,
                     session: a.session,
+                    in_task,
                     queue: a.queue,
                     agent_id: a.agent_id,
                     last_seen_at: Some(a.last_seen_at),
@@ -100,6 +102,7 @@ impl Queue {
                     asking: asks,
                     client: None,
                     session: None,
+                    in_task: false,
                     agent_id: id,
                     queue,
                     stop_requested: false,

@@ -88,15 +88,62 @@ impl Queue {
     /// `caller` is what the call's client says about itself: its wait ends
     /// inside that client's limit, and a call without `agent_id` is the
     /// agent its client session (or its client) already is ([`Queue::agent_for`]).
-    pub async fn get_user_request(
+    pub fn get_user_request<'a>(
+        &'a self,
+        queue: Option<&'a str>,
+        agent_id: Option<&'a str>,
+        caller: Caller,
+        report: Option<(String, Vec<String>)>,
+        caller_gone: CancellationToken,
+        waiting: Option<tokio::sync::oneshot::Sender<u32>>,
+    ) -> impl std::future::Future<Output = Result<(UserRequestResult, WaitOutcome)>> + Send + 'a {
+        // A combinator, not another `async fn` around `answer`: every waiting
+        // call keeps this future, and a layer of state machine is its size
+        // again (~650 bytes).
+        let waits = Waits {
+            caller_gone,
+            waiting,
+            task: false,
+        };
+        futures::FutureExt::map(
+            self.answer(queue, agent_id, caller, report, waits),
+            |answered| match answered? {
+                Answer::Now(result, outcome) => Ok((result, outcome)),
+                Answer::Task(_) => Err(crate::Error::internal(
+                    "answering a call that waits",
+                    "it was answered with a task",
+                )),
+            },
+        )
+    }
+
+    /// [`Queue::get_user_request`] for a caller that takes tasks (the MCP
+    /// tasks extension): what it can take now, or else a task — stored
+    /// before it is answered — that its polls bind the next instruction to
+    /// (`tasks.rs`). Nothing waits here.
+    pub async fn get_user_request_or_task(
         &self,
         queue: Option<&str>,
         agent_id: Option<&str>,
         caller: Caller,
         report: Option<(String, Vec<String>)>,
-        caller_gone: CancellationToken,
-        waiting: Option<tokio::sync::oneshot::Sender<u32>>,
-    ) -> Result<(UserRequestResult, WaitOutcome)> {
+    ) -> Result<Answer> {
+        let waits = Waits {
+            caller_gone: CancellationToken::new(),
+            waiting: None,
+            task: true,
+        };
+        self.answer(queue, agent_id, caller, report, waits).await
+    }
+
+    async fn answer(
+        &self,
+        queue: Option<&str>,
+        agent_id: Option<&str>,
+        caller: Caller,
+        report: Option<(String, Vec<String>)>,
+        waits: Waits,
+    ) -> Result<Answer> {
         let queue = queue_or_default(queue)?;
         let given = self::agent_id(agent_id)?;
         let call = async {
@@ -104,8 +151,7 @@ impl Queue {
                 Some(agent) => agent,
                 None => self.agent_for(&queue, &caller).await?,
             };
-            self.take_or_wait(&queue, &agent, caller, report, caller_gone, waiting)
-                .await
+            self.take_or_wait(&queue, &agent, caller, report, waits).await
         };
         match call.await {
             Err(fault) if fault.is_storage_fault() => {
@@ -120,7 +166,7 @@ impl Queue {
                     remaining_pending: 0,
                     waited_seconds: 0,
                 };
-                Ok((result, WaitOutcome::Unwritable))
+                Ok(Answer::Now(result, WaitOutcome::Unwritable))
             }
             other => other,
         }
@@ -167,9 +213,13 @@ impl Queue {
         agent: &str,
         caller: Caller,
         report: Option<(String, Vec<String>)>,
-        caller_gone: CancellationToken,
-        waiting: Option<tokio::sync::oneshot::Sender<u32>>,
-    ) -> Result<(UserRequestResult, WaitOutcome)> {
+        waits: Waits,
+    ) -> Result<Answer> {
+        let Waits {
+            caller_gone,
+            waiting,
+            task,
+        } = waits;
         let max_wait = caller.max_wait();
         let (queue, agent) = (queue.to_owned(), agent.to_owned());
         let started = Instant::now();
@@ -188,9 +238,14 @@ impl Queue {
         };
 
         let settings = self.settings();
-        let ended = match self.claim(&queue, &agent, None, Some(caller)).await? {
+        let ended = match self.claim(&queue, &agent, None, Some(caller), None).await? {
             Claim::Got(item, remaining) => Ok((item, remaining)),
             Claim::Stopped(remaining) => Err((WaitOutcome::Stopped, remaining)),
+            Claim::Nothing if task => {
+                drop(line);
+                drop(call);
+                return Ok(Answer::Task(self.open_task(&queue, &agent).await?));
+            }
             Claim::Nothing => {
                 // The caller's client may cancel sooner than the setting: end
                 // the wait inside its limit (`mcp::client_limits`).
@@ -228,33 +283,16 @@ impl Queue {
             Ok(claimed) => claimed,
             Err((outcome, remaining)) => return self.finish_empty(&queue, &agent, outcome, remaining, waited).await,
         };
-        let (item, attachments, in_reply_to) = *taken;
         self.mark_status_dirty();
-        tracing::info!(queue = %queue, agent_id = %agent, waited_seconds = waited, result_type = "instruction", id = %item.id, remaining, "get_user_request");
-        // The queue's suffix goes with the text as delivered; the stored text stays as written.
+        tracing::info!(queue = %queue, agent_id = %agent, waited_seconds = waited, result_type = "instruction", id = %taken.0.id, remaining, "get_user_request");
         let suffix = self
             .inner
             .queues
             .read_anyway()
             .get(&queue)
             .and_then(|r| r.suffix.clone());
-        let result = UserRequestResult {
-            status: "ok".into(),
-            result_type: ResultType::Instruction,
-            queue,
-            instruction: Some(DeliveredInstruction {
-                consumed_at: item.consumed_at.unwrap_or_default(),
-                id: item.id,
-                content: crate::model::with_suffix(item.content, suffix.as_deref()),
-                target: item.target,
-                attachments,
-                in_reply_to,
-            }),
-            response: None,
-            remaining_pending: remaining,
-            waited_seconds: waited,
-        };
-        Ok((result, WaitOutcome::Delivered))
+        let result = delivered_result(&queue, *taken, remaining, waited, suffix.as_deref());
+        Ok(Answer::Now(result, WaitOutcome::Delivered))
     }
 
     /// Wait for an offer until `deadline`; claim only while the caller is
@@ -290,7 +328,7 @@ impl Queue {
                     {
                         continue; // the next turn reports why; leaving gives the offer back
                     }
-                    let claimed = self.claim(queue, agent, offer, None).await;
+                    let claimed = self.claim(queue, agent, offer, None, None).await;
                     self.inner.dispatch.settle(place);
                     match claimed? {
                         Claim::Got(item, remaining) => return Ok(Ok((item, remaining))),
@@ -311,7 +349,7 @@ impl Queue {
         outcome: WaitOutcome,
         remaining: u64,
         waited: u64,
-    ) -> Result<(UserRequestResult, WaitOutcome)> {
+    ) -> Result<Answer> {
         let settings = self.settings();
         let (result_type, response) = if outcome == WaitOutcome::Stopped {
             (ResultType::Stop, STOP_RESPONSE.to_owned())
@@ -332,7 +370,7 @@ impl Queue {
         };
         self.mark_status_dirty();
         tracing::info!(queue = %queue, agent_id = %agent, waited_seconds = waited, result_type = result_type.as_str(), outcome = ?outcome, "get_user_request");
-        Ok((
+        Ok(Answer::Now(
             UserRequestResult {
                 status: "ok".into(),
                 result_type,
@@ -363,6 +401,61 @@ impl Queue {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
     }
+}
+
+/// The result that hands a claimed instruction over. The queue's suffix
+/// goes with the text as delivered; the stored text stays as written.
+pub(super) fn delivered_result(
+    queue: &str,
+    (item, attachments, in_reply_to): Taken,
+    remaining: u64,
+    waited: u64,
+    suffix: Option<&str>,
+) -> UserRequestResult {
+    UserRequestResult {
+        status: "ok".into(),
+        result_type: ResultType::Instruction,
+        queue: queue.to_owned(),
+        instruction: Some(DeliveredInstruction {
+            consumed_at: item.consumed_at.unwrap_or_default(),
+            id: item.id,
+            content: crate::model::with_suffix(item.content, suffix),
+            target: item.target,
+            attachments,
+            in_reply_to,
+        }),
+        response: None,
+        remaining_pending: remaining,
+        waited_seconds: waited,
+    }
+}
+
+/// The result that tells a stopped agent so.
+pub(super) fn stopped_result(queue: &str, remaining: u64, waited: u64) -> UserRequestResult {
+    UserRequestResult {
+        status: "ok".into(),
+        result_type: ResultType::Stop,
+        queue: queue.to_owned(),
+        instruction: None,
+        response: Some(STOP_RESPONSE.to_owned()),
+        remaining_pending: remaining,
+        waited_seconds: waited,
+    }
+}
+
+/// How a call is answered: now, or — for a caller that takes tasks and
+/// found nothing to take — with a task it polls (`tasks.rs`).
+pub enum Answer {
+    Now(UserRequestResult, WaitOutcome),
+    Task(crate::model::TaskView),
+}
+
+/// How a call may wait: what ends it, whom to tell it began, and whether
+/// it is answered with a task instead.
+struct Waits {
+    caller_gone: CancellationToken,
+    waiting: Option<tokio::sync::oneshot::Sender<u32>>,
+    task: bool,
 }
 
 /// What can end a wait besides an offer or the deadline.

@@ -267,6 +267,30 @@ const MIGRATIONS: &[&str] = &[
     r#"
     ALTER TABLE agent_activity ADD COLUMN left_at TEXT;
     "#,
+    // 12: `get_user_request` as an MCP task (SEP-2663, issue 40): a caller
+    // that takes tasks gets one at once and polls it. Its row is all there
+    // is of it (no connection, no runtime task), so it outlives a restart.
+    // An instruction is bound to it only inside a poll (`instruction_id`,
+    // the answer frozen in `result`), so a task nobody polls consumes
+    // nothing. `polled_at` is kept to the hour: a task is forgotten a week
+    // after it was last polled.
+    r#"
+    CREATE TABLE tasks (
+        id TEXT PRIMARY KEY,
+        queue TEXT NOT NULL,
+        agent_id TEXT NOT NULL,
+        status TEXT NOT NULL CHECK (status IN ('working', 'completed', 'cancelled')),
+        status_message TEXT,
+        instruction_id TEXT,
+        result TEXT,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL,
+        polled_at TEXT NOT NULL
+    );
+    CREATE INDEX tasks_of_agent ON tasks(queue, agent_id) WHERE status = 'working';
+    CREATE INDEX tasks_of_instruction ON tasks(instruction_id) WHERE instruction_id IS NOT NULL;
+    CREATE INDEX tasks_by_poll ON tasks(polled_at);
+    "#,
 ];
 
 /// The schema version this build writes.

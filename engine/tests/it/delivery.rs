@@ -69,7 +69,7 @@ fn noise_png(w: u32, h: u32, seed: u64) -> Vec<u8> {
 /// An instruction whose answer is ~7 MiB (six inline images): more than the
 /// kernel's socket buffers hold, so a client that does not read cannot be
 /// sent it in full.
-async fn add_big(s: &common::Server, content: &str) -> String {
+pub(crate) async fn add_big(s: &common::Server, content: &str) -> String {
     let mut form = reqwest::multipart::Form::new().text("content", content.to_owned());
     for n in 0..6 {
         let png = noise_png(480, 480, 0x9E37_79B9 + n);

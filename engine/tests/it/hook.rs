@@ -13,7 +13,7 @@ use serde_json::{json, Value};
 use tokio::io::AsyncWriteExt;
 
 /// Claude Code's Stop input, as its hooks reference documents it.
-fn stop_input(active: bool) -> String {
+pub(crate) fn stop_input(active: bool) -> String {
     json!({
         "session_id": "abc123",
         "transcript_path": "/home/me/.claude/projects/p/abc123.jsonl",
@@ -39,7 +39,7 @@ fn vscode_stop_input(active: bool) -> String {
 }
 
 /// Run the hook with `input` on stdin; its exit code, stdout and stderr.
-async fn hook(url: &str, extra: &[&str], input: &str) -> (i32, String, String) {
+pub(crate) async fn hook(url: &str, extra: &[&str], input: &str) -> (i32, String, String) {
     hook_as("claude-stop", url, extra, input).await
 }
 

@@ -43,6 +43,7 @@ mod security;
 #[cfg(unix)]
 mod shared_paths;
 mod storage;
+mod tasks;
 mod templates;
 #[cfg(unix)]
 mod threats;

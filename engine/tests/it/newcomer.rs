@@ -98,12 +98,16 @@ async fn agents_are_forgotten_one_or_all_gone_but_not_one_listening() {
     assert_eq!(body["forgotten"], json!([{ "queue": "default", "agent_id": "old-a" }]));
     assert_eq!(listed(&s.get_json("/api/status").await), ["keep", "old-b"]);
 
-    // Gone ones (not heard from for longer than the stale setting) go together.
+    // Gone ones go together: exactly those the page calls offline. One
+    // that took an instruction is working on it, however long it is silent.
+    s.add("busy with this").await;
+    common::get_user_request_with(&client, json!({ "agent_id": "worker" })).await;
     tokio::time::sleep(Duration::from_millis(1_100)).await;
     common::get_user_request_with(&client, json!({ "agent_id": "keep" })).await;
+    assert_eq!(state_of(&s, "worker").await, "working");
     let (ok, out, err) = common::cli(&s, &["forget", "--gone"]).await;
     assert!(ok && out.contains("forgot old-b (default)"), "{out}{err}");
-    assert_eq!(listed(&s.get_json("/api/status").await), ["keep"]);
+    assert_eq!(listed(&s.get_json("/api/status").await), ["keep", "worker"]);
     client.cancel().await.ok();
     s.stop().await;
 }
@@ -124,6 +128,15 @@ async fn an_agent_refused_for_its_token_is_said_and_the_token_is_printed() {
         .await
         .unwrap();
     assert_eq!(r.status(), 401);
+    // A browser's requests before its sign-in are refused too, and must not
+    // hide the agent's refusal (a fresh page made the note vanish).
+    let page = reqwest::Client::new()
+        .get(s.api("/api/reports"))
+        .header("user-agent", "Mozilla/5.0 HeadlessChrome")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(page.status(), 401);
     let status: Value = s
         .http
         .get(s.api("/api/status"))

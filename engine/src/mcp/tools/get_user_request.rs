@@ -18,8 +18,9 @@ use base64::Engine as _;
 use futures::future::{BoxFuture, Either};
 use rmcp::handler::server::common::schema_for_type;
 use rmcp::model::{
-    CallToolResult, ContentBlock as Content, JsonObject, ProgressNotification, ProgressNotificationParam,
-    ProgressToken, ResourceContents, ServerJsonRpcMessage, ServerNotification, Tool, ToolAnnotations,
+    CallToolResponse, CallToolResult, ContentBlock as Content, JsonObject, ProgressNotification,
+    ProgressNotificationParam, ProgressToken, ResourceContents, ServerJsonRpcMessage, ServerNotification, Tool,
+    ToolAnnotations,
 };
 #[allow(deprecated)] // see `announce_wait`
 use rmcp::model::{LoggingLevel, LoggingMessageNotification, LoggingMessageNotificationParam};
@@ -33,7 +34,7 @@ use super::{portable, tool_error};
 use crate::mcp::disconnect::{Carried, ClientGone};
 use crate::model::UserRequestResult;
 use crate::model::{Caller, Delivery};
-use crate::queue::Queue;
+use crate::queue::{Answer, Queue};
 
 pub const NAME: &str = "get_user_request";
 
@@ -230,6 +231,37 @@ pub fn call(
     })
 }
 
+/// A call whose client takes tasks (it declared the extension in this
+/// call's capabilities): answered at once — with what it can take now, or
+/// else with a task its client polls (`mcp::tasks`). Nothing waits.
+pub fn call_in_task(
+    queue: Queue,
+    arguments: Option<JsonObject>,
+    asked: Asked,
+    caller: Caller,
+) -> BoxFuture<'static, Result<CallToolResponse, McpError>> {
+    let Wanted {
+        queue_name,
+        agent_id,
+        report,
+    } = match read_arguments(arguments, asked.queue_in_url) {
+        Ok(wanted) => wanted,
+        Err(refused) => return Box::pin(std::future::ready(Ok(refused.into()))),
+    };
+    let carried = asked.carried;
+    Box::pin(async move {
+        let _in_flight = queue.call_in_flight();
+        let answered = queue
+            .get_user_request_or_task(queue_name.as_deref(), agent_id.as_deref(), caller, report)
+            .await;
+        match answered {
+            Ok(Answer::Task(view)) => Ok(CallToolResponse::Task(crate::mcp::tasks::created(&view))),
+            Ok(Answer::Now(result, _outcome)) => answer(Ok(result), carried.as_ref(), &queue).await.map(Into::into),
+            Err(e) => answer(Err(e), carried.as_ref(), &queue).await.map(Into::into),
+        }
+    })
+}
+
 /// The tool's answer from the queue's. Boxed: made once a call has ended,
 /// it would otherwise be laid out after the wait's state in every call.
 fn answer(
@@ -285,7 +317,7 @@ fn read_arguments(
 /// ride inline, read from their delivery copies (inside the attachments
 /// folder, never through a link: `Queue::attachment_file`). One that cannot
 /// be read goes by path only (and its JSON says so).
-async fn shape(mut result: UserRequestResult, queue: Queue) -> Result<CallToolResult, McpError> {
+pub(crate) async fn shape(mut result: UserRequestResult, queue: Queue) -> Result<CallToolResult, McpError> {
     let mut blocks = Vec::new();
     if let Some(instruction) = result.instruction.as_mut() {
         for a in instruction.attachments.iter_mut().filter(|a| a.inline) {
@@ -354,7 +386,7 @@ async fn announce_wait(notify: &Notify, token: Option<ProgressToken>, wait_secon
 /// Have the response-body guard settle this delivery: `sent` once the
 /// answer is written out in full, `in_doubt` if it is cut off. Without the
 /// guard (not over HTTP) the claim stays open and the next start doubts it.
-fn settle_when_written(carried: Option<&Carried>, queue: &Queue, id: String) {
+pub(crate) fn settle_when_written(carried: Option<&Carried>, queue: &Queue, id: String) {
     let Some(carried) = carried else {
         return;
     };

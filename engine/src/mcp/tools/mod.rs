@@ -6,7 +6,7 @@ pub mod get_user_request;
 
 use std::sync::Arc;
 
-use rmcp::model::{CallToolRequestParams, CallToolResult, ContentBlock, Tool};
+use rmcp::model::{CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Tool};
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer};
 
@@ -29,10 +29,10 @@ pub async fn call(
     request: CallToolRequestParams,
     ctx: RequestContext<RoleServer>,
     caller: crate::model::Caller,
-) -> Result<CallToolResult, McpError> {
+) -> Result<CallToolResponse, McpError> {
     match request.name.as_ref() {
-        get_user_request::NAME => {
-            get_user_request::call(
+        get_user_request::NAME if caller.tasks => {
+            get_user_request::call_in_task(
                 queue.clone(),
                 request.arguments,
                 get_user_request::Asked::of(&ctx),
@@ -40,6 +40,14 @@ pub async fn call(
             )
             .await
         }
+        get_user_request::NAME => get_user_request::call(
+            queue.clone(),
+            request.arguments,
+            get_user_request::Asked::of(&ctx),
+            caller,
+        )
+        .await
+        .map(Into::into),
         other => Err(McpError::invalid_params(
             format!("unknown tool {other:?}; the tools are: {}", names().join(", ")),
             None,

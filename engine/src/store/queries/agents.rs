@@ -32,25 +32,14 @@ impl<'c> Db<'c> {
         Ok(())
     }
 
-    /// Forget agents of `queue` (or of all queues): the one named, or with
-    /// `None` every one last seen before `seen_before`. Returns the
-    /// (queue, agent id) of those forgotten.
-    pub fn forget_agents(
-        &self,
-        queue: Option<&str>,
-        agent_id: Option<&str>,
-        seen_before: &str,
-    ) -> Result<Vec<(String, String)>> {
-        let mut stmt = self.conn.prepare_cached(
-            "DELETE FROM agent_activity
-             WHERE (?1 IS NULL OR queue = ?1)
-               AND (?2 IS NOT NULL AND agent_id = ?2 OR ?2 IS NULL AND last_seen_at < ?3)
-             RETURNING queue, agent_id",
-        )?;
-        let rows = stmt
-            .query_map(params![queue, agent_id, seen_before], |r| Ok((r.get(0)?, r.get(1)?)))?
-            .collect::<rusqlite::Result<Vec<_>>>()?;
-        Ok(rows)
+    /// Forget one agent of `queue`: its row goes (a later call lists it
+    /// again); what was forgotten, as (queue, agent id).
+    pub fn forget_agent(&self, queue: &str, agent_id: &str) -> Result<Option<(String, String)>> {
+        Ok(self
+            .conn
+            .prepare_cached("DELETE FROM agent_activity WHERE queue = ?1 AND agent_id = ?2 RETURNING queue, agent_id")?
+            .query_row(params![queue, agent_id], |r| Ok((r.get(0)?, r.get(1)?)))
+            .optional()?)
     }
 
     /// Ask an agent of `queue` to stop; `false` when no such agent was ever seen.

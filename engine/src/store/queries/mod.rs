@@ -12,6 +12,7 @@ mod instructions;
 mod queues;
 mod reports;
 mod settings;
+mod tasks;
 mod templates;
 
 use rusqlite::Connection;
