@@ -14,5 +14,5 @@ if has_display; then
   bash scripts/setup-system.sh build
   exec cargo run --release --locked -p local-mcp --bin local-mcp -- "$@"
 fi
-echo "No display here: starting the headless server (local-mcp-server). The page is at http://127.0.0.1:8000/" >&2
+echo "No display here: starting the headless server (local-mcp-server); its ready line below gives the page's address." >&2
 exec cargo run --release --locked -p local-mcp-engine --bin local-mcp-server -- "$@"

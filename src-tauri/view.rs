@@ -594,6 +594,7 @@ mod tests {
                 last_result_type: None,
                 client: None,
                 session: None,
+                in_task: false,
             })
             .collect();
         s

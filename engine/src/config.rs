@@ -63,6 +63,11 @@ impl Config {
     }
 }
 
+/// The help heading of the flags that say which local-mcp a command means
+/// (its database, config, connection file; `--url`, `--token`): listed apart
+/// from each command's own.
+pub const WHICH_SERVER: &str = "Which local-mcp";
+
 /// Flags and environment variables shared by `local-mcp-server` and the tray app.
 /// Every one is global: `--port 8123 start` and `start --port 8123` mean the
 /// same, and `start --help` lists them.
@@ -75,7 +80,7 @@ pub struct ServeArgs {
     #[arg(long = "port", env = "LOCAL_MCP_PORT", global = true)]
     pub http_port: Option<u16>,
     /// SQLite database file [default: local_mcp.sqlite3 in the platform data folder]
-    #[arg(long, env = "LOCAL_MCP_DB_PATH", global = true)]
+    #[arg(long, env = "LOCAL_MCP_DB_PATH", global = true, help_heading = WHICH_SERVER)]
     pub db_path: Option<PathBuf>,
     /// Log filter, e.g. info, debug, local_mcp=trace [default: info]
     #[arg(long, env = "LOCAL_MCP_LOG_LEVEL", global = true)]
@@ -88,7 +93,7 @@ pub struct ServeArgs {
     #[command(flatten)]
     pub settings: SettingsPatch,
     /// Stateless MCP (true, survives restarts) or sessions (false) [default: true]
-    #[arg(long, env = "LOCAL_MCP_STATELESS", value_parser = clap::builder::BoolishValueParser::new())]
+    #[arg(long, env = "LOCAL_MCP_STATELESS", value_parser = clap::builder::BoolishValueParser::new(), global = true)]
     pub mcp_stateless: Option<bool>,
     /// Require `Authorization: Bearer <token>` on /api and /mcp (empty = off)
     #[arg(long, env = "LOCAL_MCP_API_TOKEN", hide_env_values = true, global = true)]
@@ -97,13 +102,13 @@ pub struct ServeArgs {
     #[arg(long, global = true)]
     pub no_port_fallback: bool,
     /// TOML config file [default: config.toml in the platform config folder, if present]
-    #[arg(long, env = "LOCAL_MCP_CONFIG", global = true)]
+    #[arg(long, env = "LOCAL_MCP_CONFIG", global = true, help_heading = WHICH_SERVER)]
     pub config: Option<PathBuf>,
     /// Connection-info file: written by a running instance, read by the CLI and
     /// the stdio bridge [default: the server of the default database writes
     /// connection.json in the platform config folder; each server also writes
     /// servers/<database>.json there, which the CLI finds by --db-path]
-    #[arg(long, env = "LOCAL_MCP_CONNECTION_FILE", global = true)]
+    #[arg(long, env = "LOCAL_MCP_CONNECTION_FILE", global = true, help_heading = WHICH_SERVER)]
     pub connection_file: Option<PathBuf>,
     /// Token file (owner-only) used when API_TOKEN is not set; the page's settings
     /// create, regenerate or remove it [default: token in the platform config folder]
@@ -142,9 +147,22 @@ impl ServeArgs {
         warn: &mut dyn FnMut(String),
     ) -> ServeArgs {
         if self.host.is_none() {
-            self.host = plain(lookup, warn, "HOST", "host", |h| {
-                parse_host(h).ok().map(|_| h.to_owned())
-            });
+            // A plain HOST is only ever a loopback address here: shells and
+            // tools set HOST for their own ends (tcsh: the host name; an
+            // inherited 0.0.0.0 once put the server on the network with
+            // nothing said). Another address takes --host or LOCAL_MCP_HOST.
+            self.host = match lookup("HOST").map(|h| (parse_host(h.trim()), h)) {
+                Some((Ok(ip), h)) if ip.is_loopback() => Some(h.trim().to_owned()),
+                Some((Ok(_), h)) => {
+                    warn(format!(
+                        "ignoring HOST={h:?}: a plain HOST is read only as a loopback address (another \
+                         program may have set it); to listen on {h} use --host or LOCAL_MCP_HOST"
+                    ));
+                    None
+                }
+                Some((Err(_), _)) => plain(lookup, warn, "HOST", "host", |_| None::<String>),
+                None => None,
+            };
         }
         if self.http_port.is_none() {
             self.http_port = plain(lookup, warn, "HTTP_PORT", "port", |p| p.parse().ok());
@@ -285,11 +303,16 @@ pub fn is_default_db(db: &Path) -> bool {
 /// stateless request at info, which drowns our own lines, so it is held to
 /// `warn` unless the filter names it.
 pub fn log_filter(level: &str) -> String {
-    if level.contains("rmcp") {
-        level.to_owned()
-    } else {
-        format!("{level},rmcp=warn")
+    let mut filter = level.to_owned();
+    if !level.contains("rmcp") {
+        filter.push_str(",rmcp=warn");
     }
+    // A bare `debug` or `trace` is about local-mcp: the HTTP stack's own
+    // (hyper, reqwest, h2…) would flood the terminal, a line per frame.
+    if !level.contains('=') && matches!(level.trim(), "debug" | "trace") {
+        filter.push_str(",hyper=info,hyper_util=info,reqwest=info,h2=info,rustls=info,tower=info,mio=info");
+    }
+    filter
 }
 
 fn parse_host(text: &str) -> Result<IpAddr> {
@@ -305,6 +328,19 @@ fn parse_host(text: &str) -> Result<IpAddr> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_bare_debug_level_is_about_local_mcp_not_the_http_stack() {
+        let debug = log_filter("debug");
+        assert!(debug.starts_with("debug,") && debug.contains("hyper=info") && debug.contains("reqwest=info"));
+        assert!(tracing_subscriber::EnvFilter::try_new(&debug).is_ok(), "{debug}");
+        assert_eq!(log_filter("info"), "info,rmcp=warn");
+        assert_eq!(
+            log_filter("hyper=trace"),
+            "hyper=trace,rmcp=warn",
+            "asked for by name: kept"
+        );
+    }
 
     #[test]
     fn flags_beat_file_beats_defaults() {

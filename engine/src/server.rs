@@ -50,7 +50,7 @@ pub async fn bind(host: IpAddr, port: u16, fallback: bool) -> Result<(TcpListene
         }
     }
     Err(Error::Startup(format!(
-        "ports {port}–{} on {host} are all in use: free one, or choose another with --port (HTTP_PORT)",
+        "ports {port}–{} on {host} are all in use: free one, or choose another with --port (LOCAL_MCP_PORT)",
         port.saturating_add(PORT_FALLBACK_TRIES)
     )))
 }
@@ -58,10 +58,10 @@ pub async fn bind(host: IpAddr, port: u16, fallback: bool) -> Result<(TcpListene
 fn bind_message(host: IpAddr, port: u16, err: &std::io::Error) -> String {
     match err.kind() {
         std::io::ErrorKind::AddrInUse => {
-            format!("port {port} on {host} is already in use (another local-mcp?): stop it, or choose another port with --port (HTTP_PORT)")
+            format!("port {port} on {host} is already in use (another local-mcp?): stop it, or choose another port with --port (LOCAL_MCP_PORT)")
         }
         std::io::ErrorKind::PermissionDenied => {
-            format!("not allowed to bind {host}:{port}: choose a port above 1023 with --port (HTTP_PORT)")
+            format!("not allowed to bind {host}:{port}: choose a port above 1023 with --port (LOCAL_MCP_PORT)")
         }
         _ => format!("cannot bind {host}:{port}: {err}"),
     }

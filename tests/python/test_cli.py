@@ -3,6 +3,7 @@ file as a new user's shell would (no flags): status, add, list, hold, release,
 stop, config, completions."""
 
 import json
+import time
 import os
 import stat
 import subprocess
@@ -121,7 +122,7 @@ def test_reports_and_reply(server):
         pytest.skip("`consume` is one raw call, which only stateless mode answers without a session")
     assert cli(server, "reports").stdout.strip() == "no reports yet"
     missing = cli(server, "reply", "bob", "hello")
-    assert missing.returncode == 1 and "bob has not reported anything in default yet" in missing.stderr
+    assert missing.returncode == 1 and "bob has not reported anything yet" in missing.stderr
     consume(server, "bob", "default", report="Which **database**?", options=["SQLite", "Postgres"])
     r = cli(server, "reports", "--agent", "bob")
     assert r.returncode == 0, r.stderr
@@ -305,6 +306,12 @@ def test_errors_a_newcomer_met_say_what_to_do(server, tmp_path):
     home.mkdir()
     r = cli(server, "connect", "vscode", "--dry-run", env_extra={"HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config")})
     assert r.returncode == 0 and "would write" in r.stdout, r.stdout + r.stderr
+    # …and says the real run would refuse it (a newcomer's walk: it promised a write that did not come).
+    assert "without --force, connect writes nothing" in r.stdout, r.stdout
+    r = cli(server, "connect", "claude-code", "--force", "--dry-run",
+            env_extra={"HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config"), "PATH": "/usr/bin:/bin"})
+    assert r.returncode == 0 and "would run Claude Code's own command" in r.stdout, r.stdout + r.stderr
+    assert "would write" not in r.stdout, "local-mcp never writes ~/.claude.json itself: " + r.stdout
 
 
 def test_config_and_connect_say_what_to_tell_the_agent(server, tmp_path):
@@ -336,6 +343,10 @@ def test_plain_variable_names_never_stop_a_start(tmp_path):
         assert "started" in started.stdout
         status = run("status")
         assert status.returncode == 0, status.stderr
+        # `stop --app` is for the tray app: it leaves a background server alone.
+        wrong = run("stop", "--app")
+        assert wrong.returncode == 1 and "no tray app serves" in wrong.stderr, wrong.stderr
+        assert run("status").returncode == 0, "still running"
         # `stop` says exactly what it stopped.
         stopped = run("stop")
         assert stopped.returncode == 0 and "stopped the background server (local-mcp-server, pid" in stopped.stdout, stopped.stdout
@@ -343,6 +354,46 @@ def test_plain_variable_names_never_stop_a_start(tmp_path):
         assert lost.returncode == 3 and "local-mcp-server start" in lost.stderr, lost.stderr
     finally:
         run("stop")
+
+
+def test_an_inherited_host_never_puts_the_server_on_the_network(tmp_path):
+    """A newcomer's walk: an inherited HOST=0.0.0.0 was honoured, and the server listened on every
+    address while its ready line said 127.0.0.1. A plain HOST is read only as a loopback address;
+    an explicit one beyond this machine is said. Server flags work after the command too."""
+    home = tmp_path / "home"
+    home.mkdir()
+    base = {"PATH": "/usr/bin:/bin", "HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config"),
+            "XDG_DATA_HOME": str(home / "data"), "XDG_STATE_HOME": str(home / "state"), "LOCAL_MCP_PORT": "0",
+            "LOCAL_MCP_LOG_DIR": "off"}
+    run = lambda env, *a: subprocess.run([server_binary(), *a], capture_output=True, text=True,  # noqa: E731
+                                         env={**base, **env}, timeout=60)
+    try:
+        started = run({"HOST": "0.0.0.0", "API_TOKEN": "tok-lan"}, "start", "--mcp-stateless", "false")
+        assert started.returncode == 0, started.stderr
+        assert 'ignoring HOST="0.0.0.0"' in started.stderr and "LOCAL_MCP_HOST" in started.stderr, started.stderr
+        status = run({"API_TOKEN": "tok-lan"}, "status", "--json")
+        url = json.loads(status.stdout)["server"]["url"]
+        assert url.startswith("http://127.0.0.1:"), status.stdout
+        port = url.rsplit(":", 1)[1]
+        # The kernel's own list of listening sockets: address and port in hex, state 0A.
+        listening = [line.split()[1] for line in open("/proc/net/tcp").read().splitlines()[1:]
+                     if line.split()[3] == "0A" and line.split()[1].endswith(f":{int(port):04X}")]
+        assert listening == [f"0100007F:{int(port):04X}"], listening
+    finally:
+        run({}, "stop")
+    db = tmp_path / "lan.sqlite3"
+    served = subprocess.Popen([server_binary(), "--db-path", str(db)], stderr=subprocess.PIPE, text=True,
+                              env={**base, "LOCAL_MCP_HOST": "0.0.0.0", "LOCAL_MCP_API_TOKEN": "tok-lan"})
+    try:
+        said = ""
+        deadline = time.monotonic() + 30
+        while "other machines can reach it" not in said:
+            assert time.monotonic() < deadline, f"no word of listening beyond this machine within 30 s: {said}"
+            said += served.stderr.readline()
+        assert "listening on 0.0.0.0:" in said, said
+    finally:
+        served.terminate()
+        served.wait(timeout=30)
 
 
 def test_the_token_command_prints_what_the_server_requires(tmp_path):

@@ -77,6 +77,13 @@ fn main() -> std::process::ExitCode {
         };
         // One line on stdout-free stderr that scripts and tests can wait for.
         eprintln!("local-mcp-server ready: {} (MCP: {})", engine.url, engine.mcp_url());
+        // Listening beyond this machine is said, whatever asked for it.
+        if !engine.addr.ip().is_loopback() {
+            eprintln!(
+                "local-mcp-server: listening on {}: other machines can reach it (each request needs the token)",
+                engine.addr
+            );
+        }
         signalled.await;
         tracing::info!("shutting down");
         shutdown.cancel();

@@ -13,10 +13,10 @@ use crate::snippets::Client;
 #[group(id = "server_address")]
 pub struct ServerAddress {
     /// URL of a running local-mcp (e.g. http://127.0.0.1:8000/mcp) instead of its connection-info file
-    #[arg(long, env = "LOCAL_MCP_URL", global = true)]
+    #[arg(long, env = "LOCAL_MCP_URL", global = true, help_heading = crate::config::WHICH_SERVER)]
     pub url: Option<String>,
     /// Bearer token to send with --url
-    #[arg(long, env = "LOCAL_MCP_TOKEN", hide_env_values = true, global = true)]
+    #[arg(long, env = "LOCAL_MCP_TOKEN", hide_env_values = true, global = true, help_heading = crate::config::WHICH_SERVER)]
     pub token: Option<String>,
 }
 
@@ -196,7 +196,7 @@ pub enum Command {
     Reply {
         /// The agent's id
         agent: String,
-        /// Its queue (default: default)
+        /// Its queue (default: whichever its newest report is in)
         #[arg(long, short)]
         queue: Option<String>,
         /// The answer; several words are joined with spaces

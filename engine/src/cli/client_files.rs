@@ -98,10 +98,18 @@ pub fn connect(source: &Source, args: ConnectArgs) -> Result<(), Failure> {
         return Ok(());
     };
     // A client that is not here: writing its file would make a folder of
-    // it and claim a connection nobody will use. Said, unless asked.
-    if project.is_none() && !args.force && !args.dry_run {
+    // it and claim a connection nobody will use. Said, unless asked; a
+    // preview still shows the file, and says the real run would refuse.
+    let absent = project.is_none() && !args.force && !client_files::client_status(&env, &site, client, None).installed;
+    if absent && args.dry_run {
+        println!(
+            "{} does not seem to be installed here: without --force, connect writes nothing. With it:",
+            client.name()
+        );
+    }
+    if absent && !args.dry_run {
         let status = client_files::client_status(&env, &site, client, None);
-        if !status.installed {
+        {
             return Err(Failure(
                 format!(
                     "{} does not seem to be installed here (no folder of its own, no command on PATH): \
@@ -177,6 +185,12 @@ fn print_change(change: &Change) {
             change.file
         ),
         Action::Absent => format!("{}: no local-mcp {what} in {}", change.client.name(), change.file),
+        // Claude Code's user scope is changed by its own command, never by us.
+        Action::WouldWrite if change.preview.as_deref().is_some_and(|p| p.starts_with("claude ")) => format!(
+            "{}: would run Claude Code's own command (it keeps {}):",
+            change.client.name(),
+            change.file
+        ),
         Action::WouldWrite => format!("{}: would write {}:", change.client.name(), change.file),
         Action::WouldRemove => format!(
             "{}: would remove the {what} from {}, leaving:",

@@ -107,6 +107,7 @@ pub fn start(serve: &ServeArgs) -> Result<(), Failure> {
                     child.id(),
                     format!("{url}{}", crate::model::MCP_PATH)
                 );
+                println!("Next, connect an agent: local-mcp-server connect claude-code (or vscode, cursor, …; `connect` lists them)");
                 break Ok(());
             }
         }
@@ -172,6 +173,17 @@ pub fn stop(serve: &ServeArgs, app: bool) -> Result<(), Failure> {
         }
         "the tray app (local-mcp"
     } else {
+        // `--app` asks for the tray app: a background server is not one.
+        if app {
+            return Err(Failure(
+                format!(
+                    "no tray app serves {}: the background server does (local-mcp-server, pid {});                      `stop` without --app stops it",
+                    db.display(),
+                    holder.pid
+                ),
+                1,
+            ));
+        }
         "the background server (local-mcp-server"
     };
     terminate(holder.pid)?;

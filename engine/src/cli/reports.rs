@@ -32,6 +32,13 @@ pub async fn reports(
     }
     // What each question was answered with: the replies queued or taken
     // (`answers` names the report a reply answers).
+    let open: Vec<String> = client
+        .status()
+        .await?
+        .agents
+        .into_iter()
+        .filter_map(|a| a.asking)
+        .collect();
     let mut replies = client.instructions("status=pending").await?;
     replies.extend(client.instructions("status=consumed&limit=200").await?);
     for r in items {
@@ -60,11 +67,18 @@ pub async fn reports(
                     "delivered"
                 }
             ),
-            None if !r.options.is_empty() => {
+            // Open (the agent's newest question, nothing delivered to it
+            // since, as the status says): answerable from here.
+            None if !r.options.is_empty() && open.contains(&r.id) => {
                 println!("answers (reply {} NUMBER picks one):", r.agent_id);
                 for (n, option) in r.options.iter().enumerate() {
                     println!("  {}. {option}", n + 1);
                 }
+            }
+            // No longer open (the agent got an instruction since, or asked
+            // again): its answers as they were, nothing to pick.
+            None if !r.options.is_empty() => {
+                println!("answers it offered (no longer open): {}", r.options.join(" | "));
             }
             None => {}
         }
@@ -96,13 +110,26 @@ fn answer_of(report: &Report, words: &[String]) -> Result<String, Failure> {
 
 /// `reply <agent> <text|N>`: answer that agent's latest report.
 pub async fn reply(client: &Client, agent: String, queue: Option<String>, words: &[String]) -> Result<(), Failure> {
-    let queue = crate::model::queue_or_default(queue.as_deref())?;
+    // Without `--queue`: the agent's newest report wherever it is, as
+    // `reports --agent` finds it (the hints `status` and `reports` print
+    // name no queue).
+    let scope = match &queue {
+        Some(q) => format!("queue={}&", crate::model::queue_name(q)?),
+        None => String::new(),
+    };
     let latest = client
-        .reports(&format!("queue={queue}&agent_id={}&limit=1", encode(&agent)))
+        .reports(&format!("{scope}agent_id={}&limit=1", encode(&agent)))
         .await?;
     let Some(report) = latest.into_iter().next() else {
-        return Err(Failure(format!("{agent} has not reported anything in {queue} yet"), 1));
+        return Err(Failure(
+            match queue {
+                Some(q) => format!("{agent} has not reported anything in {q} yet"),
+                None => format!("{agent} has not reported anything yet"),
+            },
+            1,
+        ));
     };
+    let queue = report.queue.clone();
     let answer = answer_of(&report, words)?;
     client.reply(&report.id, &answer).await?;
     println!("sent to {agent}: {answer:?} is next in {queue}");

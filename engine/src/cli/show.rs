@@ -215,7 +215,13 @@ fn instruction_line(item: &Instruction) -> String {
     };
     let files = files_words(&item.attachments);
     let files = if files.is_empty() { files } else { format!(" {files}") };
-    let target = item.target.as_deref().map(|t| format!(" [→ {t}]")).unwrap_or_default();
+    // Delivered to the agent it was for: said once.
+    let target = item
+        .target
+        .as_deref()
+        .filter(|t| item.status == InstructionStatus::Pending || item.consumed_by_agent_id.as_deref() != Some(*t))
+        .map(|t| format!(" [→ {t}]"))
+        .unwrap_or_default();
     let taken = match (item.status, item.consumed_by_agent_id.as_deref()) {
         (InstructionStatus::Consumed, Some(agent)) => format!("  [delivered to {agent}]"),
         _ => String::new(),

@@ -191,7 +191,7 @@ fn same_account(base: &str) -> Result<()> {
     Err(Error::Forbidden(format!(
         "the server at {base} is run by another account ({}), not by you: refusing to send it your \
          instructions or to relay its answers to your agent. Stop that server, or run yours on another \
-         port (HTTP_PORT) and point your agents at it",
+         port (--port, LOCAL_MCP_PORT) and point your agents at it",
         peer::describe(owner)
     )))
 }

@@ -47,11 +47,15 @@ pub fn set(env: &Env, records: &mut Records, wanted: &Value, dry_run: bool) -> R
     let json = wanted.to_string();
     let add = ["mcp", "add-json", "--scope", "user", ENTRY_NAME, "-"];
     if dry_run {
-        return Ok(change(
+        let mut preview = change(
             env,
             Action::WouldWrite,
             Some(format!("claude {} <<'EOF'\n{}\nEOF", shell_words(&add), masked(wanted))),
-        ));
+        );
+        if env.on_path("claude").is_none() {
+            preview.note = Some(NO_CLAUDE.to_owned());
+        }
+        return Ok(preview);
     }
     let claude = env.on_path("claude").ok_or_else(|| Error::Conflict(NO_CLAUDE.into()))?;
     if existing.is_some() {

@@ -97,6 +97,41 @@ async fn a_questions_answers_are_numbered_and_replies_arrive_in_order_saying_wha
     s.stop().await;
 }
 
+/// `reply AGENT N` as `status` and `reports` hint it — no queue named —
+/// answers an agent of another queue (a newcomer's walk: it looked in
+/// `default` only); a question the agent moved past offers nothing to pick.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reply_finds_the_agent_in_its_queue_and_only_open_questions_offer_answers() {
+    let s = common::start(|c| c.settings.default_wait_seconds = 0).await;
+    let agent = s.mcp_at("/mcp/q/repo-b").await;
+    common::get_user_request_with(
+        &agent,
+        json!({ "agent_id": "asker2", "report": "Branch?", "options": ["main", "dev"] }),
+    )
+    .await;
+    let (ok, out, err) = common::cli(&s, &["reports", "--agent", "asker2"]).await;
+    assert!(ok && out.contains("reply asker2 NUMBER"), "{out}{err}");
+    let (ok, out, err) = common::cli(&s, &["reply", "asker2", "2"]).await;
+    assert!(ok, "{err}");
+    assert!(out.contains("\"dev\" is next in repo-b"), "{out}");
+    let answer = common::get_user_request(&agent, Some("asker2")).await;
+    assert_eq!(answer["instruction"]["content"], "dev");
+    // Asked again, then handed something else on that very call: moved past.
+    common::get_user_request_with(
+        &agent,
+        json!({ "agent_id": "asker2", "report": "Squash?", "options": ["yes", "no"] }),
+    )
+    .await;
+    s.add_to("an unrelated instruction", "repo-b", None).await;
+    common::get_user_request(&agent, Some("asker2")).await;
+    let (ok, out, err) = common::cli(&s, &["reports", "--agent", "asker2"]).await;
+    assert!(ok, "{err}");
+    assert!(!out.contains("reply asker2 NUMBER"), "{out}");
+    assert!(out.contains("no longer open"), "{out}");
+    agent.cancel().await.ok();
+    s.stop().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn flags_go_on_either_side_of_the_command() {
     let s = common::start(|_| {}).await;
