@@ -87,11 +87,12 @@ after(() => {
 
 /**
  * Start a client (in a process group of its own, so it ends with all it
- * started). `ended(ms, what)` resolves with {code, signal} or fails naming
- * what it waited for, with the client's output.
+ * started); `stdin: "pipe"` to type into it (`child.stdin`). `ended(ms,
+ * what)` resolves with {code, signal} or fails naming what it waited for,
+ * with the client's output.
  */
-export function spawnClient(cmd, args, { env, cwd }) {
-  const child = spawn(cmd, args, { env, cwd, stdio: ["ignore", "pipe", "pipe"], detached: true });
+export function spawnClient(cmd, args, { env, cwd, stdin = "ignore" }) {
+  const child = spawn(cmd, args, { env, cwd, stdio: [stdin, "pipe", "pipe"], detached: true });
   let out = "";
   child.stdout.on("data", (d) => (out += d));
   child.stderr.on("data", (d) => (out += d));
