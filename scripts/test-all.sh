@@ -73,7 +73,8 @@ if [ "$long_wait" != "0" ]; then
   # 1.x: a 600 s wait kept alive past the SDK's 300 s silence limit; 2.x
   # (2026-07-28, nothing may be sent before the answer): the wait ends inside it.
   # Claude Code's own agent loop, with a scripted model, waits past its 120 s
-  # background threshold (tests/clients/loops/claude-code-slow.test.mjs).
+  # background threshold: its long-poll (loops/claude-code-slow.test.mjs) and,
+  # interactive, through an MCP task (loops/claude-code-tasks-slow.test.mjs).
   ( LOCAL_MCP_LONG_WAIT_SECONDS="$long_wait" timeout --kill-after=30 "$((long_wait + 600))" "$venv/bin/python" -m pytest -q -p no:cacheprovider \
       -k long_wait tests/python &
     LOCAL_MCP_LONG_WAIT_SECONDS="$long_wait" timeout --kill-after=30 "$((long_wait + 600))" "$venv1/bin/python" -m pytest -q -p no:cacheprovider \
