@@ -106,7 +106,7 @@ describe("a newcomer's first minute", () => {
         // Every queue held: the same.
         await page.locator("#queue-hold-all").click();
         await until(async () => (await ready.textContent()) === "newbie is listening; nothing goes to it while the queue is held.", { what: `${where}: the held line after Hold all` });
-        await page.locator("#queue-hold-all").click();
+        await page.locator("#queue-release-all").click();
         await until(async () => /at once/.test(await ready.textContent()), { what: `${where}: all released` });
         assert.deepEqual(errors, []);
         await context.close();

@@ -5,17 +5,18 @@
 // anything that answers it; an offline one a quiet Forget that takes it off
 // the lists, and two or more offline "Forget the N gone" (issue 39: they pile
 // up). What is forgotten goes with the next status event; an agent that calls
-// again is listed again. The questions themselves are above the rail
-// (js/asks.js); this panel points there.
+// again is listed again. Each entry shows its agent's newest report whichever
+// queue is shown (another queue's fetched once, then kept by the events). The
+// questions themselves are above the rail (js/asks.js); this panel points there.
 
 import { api } from "./api.js";
 import { $, el } from "./dom.js";
-import { goToQuestion, questionOf } from "./asks.js";
-import { clientLine, detail, loudness, needingYou, stateOf, WORDS, wordOf } from "./presence.js";
+import { goToQuestion } from "./asks.js";
+import { clientLine, detail, loudness, needingYou, questionOf, stateOf, WORDS, wordOf } from "./presence.js";
 import { answerOf, reportBlock } from "./report.js";
 import { toast } from "./toast.js";
 import { every20s, exact } from "./time.js";
-import { on, state } from "./state.js";
+import { learnReports, on, reportOf, state } from "./state.js";
 
 /** Who the header's pill leads to: { queue, agent } of the question first in line, or null. */
 let pillAsks = null;
@@ -101,6 +102,23 @@ const stopButton = (a) => rowAction(a, { action: "stop", word: "Stop", icon: STO
 const forgetButton = (a) =>
   rowAction(a, { action: "forget", word: "Forget", icon: FORGET_ICON, title: "Take it off this list (what it took and reported stays); it comes back if it calls again" });
 
+/**
+ * Agents of other queues than the shown one whose newest report was asked
+ * for (the shown queue's come with its load). Asked again once the live
+ * connection comes back: reports made meanwhile came by no event.
+ */
+const fetched = new Set();
+
+function fetchNewest(a) {
+  const key = `${a.queue}\n${a.agent_id}`;
+  if (a.queue === state.queue || fetched.has(key)) return;
+  fetched.add(key);
+  api.reports(a.queue, 1, a.agent_id).then(
+    ({ items }) => learnReports(items),
+    () => fetched.delete(key), // asked again at the next render
+  );
+}
+
 /** One agent id: lamp, id, state word, what it means now, its newest report. */
 function agentRow(a, { showQueue, client, now }) {
   const li = el("li", "agent");
@@ -126,7 +144,9 @@ function agentRow(a, { showQueue, client, now }) {
   li.append(lamp, head, line);
   if (client) li.append(el("p", "agent__client", client));
   const question = st !== "offline" ? questionOf(a) : null;
-  const report = a.queue === state.queue ? state.reports.get(a.agent_id) : null;
+  // Its newest report, whichever queue is shown (another queue's is fetched once, then kept by events).
+  const report = reportOf(a.queue, a.agent_id);
+  fetchNewest(a);
   if (question) {
     // What it asked, here too; its answers and reply box are in "Needs you", above the rail,
     // in whichever queue is shown: one place to answer it.
@@ -311,4 +331,9 @@ export function initAgents() {
     if (kind === "load" || kind === "instruction.consumed") renderList(state.status);
   });
   every20s(() => renderList(state.status));
+  let down = false;
+  on("conn", (c) => {
+    if (c === "live" && down) fetched.clear();
+    down = c === "reconnecting" || c === "polling" || c === "offline";
+  });
 }

@@ -81,7 +81,7 @@ async function reload() {
       return;
     }
     // The reports first: load() replays what arrived meanwhile (reports included) over both.
-    setReports(reports.items);
+    setReports(reports.items, queue);
     load({ pending: pending.items, consumed: consumed.items, status }, missed);
     loadError = null;
     retryMs = RETRY_LOAD_MS;

@@ -9,24 +9,15 @@
 
 import { api } from "./api.js";
 import { $, el } from "./dom.js";
-import { stateOf } from "./presence.js";
+import { questionOf, stateOf } from "./presence.js";
 import { showQueue } from "./queues.js";
 import { answerOf, reportBlock } from "./report.js";
 import { every20s, exact, relative } from "./time.js";
-import { learnAnswers, on, setQuestion, state } from "./state.js";
+import { learnAnswers, learnReports, on, setQuestion, state } from "./state.js";
 
 /** queue + agent id → its rendered question, with the key it was rendered for. */
 const shown = new Map();
 const keyOf = (a) => `${a.queue}\n${a.agent_id}`;
-
-/** The question an agent's `asking` names, if the page has it. */
-export function questionOf(agent) {
-  if (!agent.asking) return null;
-  const known = state.questions.get(agent.asking);
-  if (known) return known;
-  const newest = agent.queue === state.queue ? state.reports.get(agent.agent_id) : null;
-  return newest?.id === agent.asking ? newest : null;
-}
 
 /** Questions being fetched (asked before this page opened, in another queue). */
 const fetching = new Set();
@@ -39,6 +30,7 @@ async function fetchQuestion(agent) {
   try {
     const [reports, pending] = await Promise.all([api.reports(agent.queue, 5, agent.agent_id), api.pendingFor(agent.queue, agent.agent_id)]);
     learnAnswers(pending.items);
+    learnReports(reports.items);
     const report = reports.items.find((r) => r.id === id);
     if (report) setQuestion(report);
   } catch {
@@ -75,13 +67,32 @@ function question(agent, report, now) {
   return li;
 }
 
+/** The kind of answering control `node` is, to find the same one in another question. */
+const ANSWERING = [".report__options button", ".report__reply input", ".report__reply button"];
+const kindOf = (node) => ANSWERING.find((sel) => node.matches?.(sel)) ?? null;
+
+/**
+ * Focus on a question: on its control of `kind` if it has one; else, when
+ * `anyAnswer`, its first answer or its reply box; else the question itself.
+ */
+function focusQuestion(node, kind, anyAnswer = false) {
+  const pick = (sel) => (sel ? node.querySelector(sel) : null);
+  (pick(kind) ?? (anyAnswer ? (pick(ANSWERING[0]) ?? pick(ANSWERING[1])) : null) ?? node).focus();
+}
+
 function render() {
   const list = $("asks-list");
   const now = Date.now();
   const open = openQuestions();
   const wanted = new Set(open.map(({ agent }) => keyOf(agent)));
+  // A question that leaves (its agent got the answer) while focus is in it hands focus on:
+  // to the question that takes its place, else to the composer. Never to the page.
+  let lost = null;
   for (const [key, entry] of shown) {
     if (!wanted.has(key)) {
+      if (entry.node.contains(document.activeElement)) {
+        lost = { at: [...list.children].indexOf(entry.node), kind: kindOf(document.activeElement) };
+      }
       entry.node.remove();
       shown.delete(key);
     }
@@ -94,8 +105,9 @@ function render() {
     if (!entry || entry.key !== key) {
       const node = question(agent, report, now);
       const focused = entry?.node.contains(document.activeElement);
+      const kind = focused ? kindOf(document.activeElement) : null;
       entry?.node.replaceWith(node);
-      if (focused) node.focus();
+      if (focused) focusQuestion(node, kind);
       entry = { key, node };
       shown.set(keyOf(agent), entry);
     } else {
@@ -107,6 +119,11 @@ function render() {
   // Once every question has its answer queued, nothing here needs the person any more.
   const waiting = open.some(({ report }) => !answerOf(report));
   $("asks").hidden = open.length === 0;
+  if (lost) {
+    const next = list.children[Math.min(lost.at, list.children.length - 1)];
+    if (next) focusQuestion(next, lost.kind, true);
+    else $("composer-text").focus();
+  }
   $("asks").dataset.answered = String(!waiting);
   // "On its way" only when it is: an answer on a held queue waits for the person's Release.
   const held = (name) => (state.status?.queues ?? []).find((q) => q.name === name)?.held;

@@ -24,6 +24,8 @@ export function initPortNote() {
 
 // ---- MCP config snippets (the engine's, shared with the tray and the CLI) ----
 const CLIENT_KEY = "local-mcp.client";
+/** What the engine's snippets carry instead of the token (engine/src/http/status.rs). */
+const TOKEN_PLACEHOLDER = "<your API token>";
 
 export async function loadClients() {
   const queue = state.queue;
@@ -42,6 +44,8 @@ export async function loadClients() {
     const c = byId.get(pick.value) ?? data.clients[0];
     $("client-how").textContent = c.how;
     $("client-snippet").textContent = c.snippet;
+    // With a token required the engine writes a placeholder (the page never sees the token): say where it is.
+    $("client-token").hidden = !c.snippet.includes(TOKEN_PLACEHOLDER);
   };
   const saved = localStorage.getItem(CLIENT_KEY);
   if (saved && byId.has(saved)) pick.value = saved;

@@ -5,7 +5,7 @@
 // the agent panel, the queue tabs, the questions and the rail's notes, so
 // that they all say the same thing. Pure functions of the state: no DOM.
 
-import { state } from "./state.js";
+import { reportOf, state } from "./state.js";
 import { duration, relative } from "./time.js";
 
 export const WORDS = {
@@ -36,6 +36,15 @@ export const wordOf = (agent) => (agent.stop_requested ? "Stopping" : WORDS[stat
 
 export const loudness = (agent) => LOUDNESS[stateOf(agent)];
 
+/** The question an agent's `asking` names, if the page has it (fetched or heard of, in any queue). */
+export function questionOf(agent) {
+  if (!agent.asking) return null;
+  const known = state.questions.get(agent.asking);
+  if (known) return known;
+  const newest = reportOf(agent.queue, agent.agent_id);
+  return newest?.id === agent.asking ? newest : null;
+}
+
 /** The agents of one queue (the shown one by default). */
 export function agentsOf(queue = state.queue) {
   return (state.status?.agents ?? []).filter((a) => a.queue === queue);
@@ -62,17 +71,22 @@ function lastTaken(agent) {
   return state.consumed.find((c) => c.consumed_by_agent_id === agent.agent_id && c.queue === agent.queue);
 }
 
+/** Whether a queue is held, as the last status report says. */
+const heldQueue = (name) => Boolean((state.status?.queues ?? []).find((q) => q.name === name)?.held);
+
 /** One line on what the state means now, for the agent panel. */
 export function detail(agent, now = Date.now()) {
   if (agent.stop_requested) return "Told to stop: it ends its loop at its next call.";
   const seen = agent.last_seen_at;
   switch (stateOf(agent)) {
     case "needs_you": {
-      const asked = state.reports.get(agent.agent_id);
-      const at = asked && asked.id === agent.asking ? asked.created_at : seen;
-      return `Asked you ${relative(at, now)}; waiting for your answer.`;
+      // When it asked (the question's own time, as "Needs you" says), not when it last called.
+      const asked = questionOf(agent);
+      return asked ? `Asked you ${relative(asked.created_at, now)}; waiting for your answer.` : "Asked you a question; waiting for your answer.";
     }
     case "listening":
+      // A held queue gives it nothing: no promise of an instruction.
+      if (heldQueue(agent.queue)) return "Queue held: gets nothing until you release it.";
       return seen ? `Waiting for an instruction for ${duration(seen, now)}.` : "Waiting for an instruction.";
     case "working": {
       const took = lastTaken(agent);

@@ -80,10 +80,16 @@ function render() {
   $("rail-suffix-text").textContent = cur?.suffix ?? "";
   $("queue-rename").hidden = !cur || state.queue === "default";
   $("queue-archive").hidden = !cur || state.queue === "default";
-  const anyHeld = queues.some((q) => q.held);
-  const all = $("queue-hold-all");
-  all.textContent = anyHeld ? "Release all" : "Hold all";
-  all.dataset.held = String(anyHeld);
+  // Each offered when it changes something: "Hold all" while a queue is not held,
+  // "Release all" while one is; both when some are held and some not.
+  const holdAll = $("queue-hold-all");
+  const releaseAll = $("queue-release-all");
+  const had = document.activeElement;
+  holdAll.hidden = queues.length > 0 && queues.every((q) => q.held);
+  releaseAll.hidden = !queues.some((q) => q.held);
+  // The one pressed may go with what it did: focus goes to the other, not to the page.
+  if (had === holdAll && holdAll.hidden) releaseAll.focus();
+  if (had === releaseAll && releaseAll.hidden) holdAll.focus();
 }
 
 /**
@@ -170,15 +176,16 @@ export function initQueues(reload, loadClients) {
       toast(`Not changed: ${err.message}`);
     }
   });
-  $("queue-hold-all").addEventListener("click", async (e) => {
-    const held = e.currentTarget.dataset.held === "true";
+  const everyQueue = (held) => async () => {
     try {
       await (held ? api.release() : api.hold());
-      toast(held ? "Every queue released." : "Every queue held.");
+      toast(held ? "Every queue released." : "Every queue held: nothing is delivered until you release them.");
     } catch (err) {
       toast(`Not changed: ${err.message}`);
     }
-  });
+  };
+  $("queue-hold-all").addEventListener("click", everyQueue(false));
+  $("queue-release-all").addEventListener("click", everyQueue(true));
 
   const form = $("queue-new");
   const input = $("queue-new-name");

@@ -225,6 +225,31 @@ function focusOn(ticket, action) {
   (pick(action) ?? (other && pick(other)) ?? ticket).focus();
 }
 
+/**
+ * Where focus goes when the ticket holding it leaves the rail (an agent took
+ * it, it was deleted or moved to another queue elsewhere): the ticket that
+ * takes its place (the one after it, else the one before), on the same
+ * control where it has one; with the rail empty, the composer. Never the
+ * page. Returns what to run once the rail is redrawn, or null when focus is
+ * not on a ticket that left.
+ */
+function focusAfterLeaving() {
+  const ticket = document.activeElement?.closest?.("#rail > li[data-id]");
+  if (!ticket || ticket.classList.contains("ticket--leaving")) return null;
+  const order = state.pending.map((i) => i.id);
+  if (order.includes(ticket.dataset.id)) return null;
+  const action = ticket === document.activeElement ? "ticket" : (document.activeElement.dataset.action ?? "ticket");
+  // The order the person saw (the rail is not redrawn yet): the ticket after it, else the one before.
+  const seen = [...$("rail").children].filter((li) => li.dataset.id && !li.classList.contains("ticket--leaving")).map((li) => li.dataset.id);
+  const at = seen.indexOf(ticket.dataset.id);
+  const next = seen.slice(at + 1).find((id) => order.includes(id)) ?? seen.slice(0, at).reverse().find((id) => order.includes(id));
+  return () => {
+    const there = next && ticketEls.get(next);
+    if (there) focusOn(there, action);
+    else $("composer-text").focus();
+  };
+}
+
 /** A consumed ticket slides off the rail before it disappears. */
 function departTicket(id) {
   const node = ticketEls.get(id);
@@ -447,14 +472,15 @@ export function initRail() {
   });
 
   on("queue", ({ kind, item }) => {
-    if (kind === KIND.consumed || kind === KIND.deleted) {
-      if (editing.has(item.id) && !saving.has(item.id)) {
-        conflict(item.id, editing.get(item.id), kind === KIND.consumed);
-      } else {
-        departTicket(item.id);
-      }
-    }
+    const gone = kind === KIND.consumed || kind === KIND.deleted;
+    // A ticket being edited becomes a conflict panel, which takes focus itself.
+    const conflicted = gone && editing.has(item.id) && !saving.has(item.id);
+    if (conflicted) conflict(item.id, editing.get(item.id), kind === KIND.consumed);
+    // Focus on a ticket that left goes to the one that took its place, not to the page.
+    const refocus = focusAfterLeaving();
+    if (gone && !conflicted) departTicket(item.id);
     renderRail();
+    refocus?.();
   });
   // The held note follows the status report.
   on("status", renderRail);

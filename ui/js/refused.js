@@ -3,8 +3,8 @@
 // and an agent whose configuration lacks the token (or has an old one)
 // otherwise fails with nothing shown. Said at the top of the page with what
 // to do, its time kept fresh, until the person dismisses it (remembered per
-// refusal: a later one shows again). Only refusals at /mcp are agents': a
-// page's own requests before it signs in are refused too, and are not shown.
+// refusal: a later one shows again). The engine records only refusals at
+// /mcp (an agent's): a page's own requests before it signs in are not one.
 
 import { $, el } from "./dom.js";
 import { on, state } from "./state.js";
@@ -12,12 +12,10 @@ import { every20s, exact, relative } from "./time.js";
 
 const KEY = "local-mcp.refused-dismissed";
 
-const isMcp = (path) => path === "/mcp" || path.startsWith("/mcp/");
-
 /** The refusal to show, or null. */
 function refusal() {
   const r = state.status?.server?.refused_without_token;
-  return r && isMcp(r.path) && localStorage.getItem(KEY) !== r.at ? r : null;
+  return r && localStorage.getItem(KEY) !== r.at ? r : null;
 }
 
 /** The `at` of the refusal the note says now (its sentence is built once, its time refreshed). */

@@ -11,9 +11,9 @@
 
 import { api } from "./api.js";
 import { el } from "./dom.js";
-import { applyAnswer, asks, KIND, state } from "./state.js";
+import { applyAnswer, asks, KIND, on, state } from "./state.js";
 import { relative } from "./time.js";
-import { toast } from "./toast.js";
+import { toast, toastShows } from "./toast.js";
 
 const CLAMP_CHARS = 400;
 
@@ -122,19 +122,52 @@ function replyControls(report) {
   return controls;
 }
 
+/**
+ * Said once an answer is sent: "Sent to asker." when it has reached the
+ * agent already (a waiting agent gets it at once), "…: it is next." only
+ * while it is pending, "Queued for …" while its queue is held.
+ */
+function sentLine(report, item) {
+  if (item.status === "consumed") return `Sent to ${report.agent_id}.`;
+  const held = (state.status?.queues ?? []).find((q) => q.name === item.queue)?.held;
+  return held ? `Queued for ${report.agent_id}: it goes once you release ${item.queue}.` : `Sent to ${report.agent_id}: it is next.`;
+}
+
+/** The answer the toast says is pending: { id, text, report }, until it is taken or the toast changes. */
+let pendingToast = null;
+let watching = false;
+
+/** Once the agent takes the answer the toast calls pending, the toast says it was sent. */
+function watchDelivery() {
+  if (watching) return;
+  watching = true;
+  on("queue", ({ kind, item }) => {
+    if (kind !== KIND.consumed || item?.id !== pendingToast?.id) return;
+    const { text, report } = pendingToast;
+    pendingToast = null;
+    if (toastShows(text)) toast(sentLine(report, item));
+  });
+}
+
 async function answer(report, text, button) {
-  button.disabled = true;
+  // Busy without `disabled`: a disabled button loses focus (to the page, not the next question).
+  if (button.getAttribute("aria-disabled") === "true") return false;
+  button.setAttribute("aria-disabled", "true");
   try {
     const { item } = await api.reply(report.id, text);
     opened.delete(report.id);
     applyAnswer(KIND.created, item);
-    const held = (state.status?.queues ?? []).find((q) => q.name === item.queue)?.held;
-    toast(held ? `Queued for ${report.agent_id}: it goes once you release ${item.queue}.` : `Sent to ${report.agent_id}: it is next.`);
+    // The newest the page knows of it: the event of its delivery may have come before this answer.
+    const known = state.answers.get(report.id)?.id === item.id ? state.answers.get(report.id) : item;
+    const said = sentLine(report, known);
+    toast(said);
+    pendingToast = known.status === "consumed" ? null : { id: item.id, text: said, report };
+    watchDelivery();
     return true;
   } catch (err) {
     toast(`Not sent: ${err.message}`);
     return false;
   } finally {
-    button.disabled = false;
+    button.removeAttribute("aria-disabled");
   }
 }

@@ -27,7 +27,11 @@ export const state = {
   consumedTotal: 0,
   status: null,
   settings: null,
-  /** The newest report of each agent of the shown queue, by agent id. */
+  /**
+   * The newest report the page knows of each agent, in any queue, by
+   * `queue\nagent id` (see reportOf): the shown queue's loaded with it, another
+   * queue's fetched for its agents (js/agents.js), both kept by report events.
+   */
   reports: new Map(),
   /**
    * Questions agents asked, in any queue, by report id: what the "Needs you"
@@ -169,11 +173,22 @@ function byPosition(a, b) {
   return a.position - b.position || a.created_at.localeCompare(b.created_at);
 }
 
-/** The shown queue's reports, newest first (a load), or one new report (an event). */
-export function setReports(items) {
-  state.reports = new Map();
-  for (const r of [...items].reverse()) state.reports.set(r.agent_id, r);
+const reportKey = (queue, agentId) => `${queue}\n${agentId}`;
+
+/** The newest report the page knows of an agent of a queue, or undefined. */
+export const reportOf = (queue, agentId) => state.reports.get(reportKey(queue, agentId));
+
+/** A queue's reports, newest first (a load of the queue shown): its agents' newest, afresh. */
+export function setReports(items, queue) {
+  for (const key of state.reports.keys()) if (key.startsWith(`${queue}\n`)) state.reports.delete(key);
+  for (const r of items) keepNewest(r);
   emit("reports", {});
+}
+
+/** Reports fetched for agents of another queue than the shown one: each agent's newest is kept. */
+export function learnReports(items) {
+  for (const r of items) keepNewest(r);
+  if (items.length) emit("reports", {});
 }
 
 /** A report event, as the snapshots in flight record it (beside instruction events). */
@@ -211,20 +226,23 @@ export function learnAnswers(items) {
 
 export function applyReport(report) {
   if (asks(report)) state.questions.set(report.id, report);
-  if (report.queue !== state.queue) {
-    emit("reports", {}); // another queue's question: the "Needs you" box shows it
-    return;
-  }
   // A snapshot fetched before this report must not erase it when it lands.
   for (const missed of inFlight) missed.push([REPORT, report]);
+  // Any queue's: the agent panel shows each agent's newest, whichever queue is shown.
   attachReport(report);
   emit("reports", {});
-  emit("ledger", {});
+  if (report.queue === state.queue) emit("ledger", {});
+}
+
+/** Keep `report` as its agent's newest, unless a newer one is known. */
+function keepNewest(report) {
+  const key = reportKey(report.queue, report.agent_id);
+  const newest = state.reports.get(key);
+  if (!newest || newest.created_at <= report.created_at) state.reports.set(key, report);
 }
 
 function attachReport(report) {
-  const newest = state.reports.get(report.agent_id);
-  if (!newest || newest.created_at <= report.created_at) state.reports.set(report.agent_id, report);
+  keepNewest(report);
   const item = report.instruction_id && state.consumed.find((c) => c.id === report.instruction_id);
   if (item) item.report = report;
 }

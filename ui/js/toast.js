@@ -22,3 +22,8 @@ export function toast(text, action, onAction) {
   clearTimeout(timer);
   timer = setTimeout(() => (t.hidden = true), SHOWN_MS);
 }
+
+/** Whether the toast is on screen saying `text`. */
+export function toastShows(text) {
+  return !$("toast").hidden && $("toast-text").textContent === text;
+}
