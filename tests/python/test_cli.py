@@ -420,6 +420,13 @@ def test_each_command_help_lists_its_own_flags():
     assert "--queue" in config and "--db-path" in config
     for server_flag in ["--default-wait-seconds", "--port", "--host", "--api-token", "--log-level"]:
         assert server_flag not in config, f"{server_flag} in `config --help`:\n{config}"
+    # The flags that pick which server a command means sit under their own heading, after its own
+    # (a newcomer's walk: `--db-path` sat between `add`'s `--attach` and `--template`).
+    add = run("add", "--help").stdout
+    assert "Which local-mcp:" in add, add
+    own, which = add.split("Which local-mcp:", 1)
+    assert "--template" in own and "--attach" in own and "--db-path" not in own, add
+    assert "--db-path" in which and "--url" in which, add
     top = run("--help").stdout
     assert "Server options" in top and "--default-wait-seconds" in top and "LOCAL_MCP_PORT" in top, top
     assert "--default-wait-seconds" in run("start", "--help").stdout

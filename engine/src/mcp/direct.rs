@@ -106,6 +106,32 @@ impl Service<Request<Body>> for Mcp {
     }
 
     fn call(&mut self, request: Request<Body>) -> Self::Future {
+        // A task's poll comes every few seconds, for as long as the agent
+        // waits: its connection is closed after the answer, so that waiting
+        // through a task holds nothing between polls (Claude Code reuses one
+        // kept-alive connection per server otherwise, and reconnects as needed).
+        let polls = request
+            .headers()
+            .get("mcp-method")
+            .and_then(|m| m.to_str().ok())
+            .is_some_and(|m| m.starts_with("tasks/"));
+        let answered = self.route(request);
+        if !polls {
+            return answered;
+        }
+        Box::pin(answered.map(|answer| {
+            answer.map(|mut response| {
+                response
+                    .headers_mut()
+                    .insert(header::CONNECTION, HeaderValue::from_static("close"));
+                response
+            })
+        }))
+    }
+}
+
+impl Mcp {
+    fn route(&mut self, request: Request<Body>) -> BoxFuture<'static, Result<Response<Body>, Infallible>> {
         let rmcp = self.rmcp.clone();
         let head = match &self.direct {
             Some(_) if request.method() == Method::POST => head_fits(request.headers()),

@@ -439,3 +439,32 @@ async fn the_stop_hook_lets_an_agent_waiting_through_a_task_end_its_turn() {
     assert!(err.contains("bg waits through a background task"), "{err}");
     s.stop().await;
 }
+
+/// Waiting through a task holds no connection: a poll's answer closes its
+/// connection (Claude Code keeps one alive per server otherwise, and
+/// reconnects for the next poll).
+#[tokio::test]
+async fn a_polls_connection_is_closed_after_its_answer() {
+    let s = common::start(|_| {}).await;
+    let created = call(&s, DIRECT, "closer", true).await;
+    let id = created["result"]["taskId"].as_str().unwrap().to_owned();
+    let body = json!({"jsonrpc": "2.0", "id": 3, "method": "tasks/get", "params": {"taskId": id, "_meta": meta(true)}});
+    let response = s
+        .http
+        .post(s.api("/mcp"))
+        .header("content-type", "application/json")
+        .header("accept", DIRECT)
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", "tasks/get")
+        .header("mcp-name", &id)
+        .body(body.to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(
+        response.headers().get("connection").map(|v| v.to_str().unwrap()),
+        Some("close")
+    );
+    s.stop().await;
+}
