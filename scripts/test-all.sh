@@ -3,8 +3,8 @@
 # the real server on port 0, the official Rust MCP client), third-party MCP
 # clients against the real binary (Python SDK 1.x and 2.x, TypeScript SDK v1
 # and v2, the Inspector CLI, the official conformance suite, the stdio
-# bridge), the page in a real Chromium, and the desktop app under Xvfb
-# through WebDriver. System packages it lacks are
+# bridge), ESLint over the page, the page in a real Chromium, and the
+# desktop app under Xvfb through WebDriver. System packages it lacks are
 # installed first (scripts/setup-system.sh). The 600-second wait test (the SDK
 # gives up after 300 s of silence) and Claude Code's own loop past its 120 s
 # limit run alongside the rest; set LOCAL_MCP_LONG_WAIT_SECONDS=0 to skip them
@@ -28,6 +28,11 @@ bounded() {
   fi
   return "$rc"
 }
+
+step "lint the page (ESLint over ui/js and tests/ui)"
+# First, because it needs only Node and takes seconds: a lint finding fails
+# the run before the build. The same install serves the browser tests below.
+npm run --silent lint:ui
 
 step "system packages (desktop build, Chromium, Xvfb, WebDriver)"
 bash scripts/setup-system.sh test
@@ -103,7 +108,7 @@ if [ ! -x "${CHROMIUM_PATH:-/usr/bin/chromium}" ]; then
   echo "Chromium is missing: install Debian's chromium package (apt-get install chromium) or set CHROMIUM_PATH" >&2
   exit 1
 fi
-(cd tests/ui && npm ci --no-audit --no-fund --silent && bounded 1500 npm test)
+(cd tests/ui && bounded 1500 npm test)
 
 step "the desktop app end to end (Xvfb, private D-Bus, WebDriver)"
 bounded 1500 bash scripts/test-desktop.sh

@@ -10,7 +10,7 @@
     try {
       var t = localStorage.getItem(KEY);
       return t === "light" || t === "dark" ? t : null;
-    } catch (e) {
+    } catch {
       return null; // storage may be off: follow the system
     }
   }
@@ -33,7 +33,7 @@
       try {
         if (choice) localStorage.setItem(KEY, choice);
         else localStorage.removeItem(KEY);
-      } catch (e) {
+      } catch {
         /* the choice lasts for this page */
       }
       apply();
