@@ -289,6 +289,53 @@ async fn paint_in_chromium(url: &str, runs: usize) -> Result<Painted, String> {
     Ok(painted)
 }
 
+/// The `_meta` of a 2026-07-28 call that takes tasks (Claude Code's).
+fn task_meta() -> Value {
+    json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}},
+        "io.modelcontextprotocol/clientInfo": {"name": "claude-code", "version": "2.1.330"},
+    })
+}
+
+/// One JSON-RPC request of the 2026-07-28 revision; its response message.
+async fn rpc_2026(http: &reqwest::Client, url: &str, method: &str, name: &str, params: Value) -> Value {
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
+    let text = http
+        .post(format!("{url}/mcp"))
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", method)
+        .header("mcp-name", name)
+        .json(&body)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    text.lines()
+        .filter_map(|l| l.strip_prefix("data:"))
+        .filter_map(|d| serde_json::from_str::<Value>(d.trim()).ok())
+        .find(|m| m.get("id").is_some())
+        .or_else(|| serde_json::from_str(&text).ok())
+        .unwrap_or(Value::Null)
+}
+
+/// A `get_user_request` that takes a task, on an empty queue: the task's id.
+async fn task_call(http: &reqwest::Client, url: &str, agent: &str) -> String {
+    let params = json!({"name": "get_user_request", "arguments": {"agent_id": agent}, "_meta": task_meta()});
+    let answer = rpc_2026(http, url, "tools/call", "get_user_request", params).await;
+    answer["result"]["taskId"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no task: {answer}"))
+        .to_owned()
+}
+
+async fn task_get(http: &reqwest::Client, url: &str, id: &str) -> Value {
+    rpc_2026(http, url, "tasks/get", id, json!({"taskId": id, "_meta": task_meta()})).await
+}
+
 fn pct(sorted: &[Duration], p: f64) -> Duration {
     sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
 }
@@ -773,6 +820,118 @@ async fn main() {
             "deliver it over MCP, p99".into(),
             ms(pct(&deliver, 0.99)),
             String::new(),
+        ));
+        drop(s);
+    }
+
+    if wants("tasks") {
+        // get_user_request as an MCP task (issue 40): what a waiting agent
+        // costs when it holds no call, and how soon a poll brings what is queued.
+        let s = Server::launch(&dir.path().join("tasks.sqlite3")).await;
+        s.config(json!({"default_wait_seconds": 600})).await;
+        // A client that keeps no connection open between its requests, as an
+        // agent between polls does not need one.
+        let closing = reqwest::Client::builder().pool_max_idle_per_host(0).build().unwrap();
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let idle = s.rss_kib();
+        let agents = 10_000usize;
+        let ids: Vec<String> = futures::stream::iter(0..agents)
+            .map(|i| {
+                let (http, url) = (closing.clone(), s.url.clone());
+                async move { task_call(&http, &url, &format!("tasker-{i}")).await }
+            })
+            .buffer_unordered(32)
+            .collect()
+            .await;
+        // Each polled once, so every one is an agent waiting now.
+        let mut poll_times: Vec<Duration> = futures::stream::iter(ids.iter().cloned())
+            .map(|id| {
+                let (http, url) = (closing.clone(), s.url.clone());
+                async move {
+                    let t = Instant::now();
+                    let got = task_get(&http, &url, &id).await;
+                    assert_eq!(got["result"]["status"], "working", "{got}");
+                    t.elapsed()
+                }
+            })
+            .buffer_unordered(32)
+            .collect()
+            .await;
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        rows.push((
+            format!("RSS above idle, {agents} agents waiting through tasks (no connection held)"),
+            format!("{:.1} MiB", (s.rss_kib().saturating_sub(idle)) as f64 / 1024.0),
+            "≤ 10 MiB".into(),
+        ));
+        poll_times.sort();
+        rows.push((
+            format!("tasks/get of a working task, 32 at a time (new connection each), {agents} waiting, p50"),
+            ms(pct(&poll_times, 0.5)),
+            String::new(),
+        ));
+        let status: Value = s
+            .http
+            .get(format!("{}/api/status", s.url))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let interval = task_get(&closing, &s.url, &ids[0]).await["result"]["pollIntervalMs"]
+            .as_u64()
+            .unwrap_or(0);
+        rows.push((
+            format!("poll interval told with {agents} tasks waiting"),
+            format!("{:.1} s", interval as f64 / 1000.0),
+            "≤ 30 s".into(),
+        ));
+        let listening = status["agents"]
+            .as_array()
+            .map_or(0, |a| a.iter().filter(|a| a["in_task"] == true).count());
+        rows.push((
+            "…of them shown listening in the status (it lists 50)".into(),
+            listening.to_string(),
+            String::new(),
+        ));
+        drop(s);
+
+        // Queue → the polling client has it, polling as Claude Code does
+        // (the interval the server gives, from the end of each answer).
+        let s = Server::launch(&dir.path().join("tasks-latency.sqlite3")).await;
+        let mut took = Vec::new();
+        for i in 0..40u64 {
+            let id = task_call(&closing, &s.url, "poller").await;
+            let poller = {
+                let (http, url) = (closing.clone(), s.url.clone());
+                tokio::spawn(async move {
+                    loop {
+                        let got = task_get(&http, &url, &id).await;
+                        if got["result"]["status"] == "completed" {
+                            return Instant::now();
+                        }
+                        let every = got["result"]["pollIntervalMs"].as_u64().unwrap_or(2000);
+                        tokio::time::sleep(Duration::from_millis(every)).await;
+                    }
+                })
+            };
+            // A phase of its own for each, as a person's typing has.
+            tokio::time::sleep(Duration::from_millis(500 + (i * 7919) % 2000)).await;
+            s.add(&format!("polled {i}")).await;
+            let acked = Instant::now();
+            let got = poller.await.unwrap();
+            took.push(got.saturating_duration_since(acked));
+        }
+        took.sort();
+        rows.push((
+            "queue → a task's poll has it (interval 2 s), p50".into(),
+            ms(pct(&took, 0.5)),
+            "≈ 1 s".into(),
+        ));
+        rows.push((
+            "queue → a task's poll has it, p95".into(),
+            ms(pct(&took, 0.95)),
+            "< 2 s".into(),
         ));
         drop(s);
     }

@@ -23,10 +23,9 @@ use crate::store::Durability;
 use crate::sync::MutexExt as _;
 use crate::{time, Error, Result};
 
-/// The poll interval a caller is told while few tasks wait: measured with
-/// Claude Code 2.1.330, an instruction reached the model p50 1.3 s, p95
-/// 1.9 s after it was queued at 2 s, against 2.5 s / 4.6 s at 5 s
-/// (`docs/PERFORMANCE.md`, "Tasks").
+/// The poll interval a caller is told while few tasks wait: a queued
+/// instruction reaches the model within about one interval, so this is the
+/// latency a person sees; the figures are in `docs/PERFORMANCE.md`, "Tasks".
 pub const POLL_INTERVAL_MS: u64 = 2_000;
 /// The longest interval (Claude Code clamps to 30 s).
 const POLL_INTERVAL_MAX_MS: u64 = 30_000;
