@@ -78,12 +78,17 @@ xcargo() {
 }
 export -f xcargo
 export root
+# The engine and the crates it is made of (crates/*): each one's unit tests,
+# and the engine's integration tests (`--test it`).
+engine_packages="-p local-mcp-engine -p local-mcp-core -p local-mcp-queue -p local-mcp-clients -p local-mcp-serve -p local-mcp-cli"
+export engine_packages
 
 windows_build() {
   # The integration tests need the server binary, so this one build makes
   # local-mcp-server.exe too (a separate `cargo build` of it would compile the
   # engine once more, with the dev-dependencies' features left out).
-  xcargo "$win_dir" test --no-run --target "$win" -p local-mcp-engine --lib --test it || return
+  # shellcheck disable=SC2086 # the package list is words
+  xcargo "$win_dir" test --no-run --target "$win" $engine_packages --lib --test it || return
   [ -f "$win_out/local-mcp-server.exe" ] || { echo "no $win_out/local-mcp-server.exe" >&2; return 1; }
   built[$win]="local-mcp-server.exe"
 }
@@ -107,7 +112,7 @@ apple() {
   # The stand-in compiler notes each C source it is asked for. A source is
   # asked for once per target folder (a later run reuses the build script's
   # output), so the list is kept in that folder and only ever added to.
-  APPLE_CC_LOG="$list" xcargo "$apple_dir" check "${targets[@]}" -p local-mcp-engine --lib --bins --tests || return 1
+  APPLE_CC_LOG="$list" xcargo "$apple_dir" check "${targets[@]}" $engine_packages --lib --bins --tests || return 1
   APPLE_CC_LOG="$list" xcargo "$apple_dir" check "${targets[@]}" -p local-mcp --lib --bins || return 1
   c="$(sort -u "$list" | xargs -rn1 basename | sort -u | paste -sd, -)"
   for t in aarch64-apple-darwin x86_64-apple-darwin; do
@@ -159,7 +164,7 @@ windows_tests() {
   # table is slow when many connections linger); built already, so offline.
   # Two threads: wineserver is single-threaded and serves every test's sockets.
   timeout --kill-after=30 "${WINE_TEST_TIMEOUT:-2400}" scripts/platforms/netns.sh bash -c \
-    'xcargo "$0" test --offline --target "$1" -p local-mcp-engine --lib --test it --no-fail-fast -- --test-threads=2 --exact -Zunstable-options --report-time "${@:2}"' \
+    'xcargo "$0" test --offline --target "$1" $engine_packages --lib --test it --no-fail-fast -- --test-threads=2 --exact -Zunstable-options --report-time "${@:2}"' \
     "$win_dir" "$win" "${wine_skips[@]}" >"$log" 2>&1 || rc=$?
   grep -E '^test .* (FAILED|ignored)|^test result:|^     Running|skipped' "$log" || true
   tests[$win]="Wine: $(count_results "$log"), ${#wine_skip_list[@]} skipped by name"

@@ -27,32 +27,14 @@
 //!
 //! Only what the binaries, the desktop shell and the tests use is public.
 
-mod auth;
-pub mod cli;
-pub mod client;
-pub mod client_files;
-pub mod config;
-mod connection_info;
-mod error;
-mod events;
-mod export;
-mod http;
-pub mod lock;
-mod markdown;
-mod mcp;
-mod media;
-pub mod model;
-mod paths;
-mod peer;
-pub mod private_fs;
-pub mod process;
-mod queue;
-mod server;
-pub mod snippets;
-mod store;
-pub mod sync;
-pub mod time;
-mod written;
+// The workspace's crates, lowest first (`docs/ARCHITECTURE.md`, "Crates"):
+// what the binaries, the desktop shell and the tests use is public here.
+pub use local_mcp_cli::{cli, client};
+pub use local_mcp_clients::{client_files, snippets};
+pub use local_mcp_core::{config, lock, model, private_fs, process, sync, time};
+use local_mcp_core::{connection_info, error, media, paths, peer, store};
+use local_mcp_queue::{events, queue};
+use local_mcp_serve::{auth, http, mcp, server};
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -134,7 +116,6 @@ impl Engine {
 
 /// Open the database, migrate, bind, and serve until `shutdown` is cancelled.
 pub async fn start(config: Config, shutdown: CancellationToken) -> Result<Engine> {
-    keep_arena_tops();
     let (token, token_origin) =
         auth::TokenOrigin::from_config(config.api_token.as_deref(), config.token_file.as_deref())?;
     if !config.host.is_loopback() && token.is_none() {
@@ -278,7 +259,10 @@ fn give_back_start_up_heap() {
 /// (trim = 2 × mmap). At most 2 MiB per arena stays resident after a burst;
 /// start-up's heap is still given back whole (`give_back_start_up_heap`
 /// trims regardless of the threshold).
-fn keep_arena_tops() {
+///
+/// A process-wide setting, so a program's `main` calls it before its threads
+/// start (the headless server and the desktop app both do), not [`start`].
+pub fn keep_arena_tops() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: mallopt sets integers that glibc's allocator reads; calling it
     // while other threads allocate is allowed (it takes the main arena's lock).

@@ -100,7 +100,7 @@ describe("claude code — its own limits", () => {
     assert.ok(
       total * 1000 < limits.autoBackgroundMs,
       `Claude Code ${limits.version} moves MCP calls to the background after ${limits.autoBackgroundMs} ms, ` +
-        `but local-mcp waits ${total} s for it: lower its limit in engine/src/mcp/client_limits.rs`,
+        `but local-mcp waits ${total} s for it: lower its limit in crates/serve/src/mcp/client_limits.rs`,
     );
     assert.ok(
       total * 1000 < limits.idleTimeoutRemoteMs,

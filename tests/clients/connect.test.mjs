@@ -29,7 +29,7 @@ describe("connect, read back by the real clients", () => {
     server = await startServer({ env: { API_TOKEN: TOKEN, LOG_LEVEL: "info" } });
   });
 
-  /** The server recognised a client as it names itself (engine/src/mcp/client_limits.rs). */
+  /** The server recognised a client as it names itself (crates/serve/src/mcp/client_limits.rs). */
   const recognised = (name, within) =>
     until(
       () => server.log.some((l) => l.includes(`an MCP client opened client="${name}" `) && l.includes(`waits_within="${within}"`)),

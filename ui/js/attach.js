@@ -15,7 +15,7 @@ import { toast } from "./toast.js";
 /** The most files an instruction holds (the server says so too). */
 export const MAX_FILES = 8;
 
-/** What the server takes (engine/src/media.rs `ACCEPTED`). */
+/** What the server takes (crates/core/src/media.rs `ACCEPTED`). */
 const ACCEPTED = "PNG, JPEG, WebP, GIF, BMP or TIFF images, or UTF-8 text files";
 /** How much of a file is looked at here: the server reads all of it. */
 const SNIFF_BYTES = 64 * 1024;

@@ -24,7 +24,7 @@ export function initPortNote() {
 
 // ---- MCP config snippets (the engine's, shared with the tray and the CLI) ----
 const CLIENT_KEY = "local-mcp.client";
-/** What the engine's snippets carry instead of the token (engine/src/http/status.rs). */
+/** What the engine's snippets carry instead of the token (crates/serve/src/http/status.rs). */
 const TOKEN_PLACEHOLDER = "<your API token>";
 
 export async function loadClients() {

@@ -1,5 +1,5 @@
 // A report as the page shows it: the server's sanitized HTML (rendered and
-// cleaned by engine/src/markdown.rs — the only outside HTML the page ever
+// cleaned by crates/core/src/markdown.rs — the only outside HTML the page ever
 // inserts), clamped when long, and what can be done with it now:
 // - a question still open (the engine's `asking` names it): its suggested
 //   answers and a reply box, where it is asked for (`answers: true`);

@@ -27,6 +27,7 @@ struct Cli {
 }
 
 fn main() -> std::process::ExitCode {
+    engine::keep_arena_tops();
     let mut command = engine::cli::help_per_command(Cli::command());
     let mut cli = match Cli::from_arg_matches(&command.clone().get_matches()) {
         Ok(cli) => cli,

@@ -1,10 +1,13 @@
-//! The engine's module layering (`docs/ARCHITECTURE.md`, "Module map"): each
+//! The module layering (`docs/ARCHITECTURE.md`, "Module map"). Between crates
+//! the compiler enforces it: a crate cannot name one above it (`crates/core`
+//! knows nothing of `crates/serve`). Inside a crate it is read here: each
 //! top-level module imports only from lower layers, or from a module of its
 //! own layer that does not import it back, so the module graph has no cycle.
 //!
 //! Read from the sources: every `crate::name` path and `crate::{…}` group in
-//! `engine/src`, by the top-level module of the file it is in. A new module
-//! must be given a layer here, which is the moment to decide where it sits.
+//! `engine/src` and each `crates/*/src`, by the top-level module of the file
+//! it is in. A new module must be given a layer here, which is the moment to
+//! decide where it sits.
 //!
 //! Also read from the sources: files and folders are created only by
 //! `private_fs` (owner-only, never through a link, never at a name another
@@ -51,6 +54,35 @@ fn layer_of(module: &str) -> Option<usize> {
     LAYERS.iter().position(|layer| layer.contains(&module))
 }
 
+/// Each crate's `src` folder: the engine's and the workspace's crates'.
+fn source_roots() -> Vec<PathBuf> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut roots = vec![root.join("src")];
+    let mut crates: Vec<PathBuf> = std::fs::read_dir(root.join("../crates"))
+        .unwrap()
+        .map(|e| e.unwrap().path().join("src"))
+        .filter(|p| p.is_dir())
+        .collect();
+    crates.sort();
+    assert!(crates.len() >= 5, "the workspace's crates: {crates:?}");
+    roots.extend(crates);
+    roots
+}
+
+/// Every Rust source of the engine and its crates.
+fn all_sources() -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    for src in source_roots() {
+        rust_files(&src, &mut files);
+    }
+    files
+}
+
+/// Where the one module that creates files lives.
+fn private_fs_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../crates/core/src/private_fs")
+}
+
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     for entry in std::fs::read_dir(dir).unwrap() {
         let path = entry.unwrap().path();
@@ -64,52 +96,53 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
 
 /// The top-level modules each top-level module names through `crate::`.
 fn imports() -> BTreeMap<String, BTreeSet<String>> {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let mut files = Vec::new();
-    rust_files(&src, &mut files);
     let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
-    for file in files {
-        let relative = file.strip_prefix(&src).unwrap();
-        let first = relative
-            .components()
-            .next()
-            .unwrap()
-            .as_os_str()
-            .to_string_lossy()
-            .into_owned();
-        if first == "bin" {
-            continue; // the binaries are clients of the library, not part of it
-        }
-        let module = if first == "lib.rs" {
-            "lib".to_owned()
-        } else {
-            first.trim_end_matches(".rs").to_owned()
-        };
-        let text: String = std::fs::read_to_string(&file)
-            .unwrap()
-            .lines()
-            .map(|l| l.split("//").next().unwrap_or(""))
-            .collect::<Vec<_>>()
-            .join("\n");
-        let names = graph.entry(module.clone()).or_default();
-        let mut rest = text.as_str();
-        while let Some(at) = rest.find("crate::") {
-            rest = &rest[at + "crate::".len()..];
-            let group = if let Some(inner) = rest.strip_prefix('{') {
-                inner.split('}').next().unwrap_or("").to_owned()
+    for src in source_roots() {
+        let mut files = Vec::new();
+        rust_files(&src, &mut files);
+        for file in files {
+            let relative = file.strip_prefix(&src).unwrap();
+            let first = relative
+                .components()
+                .next()
+                .unwrap()
+                .as_os_str()
+                .to_string_lossy()
+                .into_owned();
+            if first == "bin" {
+                continue; // the binaries are clients of the library, not part of it
+            }
+            let module = if first == "lib.rs" {
+                "lib".to_owned()
             } else {
-                rest.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect()
+                first.trim_end_matches(".rs").to_owned()
             };
-            for item in group.split(',') {
-                let name = item.trim().split("::").next().unwrap_or("").trim();
-                // The root re-exports the error type.
-                let name = if name == "Error" || name == "Result" {
-                    "error"
+            let text: String = std::fs::read_to_string(&file)
+                .unwrap()
+                .lines()
+                .map(|l| l.split("//").next().unwrap_or(""))
+                .collect::<Vec<_>>()
+                .join("\n");
+            let names = graph.entry(module.clone()).or_default();
+            let mut rest = text.as_str();
+            while let Some(at) = rest.find("crate::") {
+                rest = &rest[at + "crate::".len()..];
+                let group = if let Some(inner) = rest.strip_prefix('{') {
+                    inner.split('}').next().unwrap_or("").to_owned()
                 } else {
-                    name
+                    rest.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect()
                 };
-                if !name.is_empty() && name != module && name.chars().next().is_some_and(char::is_lowercase) {
-                    names.insert(name.to_owned());
+                for item in group.split(',') {
+                    let name = item.trim().split("::").next().unwrap_or("").trim();
+                    // The root re-exports the error type.
+                    let name = if name == "Error" || name == "Result" {
+                        "error"
+                    } else {
+                        name
+                    };
+                    if !name.is_empty() && name != module && name.chars().next().is_some_and(char::is_lowercase) {
+                        names.insert(name.to_owned());
+                    }
                 }
             }
         }
@@ -192,14 +225,13 @@ fn lines_outside_tests(file: &Path) -> Vec<(usize, String)> {
 #[test]
 fn only_private_fs_creates_files() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let mut files = Vec::new();
-    rust_files(&root.join("src"), &mut files);
+    let mut files = all_sources();
     rust_files(&root.join("../src-tauri"), &mut files);
     assert!(files.len() > 50, "the scan found the sources: {}", files.len());
     let mut found = Vec::new();
     for file in &files {
         // private_fs itself, and test modules kept in files of their own.
-        if file.starts_with(root.join("src/private_fs")) || file.ends_with("tests.rs") {
+        if file.starts_with(private_fs_dir()) || file.ends_with("tests.rs") {
             continue;
         }
         for (n, code) in lines_outside_tests(file) {
@@ -221,7 +253,7 @@ fn only_private_fs_creates_files() {
     // The scan itself works: private_fs is where they are.
     let here: Vec<_> = ["mod.rs", "unix.rs", "windows.rs"]
         .iter()
-        .flat_map(|f| lines_outside_tests(&root.join("src/private_fs").join(f)))
+        .flat_map(|f| lines_outside_tests(&private_fs_dir().join(f)))
         .filter(|(_, code)| CREATES.iter().any(|p| code.contains(p)))
         .collect();
     assert!(here.len() >= 3, "{here:?}");
@@ -232,8 +264,7 @@ fn only_private_fs_creates_files() {
 #[test]
 fn no_source_file_is_over_500_lines() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let mut files = Vec::new();
-    rust_files(&root.join("src"), &mut files);
+    let mut files = all_sources();
     rust_files(&root.join("../src-tauri"), &mut files);
     let long: Vec<String> = files
         .iter()
@@ -250,9 +281,7 @@ fn no_source_file_is_over_500_lines() {
 /// takes it from `QueueName`.
 #[test]
 fn the_queue_name_rule_is_spelled_once() {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let mut files = Vec::new();
-    rust_files(&src, &mut files);
+    let files = all_sources();
     let spelled: Vec<String> = files
         .iter()
         .filter(|f| {
