@@ -45,6 +45,14 @@ else
   echo "rustfmt is not installed with this toolchain; skipping the format check"
 fi
 
+step "Clippy, warnings denied (every crate, tests and benches included)"
+# A toolchain without it gets it from rustup; one that cannot is a failure,
+# not a skipped check.
+if ! cargo clippy --version >/dev/null 2>&1 && command -v rustup >/dev/null 2>&1; then
+  rustup component add clippy
+fi
+cargo clippy --workspace --all-targets --locked -- -D warnings
+
 step "build the binaries and tests"
 # One build of everything (bins, tests, benches) with one feature set, so
 # `cargo test` below reuses it and the binaries the end-to-end tests launch exist.

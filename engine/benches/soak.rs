@@ -152,7 +152,7 @@ async fn poller(http: reqwest::Client, url: String, counts: Arc<Counts>, until: 
     while Instant::now() < until {
         tick.tick().await;
         n += 1;
-        let path = if n % 2 == 0 {
+        let path = if n.is_multiple_of(2) {
             "/api/status"
         } else {
             "/api/instructions?status=all&limit=20"

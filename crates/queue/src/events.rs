@@ -59,6 +59,9 @@ impl EventKind {
 }
 
 /// What an event carries.
+// Built once per change and shared behind an `Arc` by every subscriber: the
+// common case (an instruction) would gain a second allocation from a box.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(untagged)]
 pub enum EventData {

@@ -471,7 +471,7 @@ fn extreme_values_in_every_field_never_get_a_5xx() {
         for value in &values {
             tried += 1;
             // A URL is at most 65,535 characters to the client (a body has no such bound).
-            let text: String = as_text(&value).chars().take(16_000).collect();
+            let text: String = as_text(value).chars().take(16_000).collect();
             let encoded = percent_encoding::utf8_percent_encode(&text, percent_encoding::NON_ALPHANUMERIC).to_string();
             // Other path parameters name something real; the one under test gets the value.
             let mut path = String::new();

@@ -47,7 +47,8 @@ fn a_backup_whose_rows_name_paths_or_whose_schema_runs_sql_is_refused_whole() {
     std::fs::create_dir(&victim).unwrap();
     std::fs::write(victim.join("precious.txt"), "keep me").unwrap();
 
-    let hostile: Vec<(&str, &str, Box<dyn FnOnce(&rusqlite::Connection)>)> = vec![
+    type Tamper = Box<dyn FnOnce(&rusqlite::Connection)>;
+    let hostile: Vec<(&str, &str, Tamper)> = vec![
         (
             "id",
             "not a plain name",

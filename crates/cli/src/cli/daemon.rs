@@ -103,9 +103,9 @@ pub fn start(serve: &ServeArgs) -> Result<(), Failure> {
         if let Some(url) = lock::holder(&db).filter(|h| h.pid == child.id()).and_then(|h| h.url) {
             if healthy(&url) {
                 println!(
-                    "local-mcp-server started (pid {}): the page at {url}/ · agents at {}",
+                    "local-mcp-server started (pid {}): the page at {url}/ · agents at {url}{}",
                     child.id(),
-                    format!("{url}{}", crate::model::MCP_PATH)
+                    crate::model::MCP_PATH
                 );
                 println!("Next, connect an agent: local-mcp-server connect claude-code (or vscode, cursor, …; `connect` lists them)");
                 break Ok(());

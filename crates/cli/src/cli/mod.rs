@@ -111,6 +111,8 @@ pub fn help_per_command(mut cmd: clap::Command) -> clap::Command {
 }
 
 /// What a binary's command line asks for, once [`prelude`] has read it.
+// One per process, moved once: boxing the configuration would buy nothing.
+#[allow(clippy::large_enum_variant)]
 pub enum Prelude {
     /// Serve with this configuration (logging is set up).
     Serve(Config),

@@ -112,9 +112,9 @@ pub async fn status(
         );
     }
     println!(
-        "local-mcp {} is running: the page at {url}/ · agents at {}",
+        "local-mcp {} is running: the page at {url}/ · agents at {url}{}",
         s.server.version,
-        format!("{url}{}", crate::model::MCP_PATH)
+        crate::model::MCP_PATH
     );
     for q in &s.queues {
         let listening = q.waiting_agents.len();

@@ -259,7 +259,10 @@ mod tests {
     /// A table as the kernel writes it: the opening xinpgen, then per PCB an
     /// `xinpcb_n`, an `xsocket_n`, two `xsockbuf_n`, an `xsockstat_n` and an
     /// `xtcpcb_n` (each padded to 8 bytes), then the closing xinpgen.
-    fn table(pcbs: &[(u8, [u8; 16], u16, [u8; 16], u16, bool, u32)]) -> Vec<u8> {
+    /// One socket: its IP version, local address and port, remote address and port, listening, owner.
+    type Socket = (u8, [u8; 16], u16, [u8; 16], u16, bool, u32);
+
+    fn table(pcbs: &[Socket]) -> Vec<u8> {
         fn record(out: &mut Vec<u8>, kind: u32, len: usize, fill: impl FnOnce(&mut [u8])) {
             let mut r = vec![0u8; len];
             r[0..4].copy_from_slice(&(len as u32).to_ne_bytes());

@@ -336,7 +336,7 @@ fn prepare(conn: &mut Connection, wal: bool) -> Result<()> {
     // The file may have been written by someone else (a restored backup,
     // another program): its schema may call nothing with side effects, and
     // nobody may write the schema through this connection (`untrusted`).
-    untrusted::guard(&conn)?;
+    untrusted::guard(conn)?;
     if wal {
         let mode: String = conn.query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))?;
         if !mode.eq_ignore_ascii_case("wal") {

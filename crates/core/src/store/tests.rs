@@ -303,9 +303,12 @@ fn grouped<T: Send + 'static>(
         .unwrap_or_else(|_| Err(crate::Error::internal("a test's claim", "no outcome")))
 }
 
+/// One write a test hands to a thread, with what it returns.
+type Write<T> = Box<dyn FnOnce(&Store) -> T + Send>;
+
 /// Start `writes` on threads while the test holds the connection, and return
 /// once all of them are waiting for it (so they meet in one group).
-fn grouped_together<T: Send + 'static>(store: &Arc<Store>, writes: Vec<Box<dyn FnOnce(&Store) -> T + Send>>) -> Vec<T> {
+fn grouped_together<T: Send + 'static>(store: &Arc<Store>, writes: Vec<Write<T>>) -> Vec<T> {
     let held = store.lock();
     let n = writes.len();
     let (done, outcomes) = std::sync::mpsc::channel();
@@ -348,7 +351,7 @@ fn claims_arriving_together_share_one_commit() {
     let dir = tempfile::tempdir().unwrap();
     let store = Arc::new(Store::open(&dir.path().join("q.sqlite3")).unwrap());
     // Each returns what it wrote: every caller must get its own outcome.
-    let touch = |agent: String| -> Box<dyn FnOnce(&Store) -> crate::Result<String> + Send> {
+    let touch = |agent: String| -> Write<crate::Result<String>> {
         Box::new(move |s: &Store| {
             grouped(
                 s,

@@ -301,7 +301,7 @@ fn check_items(export: export::Incoming) -> Result<Checked> {
 }
 
 /// 3. The files: each through the upload's inspection, matched against the
-/// export (counted in `summary`).
+///    export (counted in `summary`).
 async fn read_files(
     items: Vec<(Instruction, Option<Report>)>,
     bundle: Option<&export::Bundle>,

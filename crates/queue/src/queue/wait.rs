@@ -445,6 +445,9 @@ pub(super) fn stopped_result(queue: &str, remaining: u64, waited: u64) -> UserRe
 
 /// How a call is answered: now, or — for a caller that takes tasks and
 /// found nothing to take — with a task it polls (`tasks.rs`).
+// One per call, returned once: the call's future keeps neither variant
+// across an await (its size is bounded by `a_waiting_call_lays_out_little`).
+#[allow(clippy::large_enum_variant)]
 pub enum Answer {
     Now(UserRequestResult, WaitOutcome),
     Task(crate::model::TaskView),

@@ -95,6 +95,9 @@ pub enum Admission {
     Refused(String),
 }
 
+/// Told of a request refused for want of the token: its path and `User-Agent`.
+pub type OnRefused = Arc<dyn Fn(&str, &str) + Send + Sync>;
+
 /// Who may talk to us: the request policy, asking [`Credentials`] about tokens.
 pub struct Guard {
     /// Host names accepted in `Host` and `Origin` (loopback names, plus the bind address).
@@ -109,7 +112,7 @@ pub struct Guard {
     me: Option<Account>,
     same_user_only: SameUserOnly,
     /// Told of each request refused for want of the token (path, `User-Agent`).
-    on_refused: Arc<dyn Fn(&str, &str) + Send + Sync>,
+    on_refused: OnRefused,
 }
 
 impl Guard {
@@ -134,7 +137,7 @@ impl Guard {
     }
 
     /// Call `told` with each request refused for want of the token.
-    pub fn on_refused(mut self, told: Arc<dyn Fn(&str, &str) + Send + Sync>) -> Guard {
+    pub fn on_refused(mut self, told: OnRefused) -> Guard {
         self.on_refused = told;
         self
     }

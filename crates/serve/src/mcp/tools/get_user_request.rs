@@ -294,6 +294,8 @@ struct Wanted {
 
 /// The call's arguments as the queue takes them, or the tool error (a
 /// result the agent can act on) that refuses them.
+// The error is the tool result the agent gets, built at most once per call.
+#[allow(clippy::result_large_err)]
 fn read_arguments(
     arguments: Option<JsonObject>,
     queue_in_url: crate::Result<Option<String>>,
