@@ -8,7 +8,9 @@ use std::sync::Arc;
 use tauri::Manager;
 use tokio_util::sync::CancellationToken;
 
-use crate::{follow_engine, shell_for, tray, view, Shell};
+use crate::follow::follow_engine;
+use crate::shell::{shell_for, Shell};
+use crate::{tray, view};
 
 /// The shell as the window and tray of a headless server that already
 /// holds the database: its page, its event stream, the tooltip says whose.

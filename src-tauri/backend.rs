@@ -7,7 +7,7 @@ use engine::model::{NewInstruction, Upload};
 use engine::sync::MutexExt;
 use tauri::{AppHandle, Manager};
 
-use crate::Shell;
+use crate::shell::Shell;
 
 pub enum Backend {
     Local(engine::Queue),

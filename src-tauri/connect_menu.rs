@@ -11,7 +11,8 @@ use engine::snippets::{self, Client};
 use tauri::menu::{MenuItem, PredefinedMenuItem, Submenu};
 use tauri::{AppHandle, Manager, Wry};
 
-use crate::{notify, Shell};
+use crate::notify;
+use crate::shell::Shell;
 
 /// Prefix of the per-client items; the client id follows.
 pub const PREFIX: &str = "connect:";

@@ -58,7 +58,7 @@ pub(crate) fn hand_over(running: instance::State, lock_path: &Path, context: tau
             std::process::exit(1);
         }
     });
-    let built = crate::builder().build(context);
+    let built = crate::plugins::builder().build(context);
     answered.store(true, Ordering::SeqCst);
     match built {
         // Not reached when the hand-over worked: the plugin exits the process.

@@ -13,8 +13,9 @@ use tauri_plugin_clipboard_manager::ClipboardExt as _;
 
 use engine::snippets::{self, Client};
 
+use crate::shell::Shell;
 use crate::view::{TrayIcon as Icon, TrayView};
-use crate::{notify, windows, Shell};
+use crate::{notify, windows};
 
 pub const TRAY_ID: &str = "local-mcp";
 pub const QUICK_ADD: &str = "quick-add";
@@ -40,13 +41,18 @@ pub struct TrayItems {
     pub hold_all: MenuItem<Wry>,
 }
 
-/// Whether a queue is held now: what "Hold all" / "Release all" toggles.
-static ANY_HELD: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-
-/// The engine's log folder, as its last status said (own engine or attached server).
-pub static LOG_DIR: std::sync::Mutex<Option<String>> = std::sync::Mutex::new(None);
+/// What the menu last showed that its items act on, as `apply` left it
+/// (managed by the app: the tray owns it, nobody else writes it).
+#[derive(Default)]
+struct Shown {
+    /// Whether a queue is held: what "Hold all" / "Release all" toggles.
+    any_held: std::sync::atomic::AtomicBool,
+    /// The engine's log folder, as its last status said (own engine or attached server).
+    log_dir: std::sync::Mutex<Option<String>>,
+}
 
 pub fn create(app: &AppHandle) -> tauri::Result<TrayItems> {
+    app.manage(Shown::default());
     let prefs = app.state::<Shell>().prefs.get();
     let autostart = app.autolaunch().is_enabled().unwrap_or(false);
     let pending = MenuItem::with_id(app, PENDING, "Nothing pending", false, None::<&str>)?;
@@ -62,7 +68,13 @@ pub fn create(app: &AppHandle) -> tauri::Result<TrayItems> {
     let menu = Menu::with_items(
         app,
         &[
-            &MenuItem::with_id(app, QUICK_ADD, "Quick add…", true, Some(crate::QUICK_ADD_SHORTCUT))?,
+            &MenuItem::with_id(
+                app,
+                QUICK_ADD,
+                "Quick add…",
+                true,
+                Some(crate::plugins::QUICK_ADD_SHORTCUT),
+            )?,
             &MenuItem::with_id(app, QUEUE_CLIPBOARD, "Queue clipboard", true, None::<&str>)?,
             &MenuItem::with_id(app, OPEN, "Open queue", true, None::<&str>)?,
             &pending,
@@ -160,7 +172,7 @@ fn on_menu(app: &AppHandle, event: tauri::menu::MenuEvent) {
         QUEUE_CLIPBOARD => crate::clipboard::queue_clipboard(app),
         HOLD_ALL => {
             if let Some(backend) = crate::backend::Backend::of(app) {
-                let hold = !ANY_HELD.load(std::sync::atomic::Ordering::Relaxed);
+                let hold = !app.state::<Shown>().any_held.load(std::sync::atomic::Ordering::Relaxed);
                 tauri::async_runtime::spawn(async move {
                     if let Err(e) = backend.set_held(hold).await {
                         tracing::warn!(error = %e, "could not hold or release the queues");
@@ -190,7 +202,7 @@ fn on_menu(app: &AppHandle, event: tauri::menu::MenuEvent) {
             }
         }
         LOG_FOLDER => {
-            let dir = LOG_DIR.lock_anyway().clone();
+            let dir = app.state::<Shown>().log_dir.lock_anyway().clone();
             match dir {
                 Some(dir) => {
                     use tauri_plugin_opener::OpenerExt;
@@ -233,7 +245,11 @@ pub fn apply(app: &AppHandle, items: &TrayItems, view: &TrayView) {
     let _ = tray.set_title(view.title.as_deref());
     *crate::windows::ANSWERING.lock_anyway() = view.answer.clone();
     let _ = items.pending.set_text(&view.pending_label);
-    ANY_HELD.store(view.any_held, std::sync::atomic::Ordering::Relaxed);
+    let shown = app.state::<Shown>();
+    shown
+        .any_held
+        .store(view.any_held, std::sync::atomic::Ordering::Relaxed);
+    shown.log_dir.lock_anyway().clone_from(&view.log_dir);
     let _ = items.hold_all.set_text(if view.any_held {
         "Release all queues"
     } else {

@@ -45,6 +45,8 @@ pub struct TrayView {
     /// Short text beside the icon, only while something needs the person:
     /// Linux trays (AppIndicator) show no tooltips, so this is what says it there.
     pub title: Option<String>,
+    /// The engine's log folder ("Open log folder"), `None` when it writes no files.
+    pub log_dir: Option<String>,
 }
 
 fn pending_words(n: u64) -> String {
@@ -199,6 +201,7 @@ pub fn tray_view(status: &StatusSnapshot) -> TrayView {
         pending_label: capitalize(&pending),
         queue_labels,
         any_held: !held.is_empty(),
+        log_dir: status.server.log_dir.clone(),
     }
 }
 

@@ -8,8 +8,8 @@ use tauri::webview::Cookie;
 use tauri::{AppHandle, Manager, WebviewUrl, WebviewWindow, WebviewWindowBuilder};
 use tauri_plugin_window_state::{StateFlags, WindowExt};
 
+use crate::shell::Shell;
 use crate::view::{main_window_may_load, quick_add_nav, QuickAddNav};
-use crate::Shell;
 
 pub const MAIN: &str = "main";
 pub const QUICK_ADD: &str = "quick-add";

@@ -1,0 +1,72 @@
+//! Engine events → the tray and the notifications: the tray on every status
+//! change, a notification on a delivery, a report, a delivery in doubt, a
+//! storage fault and (if wanted) an agent that starts waiting.
+
+use std::collections::HashSet;
+
+use engine::{EventData, EventKind};
+use tauri::{AppHandle, Manager};
+
+use crate::shell::Shell;
+use crate::{notify, tray, view};
+
+/// React to engine events: tray on every status change, notifications on
+/// consumption (and, if wanted, when an agent starts waiting on an empty queue).
+pub(crate) async fn follow_engine(
+    app: AppHandle,
+    items: tray::TrayItems,
+    mut events: tokio::sync::broadcast::Receiver<std::sync::Arc<engine::Event>>,
+) {
+    let mut listening = HashSet::new();
+    let mut faulty = false;
+    loop {
+        let event = match events.recv().await {
+            Ok(e) => e,
+            Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => continue,
+            Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+        };
+        let prefs = app.state::<Shell>().prefs.get();
+        match (&event.kind, &event.data) {
+            (EventKind::StatusChanged, EventData::Status(status)) => {
+                let mut tray_view = view::tray_view(status);
+                if let Some(remote) = &app.state::<Shell>().attached {
+                    tray_view = view::attached(tray_view, &remote.base);
+                }
+                tray::apply(&app, &items, &tray_view);
+                // Once per fault, when it starts: the tooltip carries it after that.
+                match (&status.server.storage_fault, faulty) {
+                    (Some(fault), false) => {
+                        let (title, body) = view::storage_fault_notification(fault);
+                        notify::send(&app, &title, &body);
+                        faulty = true;
+                    }
+                    (None, true) => faulty = false,
+                    _ => {}
+                }
+                for agent in view::newly_waiting(&mut listening, status) {
+                    if prefs.notify_waiting {
+                        let (title, body) = view::waiting_notification(&agent);
+                        notify::send(&app, &title, &body);
+                    }
+                }
+            }
+            (EventKind::ReportCreated, EventData::Report(report)) if prefs.notify_reported => {
+                let (title, body) = view::report_notification(&report.agent_id, &report.content);
+                notify::send(&app, &title, &body);
+            }
+            (EventKind::InstructionUpdated, EventData::Instruction(item))
+                if item.delivery == Some(engine::model::Delivery::InDoubt) =>
+            {
+                let agent = item.consumed_by_agent_id.as_deref().unwrap_or("An agent");
+                let (title, body) = view::in_doubt_notification(agent, &item.content);
+                notify::send(&app, &title, &body);
+            }
+            (EventKind::InstructionConsumed, EventData::Instruction(item)) if prefs.notify_consumed => {
+                let agent = item.consumed_by_agent_id.as_deref().unwrap_or("An agent");
+                let (title, body) = view::consumed_notification(agent, &item.content, event.pending_count.unwrap_or(0));
+                notify::send(&app, &title, &body);
+            }
+            _ => {}
+        }
+    }
+}
