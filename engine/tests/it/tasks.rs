@@ -464,3 +464,77 @@ async fn a_polls_connection_is_closed_after_its_answer() {
     );
     s.stop().await;
 }
+
+/// A cancel and a poll of one task at once: whichever wins, the instruction
+/// is either in the poll's answer or pending again, never consumed unseen
+/// (an attacker's review lost it in 20 of 150 such races: the cancel
+/// marked the task cancelled over the result the poll had just bound).
+#[tokio::test]
+async fn a_cancel_racing_a_poll_never_loses_what_the_poll_bound() {
+    let s = common::start(|_| {}).await;
+    for round in 0..60u64 {
+        let agent = format!("race-{round}");
+        let created = call(&s, DIRECT, &agent, true).await;
+        let id = created["result"]["taskId"].as_str().unwrap().to_owned();
+        let content = format!("race {round}");
+        s.add_to(&content, "default", Some(&agent)).await;
+        // Each side a little late in turn, so either may come first.
+        let (polled, _) = tokio::join!(
+            async {
+                tokio::time::sleep(Duration::from_millis(round % 3)).await;
+                get(&s, &id).await
+            },
+            async {
+                tokio::time::sleep(Duration::from_millis((round + 1) % 3)).await;
+                cancel(&s, &id).await
+            }
+        );
+        let carried = polled["result"]["result"]
+            .get("content")
+            .map(|_| tool_json(&polled["result"]["result"])["instruction"]["content"].clone());
+        if carried.as_ref().and_then(Value::as_str) == Some(content.as_str()) {
+            continue;
+        }
+        // Not in the answer: it must be there to take again, and the task says it was cancelled.
+        let pending = s.get_json("/api/instructions?status=pending").await;
+        let there = pending["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|i| i["content"] == content.as_str());
+        assert!(
+            there,
+            "round {round}: the poll answered {polled} and the instruction is not pending: {pending}"
+        );
+        // Taken now by a plain call, so the next round's queue is empty.
+        let again = call(&s, DIRECT, &agent, false).await;
+        assert_eq!(tool_json(&again["result"])["instruction"]["content"], content.as_str());
+    }
+    s.stop().await;
+}
+
+/// "Send again" on a delivery in doubt that a task carried: the copy goes,
+/// and a late poll of that task does not hand the original over as well.
+#[tokio::test]
+async fn send_again_on_a_delivery_in_doubt_cancels_the_task_that_carried_it() {
+    let s = common::start(|_| {}).await;
+    let created = call(&s, DIRECT, "d", true).await;
+    let id = created["result"]["taskId"].as_str().unwrap().to_owned();
+    let item = crate::delivery::add_big(&s, "cut off").await;
+    poll_and_hang_up(&s, &id).await;
+    delivery_becomes(&s, &item, "in_doubt").await;
+    let (status, copy) = s
+        .post(&format!("/api/instructions/{item}/requeue"), json!({"to": "front"}))
+        .await;
+    assert!(status < 300, "{status} {copy}");
+    let late = get(&s, &id).await;
+    assert_eq!(
+        late["result"]["status"], "cancelled",
+        "the task no longer carries it: {late}"
+    );
+    assert!(late["result"]["result"].is_null(), "no result handed over: {late}");
+    // The copy is what the agent's next call gets: once.
+    let next = call(&s, DIRECT, "d", false).await;
+    assert_eq!(tool_json(&next["result"])["instruction"]["content"], "cut off");
+    s.stop().await;
+}

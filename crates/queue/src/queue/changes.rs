@@ -196,7 +196,13 @@ impl Queue {
                         RequeuePlace::Front => db.front_position(&source.queue)?,
                         RequeuePlace::Back => db.next_position()?,
                     };
-                    let target = if source.delivery == Some(Delivery::InDoubt) {
+                    let in_doubt = source.delivery == Some(Delivery::InDoubt);
+                    if in_doubt {
+                        // A task that carried it must not hand it over as well: the
+                        // copy is what goes now (as `redeliver_in_doubt` does).
+                        db.cancel_task_of_instruction(&id, super::tasks::QUEUED_AGAIN, &time::now())?;
+                    }
+                    let target = if in_doubt {
                         source.consumed_by_agent_id.or(source.target)
                     } else {
                         source.target

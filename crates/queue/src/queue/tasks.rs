@@ -49,6 +49,10 @@ const CANCEL_SETTLES_WITHIN: Duration = Duration::from_secs(2);
 /// a newer call (`claim.rs`).
 pub(super) const SENT_AGAIN: &str = "This instruction was handed over again on a newer get_user_request call: \
 nothing to do here.";
+/// The status message of a task bound to an instruction the person queued
+/// again (`changes.rs`, "Send again" on a delivery in doubt).
+pub(super) const QUEUED_AGAIN: &str = "This instruction was queued again by the person: its copy comes on a \
+newer get_user_request call; nothing to do here.";
 /// The status message of a waiting task.
 const WAITING: &str = "Waiting for the person's next instruction.";
 /// The status message of an agent's oldest task when it has too many.
@@ -293,18 +297,22 @@ impl Queue {
             TaskStatus::Cancelled => Ok(()),
             TaskStatus::Working => {
                 let id = id.to_owned();
-                self.blocking(move |i| {
-                    i.store.write(
-                        Durability::Full,
-                        |db| db.cancel_task(&id, CANCELLED, &time::now()),
-                        |_| (),
-                    )
-                })
-                .await?;
-                // Bound meanwhile by a poll: settle it as a bound one.
-                let now = self.task(&record.id).await?;
-                if now.status == TaskStatus::Completed {
-                    return self.take_back(now).await;
+                let cancelled = self
+                    .blocking(move |i| {
+                        i.store.write(
+                            Durability::Full,
+                            |db| db.cancel_working_task(&id, CANCELLED, &time::now()),
+                            |_| (),
+                        )
+                    })
+                    .await?;
+                if !cancelled {
+                    // Bound meanwhile by a poll, whose answer carries it: settle
+                    // it as a bound one (never marked cancelled over its result).
+                    let now = self.task(&record.id).await?;
+                    if now.status == TaskStatus::Completed {
+                        return self.take_back(now).await;
+                    }
                 }
                 self.mark_status_dirty();
                 Ok(())

@@ -78,6 +78,19 @@ impl<'c> Db<'c> {
             > 0)
     }
 
+    /// End a working task with nothing bound; whether it was still working
+    /// (a poll may have bound it meanwhile: then it is not touched).
+    pub fn cancel_working_task(&self, id: &str, message: &str, now: &str) -> Result<bool> {
+        Ok(self
+            .conn
+            .prepare_cached(
+                "UPDATE tasks SET status = 'cancelled', status_message = ?2, updated_at = ?3
+                 WHERE id = ?1 AND status = 'working'",
+            )?
+            .execute(params![id, message, now])?
+            > 0)
+    }
+
     /// End a task with nothing bound, or with what it carried taken back;
     /// whether it was not ended already.
     pub fn cancel_task(&self, id: &str, message: &str, now: &str) -> Result<bool> {
