@@ -44,13 +44,82 @@ async fn the_server_logs_to_daily_files_and_keeps_a_week() {
     server.child.kill().await.unwrap();
 }
 
+/// Every file under `dir`, at any depth.
+fn files_under(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            out.extend(files_under(&path));
+        } else {
+            out.push(path);
+        }
+    }
+    out
+}
+
 #[tokio::test]
 async fn with_log_dir_off_no_files_are_written() {
+    // The default log folder is under the account's state folder: here a
+    // home of the test's own, so a log written anywhere by default is seen.
     let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    std::fs::create_dir(&home).unwrap();
+    let at = |sub: &str| home.join(sub).to_string_lossy().into_owned();
+    let (state, data, config) = (at(".local/state"), at(".local/share"), at(".config"));
+    let home_s = home.to_string_lossy().into_owned();
     let db = dir.path().join("queue.sqlite3");
-    let mut server = common::spawn_binary(&db, &[("LOCAL_MCP_LOG_DIR", "off")]).await;
+    let env = |log_dir: &'static str| {
+        [
+            ("LOCAL_MCP_LOG_DIR", log_dir.to_owned()),
+            ("LOG_LEVEL", "info".to_owned()),
+            ("HOME", home_s.clone()),
+            ("XDG_STATE_HOME", state.clone()),
+            ("XDG_DATA_HOME", data.clone()),
+            ("XDG_CONFIG_HOME", config.clone()),
+        ]
+    };
+    let logs = |all: Vec<std::path::PathBuf>| -> Vec<std::path::PathBuf> {
+        all.into_iter()
+            .filter(|p| p.extension().is_some_and(|e| e == "log"))
+            .collect()
+    };
+
+    let off = env("off");
+    let off: Vec<(&str, &str)> = off.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let mut server = common::spawn_binary(&db, &off).await;
     assert_eq!(status(&server.url).await["server"]["log_dir"], Value::Null);
+    // Something worth a log line: an instruction queued and taken back.
+    let added = common::post_with(
+        &reqwest::Client::new(),
+        &format!("{}/api/instructions", server.url),
+        serde_json::json!({"content": "logged?"}),
+    )
+    .await;
+    assert!(added.0 < 300, "{added:?}");
     server.child.kill().await.unwrap();
+    let written = logs(files_under(dir.path()));
+    assert!(
+        written.is_empty(),
+        "log files written with LOCAL_MCP_LOG_DIR=off: {written:?}"
+    );
+
+    // The scan sees a log where one is written: the same home, logs on.
+    let on = env("");
+    let on: Vec<(&str, &str)> = on
+        .iter()
+        .filter(|(k, _)| *k != "LOCAL_MCP_LOG_DIR")
+        .map(|(k, v)| (*k, v.as_str()))
+        .chain([("LOCAL_MCP_LOG_DIR", state.as_str())])
+        .collect();
+    let mut server = common::spawn_binary(&db, &on).await;
+    server.child.kill().await.unwrap();
+    let written = logs(files_under(dir.path()));
+    assert_eq!(
+        written.len(),
+        1,
+        "the day's log file, found by the same scan: {written:?}"
+    );
 }
 
 /// `logs -n N` prints the end of today's file; `logs -f` keeps printing what is written.

@@ -180,6 +180,7 @@ fn acl_writer(_: &Path) -> Option<String> {
 
 /// [`acl_writer`] on the attribute's bytes: a version (2), then entries of
 /// tag (u16), permissions (u16) and id (u32), little-endian.
+#[cfg(target_os = "linux")]
 fn acl_writer_in(bytes: &[u8], me: u32) -> Option<String> {
     const USER: u16 = 0x02;
     const GROUP: u16 = 0x08;
