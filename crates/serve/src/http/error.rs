@@ -60,7 +60,7 @@ pub fn error_response(status: StatusCode, code: &str, message: &str) -> Response
 
 /// An engine [`Error`] on its way out as a response. The error type is the
 /// core crate's, so the response is made for this wrapper, which `?` makes
-/// from it (and back, for a helper that returns the engine's own `Result`).
+/// from it.
 #[derive(Debug)]
 pub struct ApiError(pub Error);
 
@@ -76,12 +76,6 @@ impl std::fmt::Display for ApiError {
 impl From<Error> for ApiError {
     fn from(e: Error) -> Self {
         ApiError(e)
-    }
-}
-
-impl From<ApiError> for Error {
-    fn from(e: ApiError) -> Self {
-        e.0
     }
 }
 

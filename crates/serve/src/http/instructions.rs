@@ -111,20 +111,20 @@ async fn list(State(s): State<AppState>, ApiQuery(q): ApiQuery<ListQuery>) -> Re
 async fn create(State(s): State<AppState>, req: axum::extract::Request) -> axum::response::Response {
     use axum::extract::FromRequest;
     use axum::response::IntoResponse;
-    let created = if super::attachments::is_multipart(req.headers()) {
+    let created: super::error::Result<_> = if super::attachments::is_multipart(req.headers()) {
         match super::attachments::read_form(req).await {
-            Ok((new, uploads)) => s.queue.add_with_files(new, uploads).await,
-            Err(e) => Err(e.into()),
+            Ok((new, uploads)) => s.queue.add_with_files(new, uploads).await.map_err(Into::into),
+            Err(e) => Err(e),
         }
     } else {
         match ApiJson::<NewInstruction>::from_request(req, &()).await {
-            Ok(ApiJson(body)) => s.queue.add(body).await,
+            Ok(ApiJson(body)) => s.queue.add(body).await.map_err(Into::into),
             Err(rejection) => return rejection,
         }
     };
     match created {
         Ok(item) => (StatusCode::CREATED, Json(ItemBody { item })).into_response(),
-        Err(e) => super::error::ApiError(e).into_response(),
+        Err(e) => e.into_response(),
     }
 }
 
