@@ -47,19 +47,22 @@ impl Server {
             .unwrap_or(0)
     }
 
+    /// The status report (`GET /api/status`).
+    async fn status(&self) -> Value {
+        self.http
+            .get(format!("{}/api/status", self.url))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap()
+    }
+
     /// Poll `/api/status` until `done` holds.
     async fn until_status(&self, done: impl Fn(&Value) -> bool, every: Duration) {
         loop {
-            let st: Value = self
-                .http
-                .get(format!("{}/api/status", self.url))
-                .send()
-                .await
-                .unwrap()
-                .json()
-                .await
-                .unwrap();
-            if done(&st) {
+            if done(&self.status().await) {
                 return;
             }
             tokio::time::sleep(every).await;
@@ -894,15 +897,7 @@ async fn main() {
             ms(pct(&poll_times, 0.5)),
             String::new(),
         ));
-        let status: Value = s
-            .http
-            .get(format!("{}/api/status", s.url))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let status = s.status().await;
         let interval = task_get(&closing, &s.url, &ids[0]).await["result"]["pollIntervalMs"]
             .as_u64()
             .unwrap_or(0);

@@ -44,14 +44,14 @@ async fn the_server_logs_to_daily_files_and_keeps_a_week() {
     server.child.kill().await.unwrap();
 }
 
-/// Every file under `dir`, at any depth.
-fn files_under(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+/// Every `.log` file under `dir`, at any depth.
+fn log_files_under(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
     let mut out = Vec::new();
     for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
         let path = entry.path();
         if path.is_dir() {
-            out.extend(files_under(&path));
-        } else {
+            out.extend(log_files_under(&path));
+        } else if path.extension().is_some_and(|e| e == "log") {
             out.push(path);
         }
     }
@@ -69,27 +69,19 @@ async fn with_log_dir_off_no_files_are_written() {
     let (state, data, config) = (at(".local/state"), at(".local/share"), at(".config"));
     let home_s = home.to_string_lossy().into_owned();
     let db = dir.path().join("queue.sqlite3");
-    let env = |log_dir: &'static str| {
-        [
-            ("LOCAL_MCP_LOG_DIR", log_dir.to_owned()),
-            ("LOG_LEVEL", "info".to_owned()),
-            ("HOME", home_s.clone()),
-            ("XDG_STATE_HOME", state.clone()),
-            ("XDG_DATA_HOME", data.clone()),
-            ("XDG_CONFIG_HOME", config.clone()),
-        ]
-    };
-    let logs = |all: Vec<std::path::PathBuf>| -> Vec<std::path::PathBuf> {
-        all.into_iter()
-            .filter(|p| p.extension().is_some_and(|e| e == "log"))
-            .collect()
-    };
+    let home_env = [
+        ("HOME", home_s.as_str()),
+        ("XDG_STATE_HOME", state.as_str()),
+        ("XDG_DATA_HOME", data.as_str()),
+        ("XDG_CONFIG_HOME", config.as_str()),
+        ("LOG_LEVEL", "info"),
+    ];
 
-    let off = env("off");
-    let off: Vec<(&str, &str)> = off.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let mut off = home_env.to_vec();
+    off.push(("LOCAL_MCP_LOG_DIR", "off"));
     let mut server = common::spawn_binary(&db, &off).await;
     assert_eq!(status(&server.url).await["server"]["log_dir"], Value::Null);
-    // Something worth a log line: an instruction queued and taken back.
+    // Something worth a log line: an instruction queued.
     let added = common::post_with(
         &reqwest::Client::new(),
         &format!("{}/api/instructions", server.url),
@@ -98,23 +90,18 @@ async fn with_log_dir_off_no_files_are_written() {
     .await;
     assert!(added.0 < 300, "{added:?}");
     server.child.kill().await.unwrap();
-    let written = logs(files_under(dir.path()));
+    let written = log_files_under(dir.path());
     assert!(
         written.is_empty(),
         "log files written with LOCAL_MCP_LOG_DIR=off: {written:?}"
     );
 
     // The scan sees a log where one is written: the same home, logs on.
-    let on = env("");
-    let on: Vec<(&str, &str)> = on
-        .iter()
-        .filter(|(k, _)| *k != "LOCAL_MCP_LOG_DIR")
-        .map(|(k, v)| (*k, v.as_str()))
-        .chain([("LOCAL_MCP_LOG_DIR", state.as_str())])
-        .collect();
+    let mut on = home_env.to_vec();
+    on.push(("LOCAL_MCP_LOG_DIR", &state));
     let mut server = common::spawn_binary(&db, &on).await;
     server.child.kill().await.unwrap();
-    let written = logs(files_under(dir.path()));
+    let written = log_files_under(dir.path());
     assert_eq!(
         written.len(),
         1,
