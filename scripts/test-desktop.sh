@@ -3,9 +3,11 @@
 # D-Bus session, WebDriver through tauri-driver + WebKitWebDriver.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-for tool in xvfb-run dbus-run-session dbus-monitor WebKitWebDriver tauri-driver xclip; do
+for tool in xvfb-run dbus-run-session dbus-monitor WebKitWebDriver tauri-driver xclip notify-send; do
   command -v "$tool" >/dev/null || { echo "missing $tool: see README (Development)" >&2; exit 1; }
 done
+# The tests' own notification server and panel (tests/desktop/notifyd.mjs, panel.mjs) speak D-Bus through dbus-next.
+npm ci --prefix tests/desktop --no-audit --no-fund --silent
 # Each test, and each file as a whole, has five minutes (a file takes under
 # one on a quiet machine): one that hangs fails with its name instead of
 # holding the suite to its ceiling (its own waits, 20 to 60 s, name what they
