@@ -38,13 +38,7 @@ impl Server {
     }
 
     fn rss_kib(&self) -> u64 {
-        let pid = self.child.id().unwrap();
-        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-        status
-            .lines()
-            .find_map(|l| l.strip_prefix("VmRSS:"))
-            .and_then(|v| v.split_whitespace().next()?.parse().ok())
-            .unwrap_or(0)
+        rss_of(self.child.id().unwrap())
     }
 
     /// The status report (`GET /api/status`).
@@ -290,6 +284,16 @@ async fn paint_in_chromium(url: &str, runs: usize) -> Result<Painted, String> {
         eprintln!("{}", String::from_utf8_lossy(&out.stderr).trim());
     }
     Ok(painted)
+}
+
+/// The resident memory of process `pid`, KiB.
+fn rss_of(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0)
 }
 
 /// The `_meta` of a 2026-07-28 call that takes tasks (Claude Code's).
@@ -844,7 +848,7 @@ async fn main() {
         let first = 100usize;
         let mut ids = Vec::with_capacity(agents);
         let mut poll_times = Vec::with_capacity(agents);
-        let mut warm = 0;
+        let (mut warm, mut just_after) = (0, 0);
         for range in [0..first, first..agents] {
             let made: Vec<String> = futures::stream::iter(range)
                 .map(|i| {
@@ -871,18 +875,28 @@ async fn main() {
             ids.extend(made);
             poll_times.extend(polled);
             tokio::time::sleep(Duration::from_secs(2)).await;
+            just_after = s.rss_kib();
+            // Past the blocking pool's keep-alive and the engine's give-back
+            // period (10 s each): what waiting agents cost once the burst
+            // that made them is over.
+            tokio::time::sleep(Duration::from_secs(11)).await;
             if warm == 0 {
                 warm = s.rss_kib();
             }
         }
         let all = s.rss_kib();
         rows.push((
-            format!("RSS above idle, {agents} agents waiting through tasks (no connection held)"),
+            format!("RSS above idle, {agents} agents waiting through tasks (no connection held), settled"),
             format!("{:.1} MiB", all.saturating_sub(idle) as f64 / 1024.0),
             "≤ 10 MiB".into(),
         ));
         rows.push((
-            format!("…of which with the first {first} (once: code first run, pool threads)"),
+            "…2 s after the burst that made them (pool threads, arenas not given back yet)".into(),
+            format!("{:.1} MiB", just_after.saturating_sub(idle) as f64 / 1024.0),
+            String::new(),
+        ));
+        rows.push((
+            format!("…of which with the first {first} (once: code first run)"),
             format!("{:.1} MiB", warm.saturating_sub(idle) as f64 / 1024.0),
             String::new(),
         ));
@@ -890,6 +904,44 @@ async fn main() {
             "…each further agent waiting through a task".into(),
             format!("{:.2} KiB", all.saturating_sub(warm) as f64 / (agents - first) as f64),
             "≤ 1 KiB".into(),
+        ));
+        // The agents polling as told (each every interval, 500 polls/s with
+        // 10,000 of them) for 30 s: the highest RSS seen meanwhile.
+        let every = task_get(&closing, &s.url, &ids[0]).await["result"]["pollIntervalMs"]
+            .as_u64()
+            .unwrap_or(20_000);
+        let rate = (agents as f64 / (every as f64 / 1000.0)).max(1.0);
+        let polling_for = Duration::from_secs(30);
+        let started = Instant::now();
+        let sampler = {
+            let pid = s.child.id().unwrap();
+            tokio::spawn(async move {
+                let mut highest = 0u64;
+                while started.elapsed() < polling_for {
+                    highest = highest.max(rss_of(pid));
+                    tokio::time::sleep(Duration::from_millis(250)).await;
+                }
+                highest
+            })
+        };
+        let polls = (rate * polling_for.as_secs_f64()) as usize;
+        futures::stream::iter(0..polls)
+            .map(|n| {
+                let (http, url, id) = (closing.clone(), s.url.clone(), ids[n % agents].clone());
+                let at = started + Duration::from_secs_f64(n as f64 / rate);
+                async move {
+                    tokio::time::sleep_until(at.into()).await;
+                    task_get(&http, &url, &id).await
+                }
+            })
+            .buffer_unordered(64)
+            .for_each(|_| async {})
+            .await;
+        let highest = sampler.await.unwrap();
+        rows.push((
+            format!("…while they poll as told ({rate:.0} polls/s for 30 s), highest"),
+            format!("{:.1} MiB", highest.saturating_sub(idle) as f64 / 1024.0),
+            String::new(),
         ));
         poll_times.sort();
         rows.push((

@@ -36,6 +36,9 @@ use local_mcp_core::{connection_info, error, media, paths, peer, store};
 use local_mcp_queue::{events, queue};
 use local_mcp_serve::{auth, http, mcp, server};
 
+mod heap;
+pub use heap::keep_arena_tops;
+
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -140,20 +143,7 @@ pub async fn start(config: Config, shutdown: CancellationToken) -> Result<Engine
     let url = format!("http://{}:{}", server::url_host(addr.ip()), addr.port());
     lock.publish(&url);
 
-    let facts = queue::ServerFacts {
-        url: url.clone(),
-        version: VERSION.into(),
-        started_at: time::now(),
-        requested_port: port_fallback_from,
-        requested_port_holder: port_fallback_from.and_then(|port| other_account_on(SocketAddr::new(config.host, port))),
-        recovered: recovered.map(|r| model::RecoveryNotice {
-            moved_to: r.moved_to,
-            reason: r.reason,
-            at: r.at,
-        }),
-        log_dir: config.log_dir.as_ref().map(|d| d.display().to_string()),
-        database: config::named_database(&config.db_path),
-    };
+    let facts = server_facts(&config, &url, port_fallback_from, recovered);
     let queue = Queue::new(store, &config.settings, facts, shutdown.clone())?;
     // Files a crash left between writing an upload and committing its row.
     if let Err(e) = queue.sweep_files().await {
@@ -173,54 +163,9 @@ pub async fn start(config: Config, shutdown: CancellationToken) -> Result<Engine
         token = credentials.token_required(),
         "MCP endpoint registered at {}", mcp_url(&url)
     );
-    // This database's entry among the running servers, and the file asked for.
-    let connection_files: Vec<PathBuf> = config
-        .servers_dir
-        .clone()
-        .map(|dir| connection_info::Registry::new(dir).entry(&config.db_path))
-        .into_iter()
-        .chain(config.connection_file.clone())
-        .collect();
-    if !connection_files.is_empty() {
-        let info = connection_info::ConnectionInfo {
-            url: url.clone(),
-            mcp_url: mcp_url(&url),
-            port: addr.port(),
-            token: credentials.token(),
-            version: VERSION.into(),
-            tools: mcp::tool_names(),
-            pid: std::process::id(),
-            started_at: time::now(),
-            db_path: Some(paths::canonical(&config.db_path)),
-        };
-        // Not fatal: the server works without it, only discovery does not.
-        for path in &connection_files {
-            match connection_info::write(path, &info) {
-                Ok(()) => tracing::info!(path = %path.display(), "connection info published"),
-                Err(e) => e.log(),
-            }
-        }
-        tokens.publish_to(connection_files.clone(), info);
-    }
-    let me = same_user_account();
-    let settings = queue.clone();
-    let told = queue.clone();
-    let guard = Arc::new(
-        http::Guard::new(config.host, addr.port(), credentials.clone())
-            .same_user_only(me, Arc::new(move || settings.setting(|s| s.same_user_only)))
-            .on_refused(Arc::new(move |path, user_agent| told.note_refused(path, user_agent))),
-    );
-    let router = http::router(http::AppState {
-        queue: queue.clone(),
-        guard: guard.clone(),
-        credentials: credentials.clone(),
-        tokens,
-        mcp_stateless: config.mcp_stateless,
-        shutdown: shutdown.clone(),
-    });
-    let task = tokio::spawn(server::serve(listener, router, guard, shutdown.clone()));
+    let connection_files = publish_connection_info(&config, &url, addr.port(), &credentials, &tokens);
+    let task = serve(listener, &config, &queue, credentials.clone(), tokens, &shutdown);
     tracing::info!(%url, "local-mcp engine serving");
-    give_back_start_up_heap();
     Ok(Engine {
         url,
         addr,
@@ -234,42 +179,110 @@ pub async fn start(config: Config, shutdown: CancellationToken) -> Result<Engine
     })
 }
 
-/// Start-up builds and drops far more than serving keeps (the OpenAPI
-/// document and its schemas, the migration, the router): glibc keeps the
-/// freed pages resident until asked to give them back. Measured on the
-/// headless server: anonymous memory after start 3.8 -> 2.2 MiB.
-fn give_back_start_up_heap() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: malloc_trim only returns free pages to the system, and glibc's
-    // allocator locks each arena while it does.
-    unsafe {
-        libc::malloc_trim(0);
+/// What the status tells of this server.
+fn server_facts(
+    config: &Config,
+    url: &str,
+    port_fallback_from: Option<u16>,
+    recovered: Option<store::Recovery>,
+) -> queue::ServerFacts {
+    queue::ServerFacts {
+        url: url.to_owned(),
+        version: VERSION.into(),
+        started_at: time::now(),
+        requested_port: port_fallback_from,
+        requested_port_holder: port_fallback_from.and_then(|port| other_account_on(SocketAddr::new(config.host, port))),
+        recovered: recovered.map(|r| model::RecoveryNotice {
+            moved_to: r.moved_to,
+            reason: r.reason,
+            at: r.at,
+        }),
+        log_dir: config.log_dir.as_ref().map(|d| d.display().to_string()),
+        database: config::named_database(&config.db_path),
     }
 }
 
-/// Let each glibc arena keep up to 2 MiB of free memory at its top before
-/// giving pages back, and serve blocks under 1 MiB from the arenas. glibc's
-/// default trim threshold (128 KiB) sits just under what claims free between
-/// two of theirs: under many agents each arena's top crossed it over and
-/// over, and each crossing was an `madvise(MADV_DONTNEED)` — a TLB shootdown
-/// on every core — then page faults to zero the same pages again (`strace`:
-/// 6,137 such calls for 4,000 claims by 64 agents, 63 with this setting;
-/// claims/s with 64 agents 5.3–6.0k → 7.6–8.2k, same hour). Setting either
-/// value ends glibc's own adjustment of both, so both are set, in its ratio
-/// (trim = 2 × mmap). At most 2 MiB per arena stays resident after a burst;
-/// start-up's heap is still given back whole (`give_back_start_up_heap`
-/// trims regardless of the threshold).
-///
-/// A process-wide setting, so a program's `main` calls it before its threads
-/// start (the headless server and the desktop app both do), not [`start`].
-pub fn keep_arena_tops() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: mallopt sets integers that glibc's allocator reads; calling it
-    // while other threads allocate is allowed (it takes the main arena's lock).
-    unsafe {
-        libc::mallopt(libc::M_MMAP_THRESHOLD, 1 << 20);
-        libc::mallopt(libc::M_TRIM_THRESHOLD, 2 << 20);
+/// Write the connection-info files — this database's entry among the
+/// running servers, and the file asked for — and keep them in step with
+/// token changes; their paths (removed when the engine stops). Not fatal:
+/// the server works without them, only discovery does not.
+fn publish_connection_info(
+    config: &Config,
+    url: &str,
+    port: u16,
+    credentials: &Credentials,
+    tokens: &auth::Tokens,
+) -> Vec<PathBuf> {
+    let connection_files: Vec<PathBuf> = config
+        .servers_dir
+        .clone()
+        .map(|dir| connection_info::Registry::new(dir).entry(&config.db_path))
+        .into_iter()
+        .chain(config.connection_file.clone())
+        .collect();
+    if connection_files.is_empty() {
+        return connection_files;
     }
+    let info = connection_info::ConnectionInfo {
+        url: url.to_owned(),
+        mcp_url: mcp_url(url),
+        port,
+        token: credentials.token(),
+        version: VERSION.into(),
+        tools: mcp::tool_names(),
+        pid: std::process::id(),
+        started_at: time::now(),
+        db_path: Some(paths::canonical(&config.db_path)),
+    };
+    for path in &connection_files {
+        match connection_info::write(path, &info) {
+            Ok(()) => tracing::info!(path = %path.display(), "connection info published"),
+            Err(e) => e.log(),
+        }
+    }
+    tokens.publish_to(connection_files.clone(), info);
+    connection_files
+}
+
+/// The guard, the router and the accept loop, serving until `shutdown`;
+/// and the memory a burst of requests took given back after it.
+fn serve(
+    listener: tokio::net::TcpListener,
+    config: &Config,
+    queue: &Queue,
+    credentials: Arc<Credentials>,
+    tokens: Arc<auth::Tokens>,
+    shutdown: &CancellationToken,
+) -> JoinHandle<()> {
+    let (settings, told) = (queue.clone(), queue.clone());
+    let port = listener.local_addr().map_or(config.port, |a| a.port());
+    let guard = Arc::new(
+        http::Guard::new(config.host, port, credentials.clone())
+            .same_user_only(
+                same_user_account(),
+                Arc::new(move || settings.setting(|s| s.same_user_only)),
+            )
+            .on_refused(Arc::new(move |path, user_agent| told.note_refused(path, user_agent))),
+    );
+    let router = http::router(http::AppState {
+        queue: queue.clone(),
+        guard: guard.clone(),
+        credentials,
+        tokens,
+        mcp_stateless: config.mcp_stateless,
+        shutdown: shutdown.clone(),
+    });
+    let accepted = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let task = tokio::spawn(server::serve(
+        listener,
+        router,
+        guard,
+        accepted.clone(),
+        shutdown.clone(),
+    ));
+    heap::give_back();
+    tokio::spawn(heap::give_back_after_bursts(accepted, shutdown.clone()));
+    task
 }
 
 /// The account this engine runs as, for refusing other accounts' loopback

@@ -3,7 +3,7 @@
 //! connections, graceful shutdown that cannot hang on open streams.
 
 use std::net::{IpAddr, SocketAddr};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -96,8 +96,15 @@ const OTHER_ACCOUNT_CONNECTIONS: usize = 32;
 /// ACK would stall every call ~40 ms) and its [`Peer`], whose account is
 /// looked up at once: a connection the guard refuses ([`Guard::admit`]) is
 /// closed before it can hold anything, and every connection has a bound on
-/// the time it may send nothing ([`HEADER_TIMEOUT`]).
-pub async fn serve(listener: TcpListener, router: Router, guard: Arc<Guard>, shutdown: CancellationToken) {
+/// the time it may send nothing ([`HEADER_TIMEOUT`]). `accepted` counts
+/// the connections accepted (the engine gives memory back after bursts).
+pub async fn serve(
+    listener: TcpListener,
+    router: Router,
+    guard: Arc<Guard>,
+    accepted: Arc<AtomicU64>,
+    shutdown: CancellationToken,
+) {
     let graceful = GracefulShutdown::new();
     let others = Arc::new(AtomicUsize::new(0));
     // Every connection's task, so that those still open when the grace ends
@@ -117,6 +124,7 @@ pub async fn serve(listener: TcpListener, router: Router, guard: Arc<Guard>, shu
             },
             _ = shutdown.cancelled() => break,
         };
+        accepted.fetch_add(1, Ordering::Relaxed);
         if let Err(e) = tcp.set_nodelay(true) {
             tracing::debug!(error = %e, "could not set TCP_NODELAY");
         }

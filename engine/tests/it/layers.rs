@@ -29,6 +29,7 @@ const LAYERS: &[&[&str]] = &[
         "markdown",
         "media",
         "written",
+        "heap",
     ],
     &["model"],
     &["config", "store"],

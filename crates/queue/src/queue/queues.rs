@@ -3,7 +3,7 @@
 //! plus a `queue.updated` event (or a status change), and wakes whoever it
 //! lets take an instruction.
 
-use super::{log_event, Inner, Queue};
+use super::{Inner, Queue};
 use crate::events::{Event, EventData, EventKind, QueueChange};
 use crate::model::{agent_id, queue_name, QueueInfo, QueuePatch, QueueRecord, DEFAULT_QUEUE};
 use crate::store::Durability;
@@ -229,12 +229,18 @@ impl Queue {
         let queue = queue.map(queue_name).transpose()?;
         let agent = agent.map(|a| agent_id(Some(a))).transpose()?.flatten();
         if let Some(a) = &agent {
-            let mut listening = self.inner.calls.waiting_agents();
-            listening.extend(self.agents_in_tasks());
-            if listening
+            let queues: Vec<String> = match &queue {
+                Some(q) => vec![q.clone()],
+                None => self.inner.queues.read_anyway().keys().cloned().collect(),
+            };
+            let in_task = queues.iter().any(|q| self.waits_in_task(q, a));
+            let calling = self
+                .inner
+                .calls
+                .waiting_agents()
                 .iter()
-                .any(|(q, id)| id == a && queue.as_ref().is_none_or(|x| x == q))
-            {
+                .any(|(q, id)| id == a && queues.contains(q));
+            if in_task || calling {
                 return Err(Error::Conflict(format!(
                     "{a} is listening now: stop it first (it would be listed again at once)"
                 )));
@@ -285,11 +291,10 @@ impl Queue {
             })
             .await?;
         // Those listening now are no one to forget (a waiting call re-lists its agent).
-        let mut listening = self.inner.calls.waiting_agents();
-        listening.extend(self.agents_in_tasks());
+        let listening = self.inner.calls.waiting_agents();
         let forgotten: Vec<crate::model::AgentRef> = forgotten
             .into_iter()
-            .filter(|(q, id)| !listening.iter().any(|(lq, lid)| lq == q && lid == id))
+            .filter(|(q, id)| !listening.iter().any(|(lq, lid)| lq == q && lid == id) && !self.waits_in_task(q, id))
             .map(|(queue, agent_id)| crate::model::AgentRef { queue, agent_id })
             .collect();
         self.mark_status_dirty();
@@ -304,33 +309,19 @@ impl Queue {
         body: impl FnOnce(&crate::store::Db<'_>) -> Result<Vec<QueueChange>> + Send + 'static,
     ) -> Result<Vec<QueueRecord>> {
         self.blocking(move |i: &Inner| {
-            i.store.write(
-                Durability::Full,
-                |db| {
-                    let changed = body(db)?;
-                    let now = time::now();
-                    changed
-                        .into_iter()
-                        .map(|c| {
-                            log_event(
-                                db,
-                                Event::new(EventKind::QueueUpdated, now.clone(), EventData::Queue(c), None),
-                            )
-                        })
-                        .collect::<Result<Vec<_>>>()
-                },
-                |events| {
-                    for e in events {
-                        if let EventData::Queue(change) = &e.data {
-                            i.remember(change);
-                        }
-                        i.bus.publish(e.clone());
-                    }
-                },
-            )
+            i.commit(Durability::Full, |db, out| {
+                let now = time::now();
+                for change in body(db)? {
+                    out.log(
+                        db,
+                        Event::new(EventKind::QueueUpdated, now.clone(), EventData::Queue(change), None),
+                    )?;
+                }
+                Ok(())
+            })
         })
         .await
-        .map(|events| {
+        .map(|((), events)| {
             self.mark_status_dirty();
             events
                 .into_iter()

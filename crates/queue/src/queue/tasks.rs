@@ -13,6 +13,7 @@
 //! cut off mid-answer is made good by the next one.
 
 use std::collections::HashMap;
+use std::hash::{BuildHasher as _, RandomState};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -29,9 +30,9 @@ use crate::{time, Error, Result};
 pub const POLL_INTERVAL_MS: u64 = 2_000;
 /// The longest interval (Claude Code clamps to 30 s).
 const POLL_INTERVAL_MAX_MS: u64 = 30_000;
-/// Each waiting task adds this much to the interval, so ten thousand
-/// agents poll every 20 s (500 polls a second), not 5,000 times a second.
-const POLL_INTERVAL_PER_TASK_MS: u64 = 2;
+/// Each agent waiting this way adds this much to the interval, so ten
+/// thousand agents poll every 20 s (500 polls a second), not 5,000 times a second.
+const POLL_INTERVAL_PER_AGENT_MS: u64 = 2;
 /// A held queue gives nothing until it is released: polls can be slower.
 const HELD_POLL_INTERVAL_MS: u64 = 10_000;
 /// A task is forgotten this long after its last poll: Claude Code asks for
@@ -60,68 +61,71 @@ const TOO_MANY: &str = "A newer get_user_request call of this agent took over: n
 /// The status message of a task its client cancelled.
 const CANCELLED: &str = "Cancelled by the client.";
 
-/// The working tasks polled lately, by id: which agents wait this way.
-#[derive(Default)]
+/// The agents whose working task was polled lately: which agents wait this
+/// way. One small entry per agent — a hash of its (queue, agent) and the
+/// second of its last poll — since ten thousand of them must cost little
+/// (`docs/PERFORMANCE.md`, "Tasks"); names are read from the store.
 pub(super) struct Live {
-    polled: Mutex<HashMap<String, Poll>>,
+    polled: Mutex<HashMap<u64, u32>>,
+    /// Hashes (queue, agent) with keys of this process's own: a name cannot
+    /// be chosen to collide with another agent's.
+    keys: RandomState,
+    /// What poll times count from (seconds fit a `u32` for 136 years).
+    start: Instant,
 }
 
-struct Poll {
-    queue: String,
-    agent: String,
-    at: Instant,
+impl Default for Live {
+    fn default() -> Live {
+        Live {
+            polled: Mutex::default(),
+            keys: RandomState::new(),
+            start: Instant::now(),
+        }
+    }
 }
 
 impl Live {
+    fn key(&self, queue: &str, agent: &str) -> u64 {
+        self.keys.hash_one((queue, agent))
+    }
+
+    fn now(&self) -> u32 {
+        u32::try_from(self.start.elapsed().as_secs()).unwrap_or(u32::MAX)
+    }
+
+    /// Whether a poll at `at` is within `within` of now.
+    fn recent(&self, at: u32, within: Duration) -> bool {
+        u64::from(self.now().saturating_sub(at)) < within.as_secs().max(1)
+    }
+
     fn polled(&self, task: &TaskRecord) {
+        let (key, now) = (self.key(&task.queue, &task.agent_id), self.now());
         let mut polled = self.polled.lock_anyway();
         if polled.len() >= 1024 && polled.len().is_power_of_two() {
-            // Tasks whose client went away: forget them now and then.
-            polled.retain(|_, p| p.at.elapsed() < Duration::from_secs(3600));
+            // Agents whose client went away: forget them now and then.
+            polled.retain(|_, at| now.saturating_sub(*at) < 3600);
         }
-        polled.insert(
-            task.id.clone(),
-            Poll {
-                queue: task.queue.clone(),
-                agent: task.agent_id.clone(),
-                at: Instant::now(),
-            },
-        );
+        polled.insert(key, now);
     }
 
-    fn ended(&self, id: &str) {
-        self.polled.lock_anyway().remove(id);
+    /// `task` ended: its agent waits this way again only when it polls a
+    /// newer one.
+    fn ended(&self, task: &TaskRecord) {
+        let key = self.key(&task.queue, &task.agent_id);
+        self.polled.lock_anyway().remove(&key);
     }
 
-    /// How many tasks were polled within `within`.
+    /// How many agents had a task polled within `within`.
     fn count(&self, within: Duration) -> usize {
-        self.polled
-            .lock_anyway()
-            .values()
-            .filter(|p| p.at.elapsed() < within)
-            .count()
+        let polled = self.polled.lock_anyway();
+        polled.values().filter(|at| self.recent(**at, within)).count()
     }
 
     /// Whether `agent` of `queue` has a task polled within `within`.
     fn waiting(&self, queue: &str, agent: &str, within: Duration) -> bool {
-        self.polled
-            .lock_anyway()
-            .values()
-            .any(|p| p.queue == queue && p.agent == agent && p.at.elapsed() < within)
-    }
-
-    /// The (queue, agent) of every task polled within `within`.
-    fn agents(&self, within: Duration) -> Vec<(String, String)> {
-        let mut agents: Vec<(String, String)> = self
-            .polled
-            .lock_anyway()
-            .values()
-            .filter(|p| p.at.elapsed() < within)
-            .map(|p| (p.queue.clone(), p.agent.clone()))
-            .collect();
-        agents.sort_unstable();
-        agents.dedup();
-        agents
+        let key = self.key(queue, agent);
+        let at = self.polled.lock_anyway().get(&key).copied();
+        at.is_some_and(|at| self.recent(at, within))
     }
 }
 
@@ -137,25 +141,20 @@ impl Queue {
             return HELD_POLL_INTERVAL_MS;
         }
         let waiting = self.inner.tasks.count(Duration::from_millis(3 * POLL_INTERVAL_MAX_MS)) as u64;
-        (waiting * POLL_INTERVAL_PER_TASK_MS).clamp(POLL_INTERVAL_MS, POLL_INTERVAL_MAX_MS)
+        (waiting * POLL_INTERVAL_PER_AGENT_MS).clamp(POLL_INTERVAL_MS, POLL_INTERVAL_MAX_MS)
     }
 
     /// How long after its task's last poll an agent still counts as waiting:
     /// three intervals, and a few seconds for a slow poll.
     fn live_for(&self) -> Duration {
         let waiting = self.inner.tasks.count(Duration::from_millis(3 * POLL_INTERVAL_MAX_MS)) as u64;
-        let interval = (waiting * POLL_INTERVAL_PER_TASK_MS).clamp(POLL_INTERVAL_MS, POLL_INTERVAL_MAX_MS);
+        let interval = (waiting * POLL_INTERVAL_PER_AGENT_MS).clamp(POLL_INTERVAL_MS, POLL_INTERVAL_MAX_MS);
         Duration::from_millis(3 * interval.max(HELD_POLL_INTERVAL_MS)) + Duration::from_secs(5)
     }
 
     /// Whether `agent` of `queue` waits through a task now (it was polled lately).
     pub(crate) fn waits_in_task(&self, queue: &str, agent: &str) -> bool {
         self.inner.tasks.waiting(queue, agent, self.live_for())
-    }
-
-    /// The agents waiting through a task now, as (queue, agent).
-    pub(super) fn agents_in_tasks(&self) -> Vec<(String, String)> {
-        self.inner.tasks.agents(self.live_for())
     }
 
     /// A new task for `agent` of `queue`, whose call found nothing to take:
@@ -176,27 +175,21 @@ impl Queue {
             polled_at: now,
         };
         let stored = record.clone();
-        let ended = self
-            .blocking(move |i| {
-                i.store.write(
-                    Durability::Full,
-                    |db| {
-                        let working = db.working_tasks_of(&stored.queue, &stored.agent_id)?;
-                        let over = (working.len() + 1).saturating_sub(MAX_WORKING_PER_AGENT);
-                        let ended: Vec<String> = working.into_iter().take(over).collect();
-                        for id in &ended {
-                            db.cancel_task(id, TOO_MANY, &stored.created_at)?;
-                        }
-                        db.insert_task(&stored)?;
-                        Ok(ended)
-                    },
-                    |_| (),
-                )
-            })
-            .await?;
-        for id in ended {
-            self.inner.tasks.ended(&id);
-        }
+        self.blocking(move |i| {
+            i.store.write(
+                Durability::Full,
+                |db| {
+                    let working = db.working_tasks_of(&stored.queue, &stored.agent_id)?;
+                    let over = (working.len() + 1).saturating_sub(MAX_WORKING_PER_AGENT);
+                    for id in working.iter().take(over) {
+                        db.cancel_task(id, TOO_MANY, &stored.created_at)?;
+                    }
+                    db.insert_task(&stored)
+                },
+                |_| (),
+            )
+        })
+        .await?;
         self.inner.tasks.polled(&record);
         self.mark_status_dirty();
         tracing::info!(queue = %queue, agent_id = %agent, task = %record.id, "get_user_request: a task waits");
@@ -235,7 +228,7 @@ impl Queue {
                 .await?
             {
                 Claim::Got(..) | Claim::Stopped(_) => {
-                    self.inner.tasks.ended(&record.id);
+                    self.inner.tasks.ended(&record);
                     self.mark_status_dirty();
                     // Read back as bound, by this poll or one beside it.
                     let bound = self.task(&record.id).await?;
@@ -292,7 +285,7 @@ impl Queue {
     /// twice is the same as once.
     pub async fn cancel_task(&self, id: &str) -> Result<()> {
         let record = self.task(id).await?;
-        self.inner.tasks.ended(id);
+        self.inner.tasks.ended(&record);
         match record.status {
             TaskStatus::Cancelled => Ok(()),
             TaskStatus::Working => {
