@@ -169,39 +169,25 @@ pub(super) fn edit_file(
     edit: impl FnOnce(&mut Doc) -> std::result::Result<Option<Value>, String>,
 ) -> Result<Change> {
     let real = files::real_path(file);
-    let shown = real.display().to_string();
-    let (mut doc, before_text) = match read_doc(&real).map_err(unreadable)? {
+    let target = Target {
+        client,
+        shown: real.display().to_string(),
+        real,
+        what,
+    };
+    let (mut doc, before_text) = match read_doc(&target.real).map_err(unreadable)? {
         Some((doc, text)) => (doc, Some(text)),
-        None => (Doc::parse(&real, "").map_err(unreadable)?, None),
+        None => (Doc::parse(&target.real, "").map_err(unreadable)?, None),
     };
     let before = doc.value();
-    let change = |action, backup: Option<PathBuf>, preview| Change {
-        client,
-        file: shown.clone(),
-        what,
-        action,
-        backup: backup.map(|b| b.display().to_string()),
-        preview,
-        note: None,
-    };
     let recorded = match edit(&mut doc) {
-        Err(reason) => return Err(Error::Conflict(format!("{shown}: {reason}; it was left unchanged"))),
-        Ok(None) => {
-            let present = what == "server" && doc.get(client.servers_key(), ENTRY_NAME).is_some();
-            let removing = before_text.is_none() || !present;
-            return Ok(change(
-                if removing && what == "server" && doc.get(client.servers_key(), ENTRY_NAME).is_none() {
-                    if !dry_run {
-                        records.forget(client.id(), &real, what);
-                    }
-                    Action::Absent
-                } else {
-                    Action::Unchanged
-                },
-                None,
-                None,
-            ));
+        Err(reason) => {
+            return Err(Error::Conflict(format!(
+                "{}: {reason}; it was left unchanged",
+                target.shown
+            )))
         }
+        Ok(None) => return Ok(target.nothing_to_write(records, &doc, dry_run)),
         Ok(Some(v)) => v,
     };
     let removal = recorded.is_null();
@@ -210,96 +196,156 @@ pub(super) fn edit_file(
         (None, Doc::Json(d)) => format!("{:#}\n", d.value()),
         _ => doc.text(),
     };
-    check(&real, &text, &before, client, what, &recorded)?;
+    check(&target.real, &text, &before, client, what, &recorded)?;
     if dry_run {
         let action = if removal {
             Action::WouldRemove
         } else {
             Action::WouldWrite
         };
-        return Ok(change(action, None, Some(text)));
+        return Ok(target.change(action, None, Some(text)));
     }
-    // What this write creates (the file and the folders it needs), kept with
-    // the record: a later disconnect takes them away again, and they never
-    // make a client look installed.
-    let created: Vec<PathBuf> = if before_text.is_none() {
-        let mut made: Vec<PathBuf> = real
-            .ancestors()
-            .skip(1)
-            .take_while(|d| !d.exists())
-            .map(Path::to_path_buf)
-            .collect();
-        made.reverse();
-        made.push(real.clone());
-        made
-    } else {
-        records
-            .find(client.id(), &real, what)
-            .map(|w| w.created.clone())
-            .unwrap_or_default()
-    };
-    let was_created = records
-        .find(client.id(), &real, what)
-        .is_some_and(|w| w.created.contains(&real));
+    let existed = before_text.is_some();
+    let created = target.created_by_this_write(records, existed);
     // A removal that leaves a file connect created with nothing of anyone
     // else's: the file goes, and the folders connect made for it if empty.
+    let was_created = records
+        .find(client.id(), &target.real, what)
+        .is_some_and(|w| w.created.contains(&target.real));
     if removal && was_created && strip_empty(doc.value()).as_object().is_some_and(|o| o.is_empty()) {
-        let made = records
-            .find(client.id(), &real, what)
-            .map(|w| w.created.clone())
-            .unwrap_or_default();
-        std::fs::remove_file(&real)
-            .map_err(|e| Error::Conflict(format!("cannot remove {shown} ({e}); it was left unchanged")))?;
-        for dir in made.iter().rev().filter(|p| **p != real) {
-            // Only an empty folder goes (remove_dir refuses anything else).
-            let _ = std::fs::remove_dir(dir);
+        return target.remove_created_file(records);
+    }
+    let backup = if existed {
+        if files::read_only(&target.real) {
+            return Err(Error::Conflict(format!(
+                "{} is read-only; it was left unchanged (make it writable to let local-mcp change it)",
+                target.shown
+            )));
         }
-        records.forget(client.id(), &real, what);
-        return Ok(change(Action::Removed, None, None));
-    }
-    if before_text.is_some() && files::read_only(&real) {
-        return Err(Error::Conflict(format!(
-            "{shown} is read-only; it was left unchanged (make it writable to let local-mcp change it)"
-        )));
-    }
-    let mut backup = None;
-    if before_text.is_some() && !records.backed_up(&real) {
-        let copy = files::backup(&real)
-            .map_err(|e| Error::Conflict(format!("cannot back up {shown} ({e}); it was left unchanged")))?;
-        records.backups.push(Backup {
-            file: real.clone(),
-            backup: copy.clone(),
-            at: crate::time::now(),
-        });
-        backup = Some(copy);
-    }
+        target.back_up_once(records)?
+    } else {
+        None
+    };
     let secret = secrets.iter().any(|s| !s.is_empty() && text.contains(s.as_str()));
-    files::write_atomic(&real, &text, secret, team)
-        .map_err(|e| Error::Conflict(format!("cannot write {shown} ({e}); it was left unchanged")))?;
-    // Read back what is on disk now: the write is only done when it says so.
-    let on_disk = files::read(&real).ok().flatten();
-    if on_disk.as_deref() != Some(text.as_str()) {
-        return Err(Error::Conflict(format!(
-            "{shown} changed while local-mcp was writing it (another program wrote it too); check it"
-        )));
-    }
+    target.write(&text, secret, team)?;
     if removal {
-        records.forget(client.id(), &real, what);
+        records.forget(client.id(), &target.real, what);
     } else {
         records.put(Written {
             client: client.id().to_owned(),
-            file: real.clone(),
+            file: target.real.clone(),
             kind: what.to_owned(),
             entry: recorded,
             at: crate::time::now(),
             created,
         });
     }
-    Ok(change(
-        if removal { Action::Removed } else { Action::Written },
-        backup,
-        None,
-    ))
+    let action = if removal { Action::Removed } else { Action::Written };
+    Ok(target.change(action, backup, None))
+}
+
+/// The file an edit is for, and what of ours it holds (`server`, `hook`).
+struct Target {
+    client: Client,
+    /// The file itself, links followed.
+    real: PathBuf,
+    shown: String,
+    what: &'static str,
+}
+
+impl Target {
+    fn change(&self, action: Action, backup: Option<PathBuf>, preview: Option<String>) -> Change {
+        Change {
+            client: self.client,
+            file: self.shown.clone(),
+            what: self.what,
+            action,
+            backup: backup.map(|b| b.display().to_string()),
+            preview,
+            note: None,
+        }
+    }
+
+    /// The edit changed nothing: our entry is absent (and forgotten) or
+    /// unchanged.
+    fn nothing_to_write(&self, records: &mut Records, doc: &Doc, dry_run: bool) -> Change {
+        let absent = self.what == "server" && doc.get(self.client.servers_key(), ENTRY_NAME).is_none();
+        if absent && !dry_run {
+            records.forget(self.client.id(), &self.real, self.what);
+        }
+        let action = if absent { Action::Absent } else { Action::Unchanged };
+        self.change(action, None, None)
+    }
+
+    /// What this write creates (the file and the folders it needs), kept
+    /// with the record: a later disconnect takes them away again, and they
+    /// never make a client look installed. A file that exists keeps what
+    /// its record says an earlier write created.
+    fn created_by_this_write(&self, records: &Records, existed: bool) -> Vec<PathBuf> {
+        if existed {
+            return records
+                .find(self.client.id(), &self.real, self.what)
+                .map(|w| w.created.clone())
+                .unwrap_or_default();
+        }
+        let mut made: Vec<PathBuf> = self
+            .real
+            .ancestors()
+            .skip(1)
+            .take_while(|d| !d.exists())
+            .map(Path::to_path_buf)
+            .collect();
+        made.reverse();
+        made.push(self.real.clone());
+        made
+    }
+
+    /// Remove the file connect created, and the folders it made for it
+    /// when they are empty.
+    fn remove_created_file(&self, records: &mut Records) -> Result<Change> {
+        let made = records
+            .find(self.client.id(), &self.real, self.what)
+            .map(|w| w.created.clone())
+            .unwrap_or_default();
+        std::fs::remove_file(&self.real)
+            .map_err(|e| Error::Conflict(format!("cannot remove {} ({e}); it was left unchanged", self.shown)))?;
+        for dir in made.iter().rev().filter(|p| **p != self.real) {
+            // Only an empty folder goes (remove_dir refuses anything else).
+            let _ = std::fs::remove_dir(dir);
+        }
+        records.forget(self.client.id(), &self.real, self.what);
+        Ok(self.change(Action::Removed, None, None))
+    }
+
+    /// A backup before our first change to the file, once; its path.
+    fn back_up_once(&self, records: &mut Records) -> Result<Option<PathBuf>> {
+        if records.backed_up(&self.real) {
+            return Ok(None);
+        }
+        let copy = files::backup(&self.real)
+            .map_err(|e| Error::Conflict(format!("cannot back up {} ({e}); it was left unchanged", self.shown)))?;
+        records.backups.push(Backup {
+            file: self.real.clone(),
+            backup: copy.clone(),
+            at: crate::time::now(),
+        });
+        Ok(Some(copy))
+    }
+
+    /// Write atomically, then read back what is on disk: the write is only
+    /// done when it says so.
+    fn write(&self, text: &str, secret: bool, team: bool) -> Result<()> {
+        files::write_atomic(&self.real, text, secret, team)
+            .map_err(|e| Error::Conflict(format!("cannot write {} ({e}); it was left unchanged", self.shown)))?;
+        let on_disk = files::read(&self.real).ok().flatten();
+        if on_disk.as_deref() != Some(text) {
+            return Err(Error::Conflict(format!(
+                "{} changed while local-mcp was writing it (another program wrote it too); check it",
+                self.shown
+            )));
+        }
+        Ok(())
+    }
 }
 
 /// The new text parses, holds what we meant, and differs from the old one

@@ -84,6 +84,30 @@ pub struct AgentSummary {
     pub waiting: bool,
 }
 
+impl AgentSummary {
+    /// The summary of the most relevant agent (`status`'s first), or of none.
+    pub fn of(first: Option<&AgentStatus>) -> AgentSummary {
+        match first {
+            Some(a) => AgentSummary {
+                connected: a.connected,
+                state: a.state,
+                agent_id: Some(a.agent_id.clone()),
+                last_seen_at: a.last_seen_at.clone(),
+                last_fetch_at: a.last_fetch_at.clone(),
+                waiting: a.waiting,
+            },
+            None => AgentSummary {
+                connected: false,
+                state: AgentState::Offline,
+                agent_id: None,
+                last_seen_at: None,
+                last_fetch_at: None,
+                waiting: false,
+            },
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct StatusSnapshot {
     pub server: ServerSummary,

@@ -11,7 +11,6 @@ use crate::model::{
     RequeuePlace, Settings, SettingsPatch,
 };
 use crate::store::{Durability, PendingChange};
-use crate::sync::RwLockExt as _;
 use crate::{time, Error, Result};
 
 impl Queue {
@@ -251,24 +250,19 @@ impl Queue {
         next.validate()?;
         let stored = next.clone();
         self.blocking(move |i| {
-            i.store.write(
-                Durability::Full,
-                |db| {
-                    db.put_settings(&stored)?;
-                    let event = Event::new(
+            // Publishing the event puts the settings in the cache.
+            i.commit(Durability::Full, |db, out| {
+                db.put_settings(&stored)?;
+                out.log(
+                    db,
+                    Event::new(
                         EventKind::ConfigUpdated,
                         time::now(),
                         EventData::Config(stored.clone()),
                         None,
-                    );
-                    let id = db.append_event(event.kind.as_str(), &event.timestamp, &event.json)?;
-                    Ok(Event { id: Some(id), ..event })
-                },
-                |event| {
-                    *i.settings.write_anyway() = stored.clone();
-                    i.bus.publish(event.clone());
-                },
-            )
+                    ),
+                )
+            })
         })
         .await?;
         tracing::info!(

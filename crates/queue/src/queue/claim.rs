@@ -6,9 +6,11 @@
 //! which delivered nothing. Two calls never get the same row
 //! (`docs/ARCHITECTURE.md`, "Delivery rules" 2). When to claim is `wait.rs`'s.
 
-use super::{log_event, Queue};
+use super::commit::Outbox;
+use super::{Inner, Queue};
 use crate::events::{Event, EventData, EventKind};
 use crate::model::{Caller, DeliveredAttachment, InReplyTo, Instruction, ResultType, TaskStatus};
+use crate::store::Db;
 use crate::sync::RwLockExt as _;
 use crate::{time, Result};
 
@@ -30,6 +32,153 @@ impl Bind {
             _ => 0,
         }
     }
+}
+
+/// What a claim was asked for (`Queue::claim`), and its steps, in its
+/// transaction.
+struct Asked {
+    queue: String,
+    agent: String,
+    offer: Option<String>,
+    first: Option<Caller>,
+    task: Option<Bind>,
+}
+
+impl Asked {
+    fn claim(self, i: &Inner, db: &Db<'_>, out: &mut Outbox) -> Result<Claim> {
+        let now = time::now();
+        // A new call from this agent: what was sent to it before arrived.
+        // (No event: nothing a person sees changes.)
+        if self.first.is_some() {
+            db.confirm_sent(&self.queue, &self.agent, &now)?;
+        }
+        if let Some(task) = &self.task {
+            // Two polls at once: the one that came second binds nothing.
+            if db.task(&task.id)?.is_none_or(|t| t.status != TaskStatus::Working) {
+                return Ok(Claim::Nothing);
+            }
+        }
+        let key = (self.queue.clone(), self.agent.clone());
+        if i.stops().contains(&key) && db.take_stop(&self.queue, &self.agent)? {
+            return self.stopped(db, &now);
+        }
+        match self.pick(i, db, &now)? {
+            Some(item) => self.hand_over(i, db, out, &now, item),
+            None => {
+                if self.first.is_some() {
+                    db.touch_agent(&self.queue, &self.agent, &now, None)?;
+                    self.note_caller(db)?;
+                }
+                Ok(Claim::Nothing)
+            }
+        }
+    }
+
+    /// The agent's stop request was taken: it is told to stop (a task is
+    /// completed with that).
+    fn stopped(&self, db: &Db<'_>, now: &str) -> Result<Claim> {
+        db.touch_agent(&self.queue, &self.agent, now, Some(ResultType::Stop))?;
+        self.note_caller(db)?;
+        let remaining = db.eligible_count(&self.queue, &self.agent)?;
+        if let Some(task) = &self.task {
+            let result = super::wait::stopped_result(&self.queue, remaining, task.waited(now));
+            db.complete_task(&task.id, None, &result, now)?;
+        }
+        Ok(Claim::Stopped(remaining))
+    }
+
+    /// What the agent takes, if anything: nothing from a held queue; a
+    /// delivery in doubt again first, to the same agent — with
+    /// `redeliver_in_doubt`, and always to a client that cannot resume a
+    /// broken stream (it lost that answer: a second instruction must not
+    /// overtake it); then the offered one, else the first it may take.
+    fn pick(&self, i: &Inner, db: &Db<'_>, now: &str) -> Result<Option<Instruction>> {
+        if i.is_held(&self.queue) {
+            return Ok(None);
+        }
+        let again = if self.first.as_ref().is_some_and(|c| c.no_resume)
+            || (self.first.is_some() && i.settings.read_anyway().redeliver_in_doubt)
+        {
+            db.reclaim_in_doubt(&self.queue, &self.agent, now)?
+        } else {
+            None
+        };
+        if let Some(item) = again {
+            // A task that carried it must not hand it over again.
+            db.cancel_task_of_instruction(&item.id, super::tasks::SENT_AGAIN, now)?;
+            return Ok(Some(item));
+        }
+        match db.claim(&self.queue, &self.agent, self.offer.as_deref(), now)? {
+            None if self.offer.is_some() => db.claim(&self.queue, &self.agent, None, now),
+            got => Ok(got),
+        }
+    }
+
+    /// `item` is the agent's: its activity, `instruction.consumed`, what it
+    /// is told of the files and of the question it answers — bound to the
+    /// task when a poll claimed it.
+    fn hand_over(&self, i: &Inner, db: &Db<'_>, out: &mut Outbox, now: &str, mut item: Instruction) -> Result<Claim> {
+        db.touch_agent(&self.queue, &self.agent, now, Some(ResultType::Instruction))?;
+        self.note_caller(db)?;
+        let rows = db.attachments_of(&item.id)?;
+        item.attachments = rows.iter().map(|r| r.attachment.clone()).collect();
+        let (left, remaining) = db.pending_in(&self.queue, &self.agent)?;
+        out.log(
+            db,
+            Event::new(
+                EventKind::InstructionConsumed,
+                now.to_owned(),
+                EventData::Instruction(item.clone()),
+                Some(left),
+            ),
+        )?;
+        let delivered = super::attachments::delivered(i.store.files(), &rows, item.content.len());
+        let in_reply_to = in_reply_to(db, &item)?;
+        if let Some(task) = &self.task {
+            let suffix = i.queues.read_anyway().get(&self.queue).and_then(|r| r.suffix.clone());
+            let result = super::wait::delivered_result(
+                &self.queue,
+                (item.clone(), delivered.clone(), in_reply_to.clone()),
+                remaining,
+                task.waited(now),
+                suffix.as_deref(),
+            );
+            db.complete_task(&task.id, Some(&item.id), &result, now)?;
+        }
+        Ok(Claim::Got(Box::new((item, delivered, in_reply_to)), remaining))
+    }
+
+    /// What the client said about itself, kept on the agent's row (once per call).
+    fn note_caller(&self, db: &Db<'_>) -> Result<()> {
+        match &self.first {
+            Some(c) if c.client.is_some() || c.session.is_some() => db.note_caller(
+                &self.queue,
+                &self.agent,
+                c.client.as_ref().map(|n| n.name.as_str()),
+                c.client.as_ref().and_then(|n| n.version.as_deref()),
+                c.session.as_deref(),
+            ),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// A reply says which question it answers (the report's first line).
+fn in_reply_to(db: &Db<'_>, item: &Instruction) -> Result<Option<InReplyTo>> {
+    let Some(report_id) = &item.answers else {
+        return Ok(None);
+    };
+    Ok(db.get_report(report_id)?.map(|r| InReplyTo {
+        question: r
+            .content
+            .lines()
+            .find(|l| !l.trim().is_empty())
+            .unwrap_or("")
+            .chars()
+            .take(200)
+            .collect(),
+        report_id: r.id,
+    }))
 }
 
 /// What one claim transaction found.
@@ -61,135 +210,23 @@ impl Queue {
         first: Option<Caller>,
         task: Option<Bind>,
     ) -> Result<Claim> {
-        let (queue, agent) = (queue.to_owned(), agent.to_owned());
-        // What the client said about itself, kept on the agent's row (once per call).
-        let note = {
-            let (queue, agent) = (queue.clone(), agent.clone());
-            move |db: &crate::store::Db<'_>, caller: Option<&Caller>| match caller {
-                Some(c) if c.client.is_some() || c.session.is_some() => db.note_caller(
-                    &queue,
-                    &agent,
-                    c.client.as_ref().map(|n| n.name.as_str()),
-                    c.client.as_ref().and_then(|n| n.version.as_deref()),
-                    c.session.as_deref(),
-                ),
-                _ => Ok(()),
-            }
+        let asked = Asked {
+            queue: queue.to_owned(),
+            agent: agent.to_owned(),
+            offer,
+            first,
+            task,
         };
-        let stop_key = (queue.clone(), agent.clone());
+        let stop_key = (asked.queue.clone(), asked.agent.clone());
         self.claim_write(
-            move |i, db| {
-                let now = time::now();
-                let mut events = Vec::new();
-                // A new call from this agent: what was sent to it before arrived.
-                // (No event: nothing a person sees changes.)
-                if first.is_some() {
-                    db.confirm_sent(&queue, &agent, &now)?;
-                }
-                if let Some(task) = &task {
-                    // Two polls at once: the one that came second binds nothing.
-                    if db.task(&task.id)?.is_none_or(|t| t.status != TaskStatus::Working) {
-                        return Ok((Claim::Nothing, events));
-                    }
-                }
-                let key = (queue.clone(), agent.clone());
-                if i.stops().contains(&key) && db.take_stop(&queue, &agent)? {
-                    db.touch_agent(&queue, &agent, &now, Some(ResultType::Stop))?;
-                    note(db, first.as_ref())?;
-                    let remaining = db.eligible_count(&queue, &agent)?;
-                    if let Some(task) = &task {
-                        let result = super::wait::stopped_result(&queue, remaining, task.waited(&now));
-                        db.complete_task(&task.id, None, &result, &now)?;
-                    }
-                    return Ok((Claim::Stopped(remaining), events));
-                }
-                let item = if i.is_held(&queue) {
-                    None
-                } else {
-                    // A delivery in doubt goes again first, to the same agent: with
-                    // `redeliver_in_doubt`, and always to a client that cannot resume a
-                    // broken stream (it lost that answer: a second instruction must not
-                    // overtake it).
-                    let again = if first.as_ref().is_some_and(|c| c.no_resume)
-                        || (first.is_some() && i.settings.read_anyway().redeliver_in_doubt)
-                    {
-                        db.reclaim_in_doubt(&queue, &agent, &now)?
-                    } else {
-                        None
-                    };
-                    match again {
-                        Some(item) => {
-                            // A task that carried it must not hand it over again.
-                            db.cancel_task_of_instruction(&item.id, super::tasks::SENT_AGAIN, &now)?;
-                            Some(item)
-                        }
-                        None => match db.claim(&queue, &agent, offer.as_deref(), &now)? {
-                            None if offer.is_some() => db.claim(&queue, &agent, None, &now)?,
-                            got => got,
-                        },
-                    }
-                };
-                let Some(mut item) = item else {
-                    if first.is_some() {
-                        db.touch_agent(&queue, &agent, &now, None)?;
-                        note(db, first.as_ref())?;
-                    }
-                    return Ok((Claim::Nothing, events));
-                };
-                db.touch_agent(&queue, &agent, &now, Some(ResultType::Instruction))?;
-                note(db, first.as_ref())?;
-                let rows = db.attachments_of(&item.id)?;
-                item.attachments = rows.iter().map(|r| r.attachment.clone()).collect();
-                let (left, remaining) = db.pending_in(&queue, &agent)?;
-                events.push(log_event(
-                    db,
-                    Event::new(
-                        EventKind::InstructionConsumed,
-                        now.clone(),
-                        EventData::Instruction(item.clone()),
-                        Some(left),
-                    ),
-                )?);
-                let delivered = super::attachments::delivered(i.store.files(), &rows, item.content.len());
-                // A reply says which question it answers (the report's first line).
-                let in_reply_to = match &item.answers {
-                    Some(report_id) => db.get_report(report_id)?.map(|r| InReplyTo {
-                        question: r
-                            .content
-                            .lines()
-                            .find(|l| !l.trim().is_empty())
-                            .unwrap_or("")
-                            .chars()
-                            .take(200)
-                            .collect(),
-                        report_id: r.id,
-                    }),
-                    None => None,
-                };
-                if let Some(task) = &task {
-                    let suffix = i.queues.read_anyway().get(&queue).and_then(|r| r.suffix.clone());
-                    let result = super::wait::delivered_result(
-                        &queue,
-                        (item.clone(), delivered.clone(), in_reply_to.clone()),
-                        remaining,
-                        task.waited(&now),
-                        suffix.as_deref(),
-                    );
-                    db.complete_task(&task.id, Some(&item.id), &result, &now)?;
-                }
-                Ok((Claim::Got(Box::new((item, delivered, in_reply_to)), remaining), events))
-            },
-            move |i, (claim, events)| {
-                for event in events {
-                    i.bus.publish(event.clone());
-                }
+            move |i, db, out| asked.claim(i, db, out),
+            move |i, claim| {
                 if matches!(claim, Claim::Stopped(_)) {
                     i.stops().remove(&stop_key);
                 }
             },
         )
         .await
-        .map(|(claim, _)| claim)
     }
 
     /// Consume the stop request a waiting call was woken for; returns what
@@ -198,7 +235,7 @@ impl Queue {
         let (queue, agent) = (queue.to_owned(), agent.to_owned());
         let key = (queue.clone(), agent.clone());
         self.claim_write(
-            move |_, db| {
+            move |_, db, _| {
                 db.take_stop(&queue, &agent)?;
                 db.touch_agent(&queue, &agent, &time::now(), Some(ResultType::Stop))?;
                 db.eligible_count(&queue, &agent)
@@ -221,7 +258,7 @@ impl Queue {
     ) -> Result<u64> {
         let (queue, agent) = (queue.to_owned(), agent.to_owned());
         self.claim_write(
-            move |_, db| {
+            move |_, db, _| {
                 let now = time::now();
                 db.touch_agent(&queue, &agent, &now, result)?;
                 if left {

@@ -15,13 +15,13 @@
 
 use tokio::sync::mpsc::UnboundedReceiver;
 
-use crate::events::Event;
 use crate::model::Delivery;
 use crate::store::Durability;
 use crate::sync::MutexExt as _;
 use crate::{time, Result};
 
-use super::{fate_event, Queue};
+use super::commit::fate_event;
+use super::Queue;
 
 /// At most this many settlements go in one transaction.
 const SETTLE_BATCH: usize = 512;
@@ -44,42 +44,35 @@ impl Queue {
     }
 
     async fn settle_batch(&self, batch: Vec<(String, Delivery)>) -> Result<()> {
-        let doubted = self
+        let (doubted, _) = self
             .blocking(move |i| {
-                i.store.write(
-                    // Like the claim itself: a crash cannot lose it (only a power loss could).
-                    Durability::Normal,
-                    |db| {
-                        let now = time::now();
-                        let mut events = Vec::new();
-                        for (id, fate) in &batch {
-                            let Some(item) = db.set_delivery(id, Delivery::Claimed, *fate, &now)? else {
-                                // A task's answer given again (a poll after one cut off,
-                                // or after a restart): written now, so sent after all.
-                                if *fate == Delivery::Sent {
-                                    if let Some(item) = db.set_delivery(id, Delivery::InDoubt, Delivery::Sent, &now)? {
-                                        events.push(fate_event(db, &now, item)?);
-                                    }
+                // Like the claim itself: a crash cannot lose it (only a power loss could).
+                i.commit(Durability::Normal, |db, out| {
+                    let now = time::now();
+                    let mut doubted = 0;
+                    for (id, fate) in &batch {
+                        let Some(item) = db.set_delivery(id, Delivery::Claimed, *fate, &now)? else {
+                            // A task's answer given again (a poll after one cut off,
+                            // or after a restart): written now, so sent after all.
+                            if *fate == Delivery::Sent {
+                                if let Some(item) = db.set_delivery(id, Delivery::InDoubt, Delivery::Sent, &now)? {
+                                    out.log(db, fate_event(db, &now, item)?)?;
+                                    doubted += 1;
                                 }
-                                continue;
-                            };
-                            // Only a doubt changes what a person sees.
-                            if *fate == Delivery::InDoubt {
-                                tracing::warn!(id = %item.id, agent_id = item.consumed_by_agent_id.as_deref().unwrap_or(""), "a delivery is in doubt: its answer was cut off");
-                                events.push(fate_event(db, &now, item)?);
                             }
+                            continue;
+                        };
+                        // Only a doubt changes what a person sees.
+                        if *fate == Delivery::InDoubt {
+                            tracing::warn!(id = %item.id, agent_id = item.consumed_by_agent_id.as_deref().unwrap_or(""), "a delivery is in doubt: its answer was cut off");
+                            out.log(db, fate_event(db, &now, item)?)?;
+                            doubted += 1;
                         }
-                        Ok(events)
-                    },
-                    |events: &Vec<Event>| {
-                        for e in events {
-                            i.bus.publish(e.clone());
-                        }
-                    },
-                )
+                    }
+                    Ok(doubted)
+                })
             })
-            .await?
-            .len();
+            .await?;
         if doubted > 0 {
             self.mark_status_dirty();
         }
@@ -91,20 +84,13 @@ impl Queue {
     pub(super) async fn settle_now(&self, id: &str, fate: Delivery) -> Result<()> {
         let id = id.to_owned();
         self.blocking(move |i| {
-            i.store.write(
-                Durability::Full,
-                |db| {
-                    let now = time::now();
-                    db.set_delivery(&id, Delivery::Claimed, fate, &now)?
-                        .map(|item| fate_event(db, &now, item))
-                        .transpose()
-                },
-                |event| {
-                    if let Some(e) = event {
-                        i.bus.publish(e.clone());
-                    }
-                },
-            )
+            i.commit(Durability::Full, |db, out| {
+                let now = time::now();
+                if let Some(item) = db.set_delivery(&id, Delivery::Claimed, fate, &now)? {
+                    out.log(db, fate_event(db, &now, item)?)?;
+                }
+                Ok(())
+            })
         })
         .await?;
         self.mark_status_dirty();
@@ -115,43 +101,32 @@ impl Queue {
     /// was in doubt; whether it was.
     pub(super) async fn mark_resent(&self, id: String) -> Result<bool> {
         self.blocking(move |i| {
-            i.store.write(
-                Durability::Full,
-                |db| {
-                    let now = time::now();
-                    db.set_delivery(&id, Delivery::InDoubt, Delivery::Resent, &now)?
-                        .map(|item| fate_event(db, &now, item))
-                        .transpose()
-                },
-                |event| {
-                    if let Some(e) = event {
-                        i.bus.publish(e.clone());
-                    }
-                },
-            )
+            i.commit(Durability::Full, |db, out| {
+                let now = time::now();
+                match db.set_delivery(&id, Delivery::InDoubt, Delivery::Resent, &now)? {
+                    Some(item) => out.log(db, fate_event(db, &now, item)?).map(|()| true),
+                    None => Ok(false),
+                }
+            })
         })
         .await
-        .map(|event| event.is_some())
+        .map(|(resent, _)| resent)
     }
 
     /// At start: claims left open by a crash (or a stop mid-answer) are in
     /// doubt. Returns how many.
     pub async fn doubt_open_claims(&self) -> Result<usize> {
-        let n = self
+        let (n, _) = self
             .blocking(|i| {
-                i.store.write(
-                    Durability::Full,
-                    |db| {
-                        let now = time::now();
-                        let items = db.doubt_open_claims(&now)?;
-                        let n = items.len();
-                        for item in items {
-                            fate_event(db, &now, item)?;
-                        }
-                        Ok(n)
-                    },
-                    |_| {},
-                )
+                i.commit(Durability::Full, |db, out| {
+                    let now = time::now();
+                    let items = db.doubt_open_claims(&now)?;
+                    let n = items.len();
+                    for item in items {
+                        out.log(db, fate_event(db, &now, item)?)?;
+                    }
+                    Ok(n)
+                })
             })
             .await?;
         if n > 0 {

@@ -20,8 +20,9 @@ use std::path::PathBuf;
 use sha2::Digest as _;
 
 use super::attachments::{check_text, write_files};
+use super::commit::queue_updated;
 use super::uploads::{prepare, Ready};
-use super::{log_event, validate_content, Queue};
+use super::{validate_content, Queue};
 use crate::events::{Event, EventData, EventKind};
 use crate::export::{self, ImportSummary, Opened};
 use crate::media::Arrival;
@@ -202,67 +203,54 @@ impl Queue {
                 .filter(|x| !x.files.is_empty())
                 .try_for_each(|x| write_files(files, &x.item.id, &x.files));
             let result = wrote.and_then(|()| {
-                i.store.write(
-                    Durability::Full,
-                    |db| {
-                        let first = db.next_position()?;
-                        let mut events = Vec::new();
-                        let now = time::now();
-                        for q in &queues_needed {
-                            if let Some(record) = db.ensure_queue(q, &now)? {
-                                let change = crate::events::QueueChange {
-                                    queue: record,
-                                    renamed_from: None,
-                                };
-                                events.push(log_event(
-                                    db,
-                                    Event::new(EventKind::QueueUpdated, now.clone(), EventData::Queue(change), None),
-                                )?);
-                            }
+                i.commit(Durability::Full, |db, out| {
+                    let first = db.next_position()?;
+                    let now = time::now();
+                    for q in &queues_needed {
+                        if let Some(record) = db.ensure_queue(q, &now)? {
+                            out.log(db, queue_updated(&now, record))?;
                         }
-                        for (position, x) in (first..).zip(&incoming) {
-                            let mut item = x.item.clone();
-                            item.position = position;
-                            db.insert_instruction(&item)?;
-                            for f in &x.files {
-                                db.insert_attachment(&f.row)?;
-                            }
-                            if let Some(r) = &x.report {
-                                db.insert_report(r)?;
-                            }
-                            if item.status == InstructionStatus::Pending {
-                                db.fill_attachments(std::slice::from_mut(&mut item))?;
-                                let pending = db.queue_pending_count(&item.queue)?;
-                                events.push(log_event(
-                                    db,
-                                    Event::new(
-                                        EventKind::InstructionCreated,
-                                        now.clone(),
-                                        EventData::Instruction(item),
-                                        Some(pending),
-                                    ),
-                                )?);
-                            }
+                    }
+                    for (position, x) in (first..).zip(&incoming) {
+                        let mut item = x.item.clone();
+                        item.position = position;
+                        db.insert_instruction(&item)?;
+                        for f in &x.files {
+                            db.insert_attachment(&f.row)?;
                         }
-                        for r in &loose {
+                        if let Some(r) = &x.report {
                             db.insert_report(r)?;
                         }
-                        events.push(log_event(
-                            db,
-                            Event::new(
-                                EventKind::HistoryImported,
-                                now,
-                                EventData::Imported(Box::new(done)),
-                                None,
-                            ),
-                        )?);
-                        Ok(events)
-                    },
-                    |events| i.publish_committed(events),
-                )
+                        if item.status == InstructionStatus::Pending {
+                            db.fill_attachments(std::slice::from_mut(&mut item))?;
+                            let pending = db.queue_pending_count(&item.queue)?;
+                            out.log(
+                                db,
+                                Event::new(
+                                    EventKind::InstructionCreated,
+                                    now.clone(),
+                                    EventData::Instruction(item),
+                                    Some(pending),
+                                ),
+                            )?;
+                        }
+                    }
+                    for r in &loose {
+                        db.insert_report(r)?;
+                    }
+                    out.log(
+                        db,
+                        Event::new(
+                            EventKind::HistoryImported,
+                            now,
+                            EventData::Imported(Box::new(done)),
+                            None,
+                        ),
+                    )
+                })
             });
             match result {
-                Ok(events) => {
+                Ok(((), events)) => {
                     let queues: BTreeSet<String> = events
                         .iter()
                         .filter_map(|e| e.instruction())

@@ -15,6 +15,7 @@ mod agents;
 mod attachments;
 mod changes;
 mod claim;
+mod commit;
 mod delivery;
 mod dispatch;
 mod export;
@@ -35,7 +36,7 @@ use std::sync::{Arc, RwLock};
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
-use crate::events::{Bus, Event, EventData, EventKind, LoggedEvent};
+use crate::events::{Bus, LoggedEvent};
 use crate::model::{Delivery, Instruction, InstructionStatus, Listing, QueueCounts, QueueRecord, Settings};
 use crate::store::{Db, Durability, Store};
 use crate::{time, Error, Result};
@@ -62,6 +63,13 @@ pub struct ServerFacts {
     pub database: Option<String>,
 }
 
+/// How many store jobs may run on blocking threads at once. The store has
+/// one connection, so more would only wait on its lock — each on a thread
+/// of its own, whose stack and allocator arena stay resident after a burst
+/// (`docs/PERFORMANCE.md`, "Tasks"). Four leave room for work that is not
+/// the database's (files, decoding) beside it.
+const STORE_JOBS_AT_ONCE: usize = 4;
+
 /// The queue service. Cheap to clone; all clones share one queue.
 #[derive(Clone)]
 pub struct Queue {
@@ -82,6 +90,8 @@ struct Inner {
     calls: agents::Calls,
     /// Tasks polled lately (agents waiting through a task).
     tasks: tasks::Live,
+    /// Store work running on blocking threads at once (`blocking`).
+    store_jobs: tokio::sync::Semaphore,
     /// (queue, agent) with a stop request not delivered yet: mirrors the
     /// stored requests so a claim touches them only when there is one.
     stops: std::sync::Mutex<std::collections::HashSet<(String, String)>>,
@@ -131,6 +141,7 @@ impl Queue {
                 dispatch: dispatch::Dispatch::default(),
                 calls: agents::Calls::default(),
                 tasks: tasks::Live::default(),
+                store_jobs: tokio::sync::Semaphore::new(STORE_JOBS_AT_ONCE),
                 stops: std::sync::Mutex::new(stops.into_iter().collect()),
                 status_dirty: Notify::new(),
                 settle,
@@ -181,13 +192,25 @@ impl Queue {
         &self.inner.instance
     }
 
-    /// Run blocking store work off the async threads.
+    /// Run blocking store work off the async threads, at most
+    /// [`STORE_JOBS_AT_ONCE`] at a time; the rest wait as futures.
     async fn blocking<T: Send + 'static>(&self, f: impl FnOnce(&Inner) -> Result<T> + Send + 'static) -> Result<T> {
         let inner = self.inner.clone();
         let faulty = self.faulty();
-        let result = tokio::task::spawn_blocking(move || f(&inner))
-            .await
-            .map_err(|e| Error::internal("a storage task failed", e))?;
+        // On the heap: the job and its wait for a turn would otherwise be
+        // laid out in every caller's future (a waiting call's among them).
+        let job = Box::pin(async move {
+            let _turn = inner
+                .store_jobs
+                .acquire()
+                .await
+                .map_err(|e| Error::internal("the store's job queue closed", e))?;
+            let inner = inner.clone();
+            tokio::task::spawn_blocking(move || f(&inner))
+                .await
+                .map_err(|e| Error::internal("a storage task failed", e))?
+        });
+        let result = job.await;
         self.after_store_work(faulty);
         result
     }
@@ -203,29 +226,6 @@ impl Queue {
         if faulty != self.faulty() {
             self.mark_status_dirty();
         }
-    }
-
-    /// A claim's write: queued to share a transaction with the claims that
-    /// arrive at the same moment (`Store::queue_write`), written by one
-    /// blocking task for all of them; this call only awaits its outcome.
-    async fn claim_write<T: Send + 'static>(
-        &self,
-        body: impl FnOnce(&Inner, &Db<'_>) -> Result<T> + Send + 'static,
-        on_commit: impl FnOnce(&Inner, &T) + Send + 'static,
-    ) -> Result<T> {
-        let faulty = self.faulty();
-        let (for_body, for_commit) = (self.inner.clone(), self.inner.clone());
-        let (outcome, start_writer) = self.inner.store.queue_write(
-            move |db| body(&for_body, db),
-            move |value| on_commit(&for_commit, value),
-        );
-        if start_writer {
-            let writer = Writer(Some(self.inner.clone()));
-            tokio::task::spawn_blocking(move || writer.run());
-        }
-        let result = crate::store::group::outcome(outcome).await;
-        self.after_store_work(faulty);
-        result
     }
 
     // ---- reads --------------------------------------------------------------
@@ -318,125 +318,6 @@ impl Inner {
     fn is_held(&self, queue: &str) -> bool {
         self.queues.read_anyway().get(queue).is_some_and(|q| q.held)
     }
-
-    /// Publish a commit's events, in commit order (while the store is still
-    /// held: see `Store::write`), keeping the queue cache in step with any
-    /// queue change among them.
-    fn publish_committed(&self, events: &[Event]) {
-        for e in events {
-            if let EventData::Queue(change) = &e.data {
-                self.remember(change);
-            }
-            self.bus.publish(e.clone());
-        }
-    }
-
-    /// Keep the cache in step with a queue change once it is committed.
-    fn remember(&self, change: &crate::events::QueueChange) {
-        let mut cache = self.queues.write_anyway();
-        if let Some(old) = &change.renamed_from {
-            cache.remove(old);
-        }
-        cache.insert(change.queue.name.clone(), change.queue.clone());
-    }
-
-    /// The one sequence every change to instructions takes (`add`, `reply`,
-    /// files, edits, moves, deletes, send again): one durable transaction
-    /// that writes the rows, makes sure every queue a pending one is now in
-    /// exists and is not archived (in the same transaction, so a rename or an
-    /// archive cannot slip between a check and the write and leave work in a
-    /// queue nobody sees), and logs one event per changed row (with its
-    /// queue's pending count) and per queue brought back; the events are
-    /// published in commit order; then the waiting calls of those queues are
-    /// offered what they may now take, on this thread, straight after the
-    /// commit, and the status is marked out of date.
-    fn write_instructions(
-        &self,
-        kind: EventKind,
-        body: impl FnOnce(&Db<'_>) -> Result<Vec<Instruction>>,
-    ) -> Result<Vec<Instruction>> {
-        let events = self.store.write(
-            Durability::Full,
-            |db| {
-                let mut items = body(db)?;
-                db.fill_attachments(&mut items)?;
-                let now = time::now();
-                let mut events = Vec::new();
-                let mut live: Vec<&str> = Vec::new();
-                for item in items.iter().filter(|i| i.status == InstructionStatus::Pending) {
-                    if live.contains(&item.queue.as_str()) {
-                        continue;
-                    }
-                    live.push(&item.queue);
-                    if let Some(record) = db.ensure_queue(&item.queue, &now)? {
-                        let change = crate::events::QueueChange {
-                            queue: record,
-                            renamed_from: None,
-                        };
-                        events.push(log_event(
-                            db,
-                            Event::new(EventKind::QueueUpdated, now.clone(), EventData::Queue(change), None),
-                        )?);
-                    }
-                }
-                // Each event says how many are pending in its instruction's queue.
-                let mut counted: Vec<(String, u64)> = Vec::new();
-                for item in items {
-                    let pending = match counted.iter().find(|(q, _)| *q == item.queue) {
-                        Some((_, n)) => *n,
-                        None => {
-                            let n = db.queue_pending_count(&item.queue)?;
-                            counted.push((item.queue.clone(), n));
-                            n
-                        }
-                    };
-                    events.push(log_event(
-                        db,
-                        Event::new(kind, now.clone(), EventData::Instruction(item), Some(pending)),
-                    )?);
-                }
-                Ok(events)
-            },
-            |events| self.publish_committed(events),
-        )?;
-        let items: Vec<Instruction> = events
-            .into_iter()
-            .filter_map(|e| match e.data {
-                EventData::Instruction(i) => Some(i),
-                _ => None,
-            })
-            .collect();
-        let mut kicked: Vec<&str> = Vec::new();
-        for item in items.iter().filter(|i| i.status == InstructionStatus::Pending) {
-            if !kicked.contains(&item.queue.as_str()) {
-                kicked.push(&item.queue);
-                self.kick_blocking(&item.queue);
-            }
-        }
-        self.status_dirty.notify_one();
-        Ok(items)
-    }
-}
-
-/// An `instruction.updated` for a delivery's fate (with its files; no
-/// pending count: the rail did not change), logged.
-fn fate_event(db: &Db<'_>, now: &str, mut item: Instruction) -> Result<Event> {
-    db.fill_attachments(std::slice::from_mut(&mut item))?;
-    log_event(
-        db,
-        Event::new(
-            EventKind::InstructionUpdated,
-            now.to_owned(),
-            EventData::Instruction(item),
-            None,
-        ),
-    )
-}
-
-/// Persist an event in the log and return it with its id.
-fn log_event(db: &Db<'_>, event: Event) -> Result<Event> {
-    let id = db.append_event(event.kind.as_str(), &event.timestamp, &event.json)?;
-    Ok(Event { id: Some(id), ..event })
 }
 
 fn first(items: Vec<Instruction>) -> Result<Instruction> {
@@ -470,24 +351,3 @@ pub fn validate_content(content: String) -> Result<String> {
 
 #[cfg(test)]
 pub(crate) mod tests;
-
-/// The blocking task that writes queued claims (`Store::write_queued`). If
-/// it is dropped without running (the runtime is shutting down), the
-/// queued claims fail instead of waiting for a writer.
-struct Writer(Option<Arc<Inner>>);
-
-impl Writer {
-    fn run(mut self) {
-        if let Some(inner) = self.0.take() {
-            inner.store.write_queued();
-        }
-    }
-}
-
-impl Drop for Writer {
-    fn drop(&mut self) {
-        if let Some(inner) = self.0.take() {
-            inner.store.abandon_queued();
-        }
-    }
-}

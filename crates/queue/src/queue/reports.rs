@@ -3,7 +3,7 @@
 //! by queueing a reply for that agent at the front of its queue
 //! (`docs/ARCHITECTURE.md`, "Reports").
 
-use super::{first, log_event, Queue};
+use super::{first, Queue};
 use crate::events::{Event, EventData, EventKind};
 use crate::model::{Instruction, Report};
 use crate::store::Durability;
@@ -31,54 +31,47 @@ impl Queue {
         let html = markdown::render(&content);
         let (report, fresh) = self
             .blocking(move |i| {
-                i.store.write(
-                    Durability::Full,
-                    |db| {
-                        let delivered = db.previous_delivery(&queue, &agent)?.map(|(id, _)| id);
-                        // A repeat of the newest report is a retry when it would
-                        // attach where that one did: to the same delivery, or
-                        // (nothing delivered by the previous call) anywhere.
-                        if let Some(last) = db.latest_report(&queue, &agent)? {
-                            let same_place = delivered.is_none() || last.instruction_id == delivered;
-                            if last.content == content && last.options == options && same_place {
-                                return Ok((last, None));
-                            }
+                i.commit(Durability::Full, |db, out| {
+                    let delivered = db.previous_delivery(&queue, &agent)?.map(|(id, _)| id);
+                    // A repeat of the newest report is a retry when it would
+                    // attach where that one did: to the same delivery, or
+                    // (nothing delivered by the previous call) anywhere.
+                    if let Some(last) = db.latest_report(&queue, &agent)? {
+                        let same_place = delivered.is_none() || last.instruction_id == delivered;
+                        if last.content == content && last.options == options && same_place {
+                            return Ok((last, false));
                         }
-                        let instruction_id = match delivered {
-                            Some(id) if !db.has_report(&id)? => Some(id),
-                            _ => None,
-                        };
-                        let report = Report {
-                            id: uuid::Uuid::new_v4().to_string(),
-                            queue,
-                            agent_id: agent,
-                            instruction_id,
-                            content,
-                            options,
-                            html,
-                            created_at: time::now(),
-                        };
-                        db.insert_report(&report)?;
-                        let event = log_event(
-                            db,
-                            Event::new(
-                                EventKind::ReportCreated,
-                                report.created_at.clone(),
-                                EventData::Report(report.clone()),
-                                None,
-                            ),
-                        )?;
-                        Ok((report, Some(event)))
-                    },
-                    |(_, event)| {
-                        if let Some(e) = event {
-                            i.bus.publish(e.clone());
-                        }
-                    },
-                )
+                    }
+                    let instruction_id = match delivered {
+                        Some(id) if !db.has_report(&id)? => Some(id),
+                        _ => None,
+                    };
+                    let report = Report {
+                        id: uuid::Uuid::new_v4().to_string(),
+                        queue,
+                        agent_id: agent,
+                        instruction_id,
+                        content,
+                        options,
+                        html,
+                        created_at: time::now(),
+                    };
+                    db.insert_report(&report)?;
+                    out.log(
+                        db,
+                        Event::new(
+                            EventKind::ReportCreated,
+                            report.created_at.clone(),
+                            EventData::Report(report.clone()),
+                            None,
+                        ),
+                    )?;
+                    Ok((report, true))
+                })
+                .map(|(made, _)| made)
             })
             .await?;
-        tracing::info!(queue = %report.queue, agent_id = %report.agent_id, id = %report.id, instruction_id = ?report.instruction_id, stored = fresh.is_some(), bytes = report.content.len(), "report");
+        tracing::info!(queue = %report.queue, agent_id = %report.agent_id, id = %report.id, instruction_id = ?report.instruction_id, stored = fresh, bytes = report.content.len(), "report");
         Ok(report)
     }
 

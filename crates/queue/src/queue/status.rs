@@ -7,7 +7,10 @@
 
 use super::{agent_state, Queue};
 use crate::events::{Event, EventData, EventKind};
-use crate::model::{AgentState, AgentStatus, AgentSummary, ServerState, ServerSummary, StatusSnapshot};
+use crate::model::{
+    AgentActivity, AgentClient, AgentState, AgentStatus, AgentSummary, ClientName, ServerState, ServerSummary,
+    Settings, StatusSnapshot,
+};
 use crate::{time, Result};
 
 /// The shortest time between two snapshots: well under what a person
@@ -45,14 +48,33 @@ impl Queue {
                 })
             })
             .await?;
+        let settings = self.settings();
+        let agents = self.agents_now(activity, &questions, &settings);
+        Ok(StatusSnapshot {
+            server: self.server_summary(),
+            agent: AgentSummary::of(agents.first()),
+            agents,
+            queue: crate::store::QueueTally::totals(&tallies, in_doubt),
+            queues: self.queue_infos(records, &tallies, false),
+            settings,
+        })
+    }
+
+    /// The agents as the store has them, each with its state now (waiting
+    /// through a call or a task, asking, stopped), and the waiting calls
+    /// whose first write has not landed yet; the most relevant first.
+    fn agents_now(
+        &self,
+        activity: Vec<AgentActivity>,
+        questions: &[(String, String, String)],
+        settings: &Settings,
+    ) -> Vec<AgentStatus> {
         let asking = |queue: &str, agent: &str| {
             questions
                 .iter()
                 .find(|(q, a, _)| q == queue && a == agent)
                 .map(|(_, _, id)| id.clone())
         };
-        let queue = crate::store::QueueTally::totals(&tallies, in_doubt);
-        let settings = self.settings();
         let mut agents: Vec<AgentStatus> = activity
             .into_iter()
             .map(|a| {
@@ -64,8 +86,8 @@ impl Queue {
                     state => state,
                 };
                 let client = a.client.map(|name| {
-                    crate::model::AgentClient::of(
-                        &crate::model::ClientName {
+                    AgentClient::of(
+                        &ClientName {
                             name,
                             version: a.client_version,
                         },
@@ -116,51 +138,31 @@ impl Queue {
         }
         // Stable sort: within a state, the store's "most recently seen first" order holds.
         agents.sort_by_key(|a| (rank(a.state), a.asking.is_none()));
-        let agent = match agents.first() {
-            Some(a) => AgentSummary {
-                connected: a.connected,
-                state: a.state,
-                agent_id: Some(a.agent_id.clone()),
-                last_seen_at: a.last_seen_at.clone(),
-                last_fetch_at: a.last_fetch_at.clone(),
-                waiting: a.waiting,
-            },
-            None => AgentSummary {
-                connected: false,
-                state: AgentState::Offline,
-                agent_id: None,
-                last_seen_at: None,
-                last_fetch_at: None,
-                waiting: false,
-            },
-        };
-        let queues = self.queue_infos(records, &tallies, false);
+        agents
+    }
+
+    /// This server: its facts, whether it is stopping, a storage fault, the
+    /// last request refused for want of the token.
+    fn server_summary(&self) -> ServerSummary {
         let facts = self.facts();
-        Ok(StatusSnapshot {
-            server: ServerSummary {
-                status: if self.inner.shutdown.is_cancelled() {
-                    ServerState::Stopping
-                } else {
-                    ServerState::Up
-                },
-                started_at: facts.started_at.clone(),
-                url: facts.url.clone(),
-                version: facts.version.clone(),
-                pid: std::process::id(),
-                instance: self.inner.instance.clone(),
-                requested_port: facts.requested_port,
-                requested_port_holder: facts.requested_port_holder.clone(),
-                recovered: facts.recovered.clone(),
-                storage_fault: self.inner.store.fault_now(),
-                log_dir: facts.log_dir.clone(),
-                refused_without_token: crate::sync::MutexExt::lock_anyway(&self.inner.refused).clone(),
+        ServerSummary {
+            status: if self.inner.shutdown.is_cancelled() {
+                ServerState::Stopping
+            } else {
+                ServerState::Up
             },
-            agent,
-            agents,
-            queue,
-            queues,
-            settings,
-        })
+            started_at: facts.started_at.clone(),
+            url: facts.url.clone(),
+            version: facts.version.clone(),
+            pid: std::process::id(),
+            instance: self.inner.instance.clone(),
+            requested_port: facts.requested_port,
+            requested_port_holder: facts.requested_port_holder.clone(),
+            recovered: facts.recovered.clone(),
+            storage_fault: self.inner.store.fault_now(),
+            log_dir: facts.log_dir.clone(),
+            refused_without_token: crate::sync::MutexExt::lock_anyway(&self.inner.refused).clone(),
+        }
     }
 
     /// A `status.changed` event with a fresh snapshot.
