@@ -360,7 +360,11 @@ impl Queue {
             .ok_or_else(|| Error::NotFound(format!("no task {id}")))
     }
 
-    fn view(&self, record: TaskRecord, carries: Option<String>) -> TaskView {
+    fn view(&self, mut record: TaskRecord, carries: Option<String>) -> TaskView {
+        if record.status != TaskStatus::Working && record.status_message.as_deref() == Some(WAITING) {
+            // Completed by an earlier version, which left the message as it was.
+            record.status_message = None;
+        }
         let poll_interval_ms = self.poll_interval_ms(&record.queue);
         let lived = time::seconds_since(&record.created_at).unwrap_or(0.0).max(0.0);
         let since_poll = time::seconds_since(&record.polled_at).unwrap_or(0.0).max(0.0);

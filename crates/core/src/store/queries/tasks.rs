@@ -71,7 +71,7 @@ impl<'c> Db<'c> {
         Ok(self
             .conn
             .prepare_cached(
-                "UPDATE tasks SET status = 'completed', instruction_id = ?2, result = ?3, updated_at = ?4
+                "UPDATE tasks SET status = 'completed', status_message = NULL, instruction_id = ?2, result = ?3, updated_at = ?4
                  WHERE id = ?1 AND status = 'working'",
             )?
             .execute(params![id, instruction_id, json, now])?
