@@ -4,10 +4,11 @@
 //! as the page and the CLI), and "Update all" when a new port or token made
 //! entries outdated. Rebuilt after each action and once a minute.
 
+use engine::model::McpClient;
 use std::time::Duration;
 
 use engine::client_files::{self, ClientStatus, Env, Request, Site, State};
-use engine::snippets::{self, Client};
+use engine::snippets;
 use tauri::menu::{MenuItem, PredefinedMenuItem, Submenu};
 use tauri::{AppHandle, Manager, Wry};
 
@@ -105,7 +106,7 @@ pub fn on_menu(app: &AppHandle, id: &str) -> bool {
         run(app, None);
         return true;
     }
-    match id.strip_prefix(PREFIX).and_then(Client::from_id) {
+    match id.strip_prefix(PREFIX).and_then(McpClient::from_id) {
         Some(client) => {
             run(app, Some(client));
             true
@@ -115,7 +116,7 @@ pub fn on_menu(app: &AppHandle, id: &str) -> bool {
 }
 
 /// Connect one client (or update all) off the main thread; say the outcome.
-fn run(app: &AppHandle, client: Option<Client>) {
+fn run(app: &AppHandle, client: Option<McpClient>) {
     let handle = app.clone();
     std::thread::spawn(move || {
         let (Some(shell), Some(env)) = (handle.try_state::<Shell>(), Env::from_process()) else {
@@ -160,7 +161,7 @@ mod tests {
 
     fn status(state: State) -> ClientStatus {
         ClientStatus {
-            id: Client::Cursor,
+            id: McpClient::Cursor,
             name: "Cursor",
             installed: true,
             state,

@@ -3,6 +3,7 @@
 //! (pending per queue, hold or release all, Connect ▸ from `connect_menu`). Updated from engine events (no
 //! polling).
 
+use engine::model::McpClient;
 use engine::sync::MutexExt;
 use tauri::image::Image;
 use tauri::menu::{CheckMenuItem, Menu, MenuItem, PredefinedMenuItem, Submenu};
@@ -11,7 +12,7 @@ use tauri::{AppHandle, Manager, Wry};
 use tauri_plugin_autostart::ManagerExt as _;
 use tauri_plugin_clipboard_manager::ClipboardExt as _;
 
-use engine::snippets::{self, Client};
+use engine::snippets;
 
 use crate::shell::Shell;
 use crate::view::{TrayIcon as Icon, TrayView};
@@ -58,7 +59,7 @@ pub fn create(app: &AppHandle) -> tauri::Result<TrayItems> {
     let pending = MenuItem::with_id(app, PENDING, "Nothing pending", false, None::<&str>)?;
     let queues = Submenu::with_items(app, "Queues", false, &[])?;
     let hold_all = MenuItem::with_id(app, HOLD_ALL, "Hold all queues", true, None::<&str>)?;
-    let copy_items = Client::ALL
+    let copy_items = McpClient::ALL
         .iter()
         .map(|c| MenuItem::with_id(app, format!("{COPY_CONFIG}{}", c.id()), c.name(), true, None::<&str>))
         .collect::<tauri::Result<Vec<_>>>()?;
@@ -140,7 +141,7 @@ pub fn create(app: &AppHandle) -> tauri::Result<TrayItems> {
 }
 
 fn copy_config(app: &AppHandle, shell: &Shell, id: &str) {
-    let Some(client) = Client::from_id(id) else {
+    let Some(client) = McpClient::from_id(id) else {
         return;
     };
     let program = snippets::bridge_program();

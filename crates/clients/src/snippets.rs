@@ -10,10 +10,10 @@
 //! file and needs neither URL nor token in the snippet. Field names per client
 //! are in `docs/CLIENTS.md`, each with its source.
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use serde_json::{json, Value};
 
-use crate::model::MAX_WAIT_SECONDS;
+use crate::model::{McpClient, MAX_WAIT_SECONDS};
 
 /// What the person tells the agent to start its loop: the one sentence the
 /// README's quick start, the page (`ui/js/text.js`, `START_SENTENCE`) and the
@@ -41,33 +41,10 @@ pub fn bridge_entry(endpoint: &Endpoint<'_>) -> serde_json::Value {
     json!({ "command": endpoint.bridge_program, "args": args })
 }
 
-/// Clients we know how to configure.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, clap::ValueEnum, utoipa::ToSchema)]
-#[serde(rename_all = "kebab-case")]
-pub enum Client {
-    Vscode,
-    VscodeInsiders,
-    ClaudeCode,
-    /// Claude Code's project file, `.mcp.json`: one queue per repository.
-    ClaudeCodeProject,
-    Cursor,
-    Codex,
-    Windsurf,
-    ClaudeDesktop,
-    GeminiCli,
-    CopilotCli,
-    Cline,
-    Opencode,
-    Zed,
-    LmStudio,
-    /// Goose keeps YAML: local-mcp gives its snippet and install link, and does not edit the file.
-    Goose,
-}
-
 /// A client with its snippet and where that goes, for people.
 #[derive(Debug, Clone, Serialize)]
 pub struct ClientSnippet {
-    pub id: Client,
+    pub id: McpClient,
     pub name: &'static str,
     /// One sentence: where to put it or what to do with it.
     pub how: &'static str,
@@ -90,160 +67,58 @@ pub struct Endpoint<'a> {
     pub database: Option<&'a str>,
 }
 
-impl Client {
-    /// The id the CLI, the API and the tray menu use (`claude-code`).
-    pub fn id(self) -> &'static str {
-        match self {
-            Client::Vscode => "vscode",
-            Client::VscodeInsiders => "vscode-insiders",
-            Client::ClaudeCode => "claude-code",
-            Client::ClaudeCodeProject => "claude-code-project",
-            Client::Cursor => "cursor",
-            Client::Codex => "codex",
-            Client::Windsurf => "windsurf",
-            Client::ClaudeDesktop => "claude-desktop",
-            Client::GeminiCli => "gemini-cli",
-            Client::CopilotCli => "copilot-cli",
-            Client::Cline => "cline",
-            Client::Opencode => "opencode",
-            Client::Zed => "zed",
-            Client::LmStudio => "lm-studio",
-            Client::Goose => "goose",
-        }
-    }
-
-    /// The client with that id.
-    pub fn from_id(id: &str) -> Option<Client> {
-        Client::ALL.into_iter().find(|c| c.id() == id)
-    }
-
-    pub const ALL: [Client; 15] = [
-        Client::Vscode,
-        Client::VscodeInsiders,
-        Client::ClaudeCode,
-        Client::ClaudeCodeProject,
-        Client::Cursor,
-        Client::Codex,
-        Client::Windsurf,
-        Client::ClaudeDesktop,
-        Client::GeminiCli,
-        Client::CopilotCli,
-        Client::Cline,
-        Client::Opencode,
-        Client::Zed,
-        Client::LmStudio,
-        Client::Goose,
-    ];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Client::Vscode => "VS Code",
-            Client::VscodeInsiders => "VS Code Insiders",
-            Client::ClaudeCode => "Claude Code",
-            Client::ClaudeCodeProject => "Claude Code (project)",
-            Client::Cursor => "Cursor",
-            Client::Codex => "Codex",
-            Client::Windsurf => "Windsurf",
-            Client::ClaudeDesktop => "Claude Desktop",
-            Client::GeminiCli => "Gemini CLI",
-            Client::CopilotCli => "GitHub Copilot CLI",
-            Client::Cline => "Cline",
-            Client::Opencode => "opencode",
-            Client::Zed => "Zed",
-            Client::LmStudio => "LM Studio",
-            Client::Goose => "Goose",
-        }
-    }
-
-    pub fn how(self) -> &'static str {
-        match self {
-            Client::Vscode => "Save as .vscode/mcp.json in your project (or add to your user MCP configuration).",
-            Client::VscodeInsiders => {
-                "Save as .vscode/mcp.json in your project (or add to your user MCP configuration)."
-            }
-            Client::ClaudeCode => "Run this in a terminal.",
-            Client::ClaudeCodeProject => {
-                "Save as .mcp.json at the root of your project; Claude Code asks once to approve it."
-            }
-            Client::Cursor => "Save as .cursor/mcp.json in your project, or ~/.cursor/mcp.json for all projects.",
-            Client::Codex => "Add to ~/.codex/config.toml.",
-            Client::Windsurf => "Add to ~/.codeium/windsurf/mcp_config.json.",
-            Client::ClaudeDesktop => {
-                "Add to claude_desktop_config.json (Settings → Developer → Edit Config), then restart Claude Desktop."
-            }
-            Client::GeminiCli => "Add to ~/.gemini/settings.json (or .gemini/settings.json in your project).",
-            Client::CopilotCli => "Add to ~/.copilot/mcp-config.json.",
-            Client::Cline => "Add to Cline's MCP settings (MCP Servers → Configure → cline_mcp_settings.json).",
-            Client::Opencode => "Add to ~/.config/opencode/opencode.json (or opencode.json in your project).",
-            Client::Zed => "Add to ~/.config/zed/settings.json (or .zed/settings.json in your project).",
-            Client::LmStudio => "Add to ~/.lmstudio/mcp.json (Program → Install → Edit mcp.json).",
-            Client::Goose => "Add under extensions: in ~/.config/goose/config.yaml (or use Install in Goose).",
-        }
-    }
-
-    pub fn with_snippet(self, endpoint: &Endpoint<'_>) -> ClientSnippet {
-        ClientSnippet {
-            id: self,
-            name: self.name(),
-            how: self.how(),
-            snippet: snippet(self, endpoint),
-        }
-    }
-
-    /// Where the client keeps its servers, as a path of object keys from the
-    /// top of its file (`["servers"]` for VS Code, `["mcp_servers"]` in Codex's TOML).
-    pub fn servers_key(self) -> &'static [&'static str] {
-        match self {
-            Client::Vscode | Client::VscodeInsiders => &["servers"],
-            Client::Codex => &["mcp_servers"],
-            Client::Opencode => &["mcp"],
-            Client::Zed => &["context_servers"],
-            Client::Goose => &["extensions"],
-            _ => &["mcpServers"],
-        }
+/// A client with its snippet.
+pub fn with_snippet(client: McpClient, endpoint: &Endpoint<'_>) -> ClientSnippet {
+    ClientSnippet {
+        id: client,
+        name: client.name(),
+        how: client.how(),
+        snippet: snippet(client, endpoint),
     }
 }
 
 /// Every client with its snippet, in menu order.
 pub fn all(endpoint: &Endpoint<'_>) -> Vec<ClientSnippet> {
-    Client::ALL.iter().map(|c| c.with_snippet(endpoint)).collect()
+    McpClient::ALL.iter().map(|c| with_snippet(*c, endpoint)).collect()
 }
 
 /// Our entry as `client` expects it under its servers key (for Codex, the
 /// fields of its `[mcp_servers.local-mcp]` table).
-pub fn entry(client: Client, endpoint: &Endpoint<'_>) -> Value {
+pub fn entry(client: McpClient, endpoint: &Endpoint<'_>) -> Value {
     let url = endpoint.mcp_url;
     let headers = endpoint
         .token
         .map(|t| json!({ "Authorization": format!("Bearer {t}") }));
     let timeout_ms = CLIENT_TIMEOUT_SECONDS * 1000;
     let mut entry = match client {
-        Client::Vscode | Client::VscodeInsiders => json!({ "type": "http", "url": url }),
-        Client::Cursor | Client::LmStudio | Client::Zed => json!({ "url": url }),
-        Client::Windsurf => json!({ "serverUrl": url }),
+        McpClient::Vscode | McpClient::VscodeInsiders => json!({ "type": "http", "url": url }),
+        McpClient::Cursor | McpClient::LmStudio | McpClient::Zed => json!({ "url": url }),
+        McpClient::Windsurf => json!({ "serverUrl": url }),
         // Claude Code's per-server `timeout` (ms) overrides MCP_TOOL_TIMEOUT for this server.
-        Client::ClaudeCode | Client::ClaudeCodeProject => json!({ "type": "http", "url": url, "timeout": timeout_ms }),
+        McpClient::ClaudeCode | McpClient::ClaudeCodeProject => {
+            json!({ "type": "http", "url": url, "timeout": timeout_ms })
+        }
         // `httpUrl` is Gemini CLI's streamable-HTTP key (`url` means SSE there); `timeout` in ms.
-        Client::GeminiCli => json!({ "httpUrl": url, "timeout": timeout_ms }),
+        McpClient::GeminiCli => json!({ "httpUrl": url, "timeout": timeout_ms }),
         // Copilot CLI requires `tools`; `timeout` in ms.
-        Client::CopilotCli => json!({ "type": "http", "url": url, "tools": ["*"], "timeout": timeout_ms }),
+        McpClient::CopilotCli => json!({ "type": "http", "url": url, "tools": ["*"], "timeout": timeout_ms }),
         // Without the type a `url` matches Cline's SSE schema first; `timeout` in seconds.
-        Client::Cline => {
+        McpClient::Cline => {
             json!({ "type": "streamableHttp", "url": url, "timeout": CLIENT_TIMEOUT_SECONDS, "disabled": false })
         }
-        Client::Opencode => json!({ "type": "remote", "url": url, "enabled": true }),
+        McpClient::Opencode => json!({ "type": "remote", "url": url, "enabled": true }),
         // Goose: `uri`, `timeout` in seconds (its extension schema).
-        Client::Goose => json!({
+        McpClient::Goose => json!({
             "enabled": true, "type": "streamable_http", "name": ENTRY_NAME, "uri": url,
             "timeout": CLIENT_TIMEOUT_SECONDS
         }),
         // Codex refuses an inline bearer token and ignores `headers`: a literal
         // `http_headers` table is the one way a tray app can give it the token.
-        Client::Codex => json!({ "url": url, "tool_timeout_sec": CLIENT_TIMEOUT_SECONDS }),
-        Client::ClaudeDesktop => return bridge_entry(endpoint),
+        McpClient::Codex => json!({ "url": url, "tool_timeout_sec": CLIENT_TIMEOUT_SECONDS }),
+        McpClient::ClaudeDesktop => return bridge_entry(endpoint),
     };
     if let Some(h) = headers {
-        let key = if client == Client::Codex {
+        let key = if client == McpClient::Codex {
             "http_headers"
         } else {
             "headers"
@@ -254,16 +129,16 @@ pub fn entry(client: Client, endpoint: &Endpoint<'_>) -> Value {
 }
 
 /// The snippet for `client`.
-pub fn snippet(client: Client, endpoint: &Endpoint<'_>) -> String {
+pub fn snippet(client: McpClient, endpoint: &Endpoint<'_>) -> String {
     let url = endpoint.mcp_url;
     match client {
-        Client::ClaudeCode => match endpoint.token {
+        McpClient::ClaudeCode => match endpoint.token {
             Some(t) => {
                 format!("claude mcp add --transport http local-mcp {url} --header \"Authorization: Bearer {t}\"")
             }
             None => format!("claude mcp add --transport http local-mcp {url}"),
         },
-        Client::Goose => {
+        McpClient::Goose => {
             let entry = entry(client, endpoint);
             let mut yaml = format!(
                 "extensions:\n  {ENTRY_NAME}:\n    enabled: true\n    type: streamable_http\n    name: {ENTRY_NAME}\n    uri: {url}\n    timeout: {CLIENT_TIMEOUT_SECONDS}\n"
@@ -273,7 +148,7 @@ pub fn snippet(client: Client, endpoint: &Endpoint<'_>) -> String {
             }
             yaml
         }
-        Client::Codex => {
+        McpClient::Codex => {
             let mut doc = toml_edit::DocumentMut::new();
             let mut servers = toml_edit::Table::new();
             servers.set_implicit(true);
@@ -374,37 +249,39 @@ mod tests {
         }
     }
 
-    fn json_of(client: Client, token: Option<&str>) -> serde_json::Value {
+    fn json_of(client: McpClient, token: Option<&str>) -> serde_json::Value {
         serde_json::from_str(&snippet(client, &endpoint(token))).unwrap()
     }
 
     #[test]
     fn http_clients_get_the_url_and_the_token_header() {
-        let vs = json_of(Client::Vscode, None);
+        let vs = json_of(McpClient::Vscode, None);
         assert_eq!(vs["servers"]["local-mcp"]["url"], URL);
         assert_eq!(vs["servers"]["local-mcp"]["type"], "http");
         assert!(vs["servers"]["local-mcp"].get("headers").is_none());
-        let cursor = json_of(Client::Cursor, Some("t0k"));
+        let cursor = json_of(McpClient::Cursor, Some("t0k"));
         assert_eq!(
             cursor["mcpServers"]["local-mcp"]["headers"]["Authorization"],
             "Bearer t0k"
         );
-        let windsurf = json_of(Client::Windsurf, Some("t0k"));
+        let windsurf = json_of(McpClient::Windsurf, Some("t0k"));
         assert_eq!(windsurf["mcpServers"]["local-mcp"]["serverUrl"], URL);
         assert_eq!(
             windsurf["mcpServers"]["local-mcp"]["headers"]["Authorization"],
             "Bearer t0k"
         );
         assert_eq!(
-            snippet(Client::ClaudeCode, &endpoint(None)),
+            snippet(McpClient::ClaudeCode, &endpoint(None)),
             format!("claude mcp add --transport http local-mcp {URL}")
         );
-        assert!(snippet(Client::ClaudeCode, &endpoint(Some("t0k"))).ends_with("--header \"Authorization: Bearer t0k\""));
+        assert!(
+            snippet(McpClient::ClaudeCode, &endpoint(Some("t0k"))).ends_with("--header \"Authorization: Bearer t0k\"")
+        );
     }
 
     #[test]
     fn codex_gets_toml_with_a_literal_header_and_a_long_timeout() {
-        let plain: toml::Table = snippet(Client::Codex, &endpoint(None)).parse().unwrap();
+        let plain: toml::Table = snippet(McpClient::Codex, &endpoint(None)).parse().unwrap();
         assert_eq!(plain["mcp_servers"]["local-mcp"]["url"].as_str(), Some(URL));
         assert!(plain["mcp_servers"]["local-mcp"].get("http_headers").is_none());
         assert!(
@@ -413,7 +290,7 @@ mod tests {
                 .unwrap()
                 > i64::from(crate::model::MAX_WAIT_SECONDS)
         );
-        let text = snippet(Client::Codex, &endpoint(Some("t0k")));
+        let text = snippet(McpClient::Codex, &endpoint(Some("t0k")));
         let with_token: toml::Table = text.parse().unwrap();
         let entry = &with_token["mcp_servers"]["local-mcp"];
         // Codex rejects `bearer_token` and ignores `headers`.
@@ -423,8 +300,8 @@ mod tests {
 
     #[test]
     fn every_json_client_gets_its_entry_under_its_own_key() {
-        for client in Client::ALL {
-            if matches!(client, Client::ClaudeCode | Client::Codex | Client::Goose) {
+        for client in McpClient::ALL {
+            if matches!(client, McpClient::ClaudeCode | McpClient::Codex | McpClient::Goose) {
                 continue;
             }
             let mut v = json_of(client, Some("t0k"));
@@ -440,34 +317,37 @@ mod tests {
             }
         }
         assert_eq!(
-            json_of(Client::GeminiCli, None)["mcpServers"]["local-mcp"]["httpUrl"],
+            json_of(McpClient::GeminiCli, None)["mcpServers"]["local-mcp"]["httpUrl"],
             URL
         );
         assert_eq!(
-            json_of(Client::Cline, None)["mcpServers"]["local-mcp"]["type"],
+            json_of(McpClient::Cline, None)["mcpServers"]["local-mcp"]["type"],
             "streamableHttp"
         );
         assert_eq!(
-            json_of(Client::CopilotCli, None)["mcpServers"]["local-mcp"]["tools"],
+            json_of(McpClient::CopilotCli, None)["mcpServers"]["local-mcp"]["tools"],
             json!(["*"])
         );
-        assert_eq!(json_of(Client::Zed, None)["context_servers"]["local-mcp"]["url"], URL);
-        assert_eq!(json_of(Client::Opencode, None)["mcp"]["local-mcp"]["type"], "remote");
+        assert_eq!(
+            json_of(McpClient::Zed, None)["context_servers"]["local-mcp"]["url"],
+            URL
+        );
+        assert_eq!(json_of(McpClient::Opencode, None)["mcp"]["local-mcp"]["type"], "remote");
     }
 
     #[test]
     fn claude_desktop_runs_the_stdio_bridge_without_url_or_token() {
-        let text = snippet(Client::ClaudeDesktop, &endpoint(Some("t0k")));
+        let text = snippet(McpClient::ClaudeDesktop, &endpoint(Some("t0k")));
         assert!(!text.contains("t0k") && !text.contains(URL));
         let v: serde_json::Value = serde_json::from_str(&text).unwrap();
         assert_eq!(v["mcpServers"]["local-mcp"]["command"], "/usr/bin/local-mcp-server");
         assert_eq!(v["mcpServers"]["local-mcp"]["args"], json!(["stdio"]));
-        assert_eq!(all(&endpoint(None)).len(), Client::ALL.len());
+        assert_eq!(all(&endpoint(None)).len(), McpClient::ALL.len());
         let queued = Endpoint {
             queue: Some("repo-a"),
             ..endpoint(None)
         };
-        let v: serde_json::Value = serde_json::from_str(&snippet(Client::ClaudeDesktop, &queued)).unwrap();
+        let v: serde_json::Value = serde_json::from_str(&snippet(McpClient::ClaudeDesktop, &queued)).unwrap();
         assert_eq!(
             v["mcpServers"]["local-mcp"]["args"],
             json!(["stdio", "--queue", "repo-a"])
@@ -476,16 +356,16 @@ mod tests {
 
     #[test]
     fn goose_gets_yaml_with_its_own_field_names() {
-        let text = snippet(Client::Goose, &endpoint(Some("t0k")));
+        let text = snippet(McpClient::Goose, &endpoint(Some("t0k")));
         assert!(text.starts_with("extensions:\n  local-mcp:\n"), "{text}");
         assert!(text.contains(&format!("    uri: {URL}\n")) && text.contains("    type: streamable_http\n"));
         assert!(text.contains("      Authorization: Bearer t0k\n"));
-        assert!(!snippet(Client::Goose, &endpoint(None)).contains("headers"));
+        assert!(!snippet(McpClient::Goose, &endpoint(None)).contains("headers"));
     }
 
     #[test]
     fn claude_code_projects_get_an_mcp_json() {
-        let v = json_of(Client::ClaudeCodeProject, Some("t0k"));
+        let v = json_of(McpClient::ClaudeCodeProject, Some("t0k"));
         assert_eq!(v["mcpServers"]["local-mcp"]["type"], "http");
         assert_eq!(v["mcpServers"]["local-mcp"]["url"], URL);
         assert_eq!(v["mcpServers"]["local-mcp"]["headers"]["Authorization"], "Bearer t0k");

@@ -177,7 +177,7 @@ async fn every_clients_wait_ends_inside_its_limit_in_both_protocol_eras() {
             c.mcp_stateless = stateless;
         })
         .await;
-        for limit in engine::model::LIMITS {
+        for limit in engine::model::limits() {
             let expected = engine::model::safe_wait(limit.seconds);
             assert!(expected < limit.seconds);
             // 2026-07-28: the client is named in the call's own _meta.
@@ -508,7 +508,7 @@ fn waits_stay_inside_the_timeouts_connect_writes() {
     let written = engine::snippets::CLIENT_TIMEOUT_SECONDS;
     let longest = u64::from(engine::model::MAX_WAIT_SECONDS);
     assert!(written > longest, "{written} s written, waits up to {longest} s");
-    for limit in engine::model::LIMITS {
+    for limit in engine::model::limits() {
         assert!(
             u64::from(engine::model::safe_wait(limit.seconds)) < written,
             "{}",

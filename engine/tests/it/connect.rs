@@ -5,11 +5,12 @@
 //! nothing; `disconnect` gives the file back as it was and refuses an entry
 //! the person edited. The binary's `connect` command is run once end to end.
 
+use engine::model::McpClient;
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
 use engine::client_files::{self, Action, Env, Request, Site, State};
-use engine::snippets::{Client, ENTRY_NAME};
+use engine::snippets::ENTRY_NAME;
 use serde_json::{json, Value};
 
 fn env(home: &Path) -> Env {
@@ -32,15 +33,18 @@ fn site(port: u16, token: Option<&str>) -> Site {
 }
 
 /// The clients whose user-level entry lives in a file we edit.
-fn file_clients() -> impl Iterator<Item = Client> {
-    Client::ALL
-        .into_iter()
-        .filter(|c| !matches!(c, Client::ClaudeCode | Client::ClaudeCodeProject | Client::Goose))
+fn file_clients() -> impl Iterator<Item = McpClient> {
+    McpClient::ALL.into_iter().filter(|c| {
+        !matches!(
+            c,
+            McpClient::ClaudeCode | McpClient::ClaudeCodeProject | McpClient::Goose
+        )
+    })
 }
 
 /// A JSONC fixture with the client's servers key, comments, trailing commas,
 /// unknown keys at every level and someone else's server.
-fn jsonc_fixture(client: Client) -> String {
+fn jsonc_fixture(client: McpClient) -> String {
     let key = client.servers_key();
     let mut inner = String::from(
         "{\n    // theirs\n    \"other\": { \"command\": \"x\", \"args\": [\"--a\", 1, true, null], }, // keep me\n  }",
@@ -56,16 +60,16 @@ fn jsonc_fixture(client: Client) -> String {
 
 const TOML_FIXTURE: &str = "# my codex settings\nmodel = \"o3\" # comment\n\n[mcp_servers.other]\ncommand = \"npx\"\nargs = [\"-y\", \"x\"] # keep\n\n[profiles.fast]\nmodel = \"mini\"\n";
 
-fn fixture(client: Client) -> String {
-    if client == Client::Codex {
+fn fixture(client: McpClient) -> String {
+    if client == McpClient::Codex {
         TOML_FIXTURE.into()
     } else {
         jsonc_fixture(client)
     }
 }
 
-fn parse(client: Client, text: &str) -> Value {
-    if client == Client::Codex {
+fn parse(client: McpClient, text: &str) -> Value {
+    if client == McpClient::Codex {
         serde_json::to_value(text.parse::<toml::Table>().unwrap()).unwrap()
     } else {
         // The fixtures are JSONC: strip with the same parser the clients' docs name.
@@ -73,7 +77,7 @@ fn parse(client: Client, text: &str) -> Value {
     }
 }
 
-fn entry_in(client: Client, value: &Value) -> Option<Value> {
+fn entry_in(client: McpClient, value: &Value) -> Option<Value> {
     let mut at = value;
     for k in client.servers_key() {
         at = at.get(*k)?;
@@ -81,7 +85,7 @@ fn entry_in(client: Client, value: &Value) -> Option<Value> {
     at.get(ENTRY_NAME).cloned()
 }
 
-fn without_entry(client: Client, mut value: Value) -> Value {
+fn without_entry(client: McpClient, mut value: Value) -> Value {
     let mut at = &mut value;
     for k in client.servers_key() {
         at = at.get_mut(*k).unwrap();
@@ -175,7 +179,7 @@ fn site_with_port(port: u16) -> Site {
 #[test]
 fn missing_and_empty_files_get_just_the_entry() {
     for client in file_clients() {
-        let empty_doc = if client == Client::Codex { "\n" } else { "{}" };
+        let empty_doc = if client == McpClient::Codex { "\n" } else { "{}" };
         for start in [None, Some(""), Some("\n  \n"), Some(empty_doc)] {
             let home = tempfile::tempdir().unwrap();
             let env = env(home.path());
@@ -215,15 +219,15 @@ fn a_new_file_holding_a_token_is_owner_only() {
     use std::os::unix::fs::PermissionsExt;
     let home = tempfile::tempdir().unwrap();
     let env = env(home.path());
-    client_files::connect(&env, &site(8123, Some("t")), Client::Cursor, &Request::default()).unwrap();
-    let file = env.user_file(Client::Cursor).unwrap();
+    client_files::connect(&env, &site(8123, Some("t")), McpClient::Cursor, &Request::default()).unwrap();
+    let file = env.user_file(McpClient::Cursor).unwrap();
     assert_eq!(std::fs::metadata(file).unwrap().permissions().mode() & 0o777, 0o600);
 }
 
 #[test]
 fn a_file_that_does_not_parse_is_never_written() {
     for client in file_clients() {
-        let broken: &[&str] = if client == Client::Codex {
+        let broken: &[&str] = if client == McpClient::Codex {
             &[
                 "model = \n",
                 "[mcp_servers.x]\nurl = 1\n[mcp_servers.x]\n",
@@ -265,10 +269,10 @@ fn a_file_that_does_not_parse_is_never_written() {
     // Servers key of the wrong type: refused, unchanged.
     let home = tempfile::tempdir().unwrap();
     let env = env(home.path());
-    let file = env.user_file(Client::Cursor).unwrap();
+    let file = env.user_file(McpClient::Cursor).unwrap();
     std::fs::create_dir_all(file.parent().unwrap()).unwrap();
     std::fs::write(&file, "{\"mcpServers\": [1]}").unwrap();
-    let err = client_files::connect(&env, &site(8123, None), Client::Cursor, &Request::default()).unwrap_err();
+    let err = client_files::connect(&env, &site(8123, None), McpClient::Cursor, &Request::default()).unwrap_err();
     assert!(err.to_string().contains("\"mcpServers\" is not an object"), "{err}");
     assert_eq!(std::fs::read_to_string(&file).unwrap(), "{\"mcpServers\": [1]}");
 }
@@ -279,11 +283,11 @@ fn a_read_only_file_is_refused() {
     use std::os::unix::fs::PermissionsExt;
     let home = tempfile::tempdir().unwrap();
     let env = env(home.path());
-    let file = env.user_file(Client::Vscode).unwrap();
+    let file = env.user_file(McpClient::Vscode).unwrap();
     std::fs::create_dir_all(file.parent().unwrap()).unwrap();
     std::fs::write(&file, "{\"servers\": {}}\n").unwrap();
     std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o444)).unwrap();
-    let err = client_files::connect(&env, &site(8123, None), Client::Vscode, &Request::default()).unwrap_err();
+    let err = client_files::connect(&env, &site(8123, None), McpClient::Vscode, &Request::default()).unwrap_err();
     assert!(err.to_string().contains("read-only"), "{err}");
     assert_eq!(std::fs::read_to_string(&file).unwrap(), "{\"servers\": {}}\n");
     assert!(backups_beside(&file).is_empty());
@@ -298,18 +302,18 @@ fn a_symlinked_file_is_edited_through_its_link() {
     std::fs::create_dir_all(&dotfiles).unwrap();
     let real = dotfiles.join("cursor-mcp.json");
     std::fs::write(&real, "{\n  \"mcpServers\": {}\n}\n").unwrap();
-    let link = env.user_file(Client::Cursor).unwrap();
+    let link = env.user_file(McpClient::Cursor).unwrap();
     std::fs::create_dir_all(link.parent().unwrap()).unwrap();
     std::os::unix::fs::symlink(&real, &link).unwrap();
 
-    client_files::connect(&env, &site(8123, None), Client::Cursor, &Request::default()).unwrap();
+    client_files::connect(&env, &site(8123, None), McpClient::Cursor, &Request::default()).unwrap();
     assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
-    let value = parse(Client::Cursor, &std::fs::read_to_string(&real).unwrap());
+    let value = parse(McpClient::Cursor, &std::fs::read_to_string(&real).unwrap());
     assert_eq!(value["mcpServers"]["local-mcp"]["url"], "http://127.0.0.1:8123/mcp");
     assert_eq!(backups_beside(&real).len(), 1, "the backup sits beside the real file");
-    let status = client_files::client_status(&env, &site(8123, None), Client::Cursor, None);
+    let status = client_files::client_status(&env, &site(8123, None), McpClient::Cursor, None);
     assert_eq!(status.state, State::Connected);
-    client_files::disconnect(&env, Client::Cursor, &Request::default()).unwrap();
+    client_files::disconnect(&env, McpClient::Cursor, &Request::default()).unwrap();
     assert_eq!(std::fs::read_to_string(&real).unwrap(), "{\n  \"mcpServers\": {}\n}\n");
 }
 
@@ -317,22 +321,22 @@ fn a_symlinked_file_is_edited_through_its_link() {
 fn disconnect_removes_only_what_connect_wrote_and_nobody_edited() {
     let home = tempfile::tempdir().unwrap();
     let env = env(home.path());
-    let file = env.user_file(Client::Windsurf).unwrap();
+    let file = env.user_file(McpClient::Windsurf).unwrap();
     std::fs::create_dir_all(file.parent().unwrap()).unwrap();
     // An entry the person wrote by hand.
     let by_hand = "{\"mcpServers\": {\"local-mcp\": {\"serverUrl\": \"http://127.0.0.1:8000/mcp\"}}}";
     std::fs::write(&file, by_hand).unwrap();
-    let err = client_files::disconnect(&env, Client::Windsurf, &Request::default()).unwrap_err();
+    let err = client_files::disconnect(&env, McpClient::Windsurf, &Request::default()).unwrap_err();
     assert!(err.to_string().contains("not written by local-mcp"), "{err}");
     assert_eq!(std::fs::read_to_string(&file).unwrap(), by_hand);
 
     // Ours, then edited by the person: reported, not removed.
-    client_files::connect(&env, &site(8123, None), Client::Windsurf, &Request::default()).unwrap();
+    client_files::connect(&env, &site(8123, None), McpClient::Windsurf, &Request::default()).unwrap();
     let edited = std::fs::read_to_string(&file)
         .unwrap()
         .replace("http://127.0.0.1:8123/mcp", "http://127.0.0.1:8124/mcp");
     std::fs::write(&file, &edited).unwrap();
-    let err = client_files::disconnect(&env, Client::Windsurf, &Request::default()).unwrap_err();
+    let err = client_files::disconnect(&env, McpClient::Windsurf, &Request::default()).unwrap_err();
     assert!(err.to_string().contains("edited since"), "{err}");
     assert_eq!(std::fs::read_to_string(&file).unwrap(), edited);
     // …and "Update all" leaves it alone too.
@@ -348,7 +352,7 @@ fn disconnect_removes_only_what_connect_wrote_and_nobody_edited() {
     // Nothing there: nothing to do, and that is not an error.
     let home = tempfile::tempdir().unwrap();
     let env2 = self::env(home.path());
-    let r = client_files::disconnect(&env2, Client::Windsurf, &Request::default()).unwrap();
+    let r = client_files::disconnect(&env2, McpClient::Windsurf, &Request::default()).unwrap();
     assert_eq!(r[0].action, Action::Absent);
 }
 
@@ -357,7 +361,7 @@ fn status_says_connected_outdated_or_not_and_update_all_repairs() {
     let home = tempfile::tempdir().unwrap();
     let env = env(home.path());
     let before = site(8123, Some("old"));
-    for client in [Client::Vscode, Client::Codex, Client::GeminiCli] {
+    for client in [McpClient::Vscode, McpClient::Codex, McpClient::GeminiCli] {
         client_files::connect(
             &env,
             &before,
@@ -371,23 +375,23 @@ fn status_says_connected_outdated_or_not_and_update_all_repairs() {
     }
     let by_id = |list: Vec<client_files::ClientStatus>| list.into_iter().map(|s| (s.id, s)).collect::<HashMap<_, _>>();
     let now = by_id(client_files::status(&env, &before, None));
-    assert_eq!(now[&Client::Vscode].state, State::Connected);
-    assert_eq!(now[&Client::Vscode].queue.as_deref(), Some("repo-a"));
-    assert_eq!(now[&Client::Cursor].state, State::NotConnected);
+    assert_eq!(now[&McpClient::Vscode].state, State::Connected);
+    assert_eq!(now[&McpClient::Vscode].queue.as_deref(), Some("repo-a"));
+    assert_eq!(now[&McpClient::Cursor].state, State::NotConnected);
     assert!(
-        !now[&Client::Vscode].installed,
+        !now[&McpClient::Vscode].installed,
         "a folder connect made itself is no sign that VS Code is installed"
     );
-    assert!(!now[&Client::Zed].installed);
-    assert!(now[&Client::Vscode].deep_link && !now[&Client::Codex].deep_link);
+    assert!(!now[&McpClient::Zed].installed);
+    assert!(now[&McpClient::Vscode].deep_link && !now[&McpClient::Codex].deep_link);
 
     let token_changed = site(8123, Some("new"));
     let later = by_id(client_files::status(&env, &token_changed, None));
-    assert_eq!(later[&Client::Codex].state, State::Outdated);
-    assert!(later[&Client::Codex].detail.as_deref().unwrap().contains("token"));
+    assert_eq!(later[&McpClient::Codex].state, State::Outdated);
+    assert!(later[&McpClient::Codex].detail.as_deref().unwrap().contains("token"));
     let port_changed = site(8200, Some("new"));
     let later = by_id(client_files::status(&env, &port_changed, None));
-    assert!(later[&Client::GeminiCli].detail.as_deref().unwrap().contains("8123"));
+    assert!(later[&McpClient::GeminiCli].detail.as_deref().unwrap().contains("8123"));
 
     let results = client_files::update_all(&env, &port_changed).unwrap();
     assert_eq!(results.len(), 3, "{results:?}");
@@ -395,7 +399,7 @@ fn status_says_connected_outdated_or_not_and_update_all_repairs() {
         .iter()
         .all(|r| r.as_ref().is_ok_and(|c| c.action == Action::Written)));
     let repaired = by_id(client_files::status(&env, &port_changed, None));
-    for client in [Client::Vscode, Client::Codex, Client::GeminiCli] {
+    for client in [McpClient::Vscode, McpClient::Codex, McpClient::GeminiCli] {
         assert_eq!(repaired[&client].state, State::Connected, "{client:?}");
         assert_eq!(repaired[&client].queue.as_deref(), Some("repo-a"), "the queue is kept");
     }
@@ -418,11 +422,11 @@ fn project_files_and_the_claude_code_stop_hook() {
         hooks: true,
         ..Request::default()
     };
-    let changes = client_files::connect(&env, &site, Client::ClaudeCode, &req).unwrap();
+    let changes = client_files::connect(&env, &site, McpClient::ClaudeCode, &req).unwrap();
     assert_eq!(changes.len(), 2);
     assert!(changes.iter().all(|c| c.action == Action::Written));
     let mcp = parse(
-        Client::ClaudeCode,
+        McpClient::ClaudeCode,
         &std::fs::read_to_string(project.join(".mcp.json")).unwrap(),
     );
     assert_eq!(
@@ -431,22 +435,22 @@ fn project_files_and_the_claude_code_stop_hook() {
     );
     let text = std::fs::read_to_string(&settings).unwrap();
     assert!(text.contains("// mine"));
-    let value = parse(Client::ClaudeCode, &text);
+    let value = parse(McpClient::ClaudeCode, &text);
     let stop = value["hooks"]["Stop"].as_array().unwrap();
     assert_eq!(stop.len(), 2, "theirs and ours");
     assert_eq!(
         stop[1]["hooks"][0]["command"],
         "/opt/local-mcp/local-mcp-server hook claude-stop --queue repo"
     );
-    let status = client_files::client_status(&env, &site, Client::ClaudeCode, Some(&project));
+    let status = client_files::client_status(&env, &site, McpClient::ClaudeCode, Some(&project));
     assert_eq!((status.state, status.hook), (State::Connected, Some(true)));
 
-    let again = client_files::connect(&env, &site, Client::ClaudeCode, &req).unwrap();
+    let again = client_files::connect(&env, &site, McpClient::ClaudeCode, &req).unwrap();
     assert!(again.iter().all(|c| c.action == Action::Unchanged), "{again:?}");
 
     let gone = client_files::disconnect(
         &env,
-        Client::ClaudeCode,
+        McpClient::ClaudeCode,
         &Request {
             project: Some(&project),
             ..Request::default()
@@ -460,7 +464,7 @@ fn project_files_and_the_claude_code_stop_hook() {
     let err = client_files::connect(
         &env,
         &site,
-        Client::CopilotCli,
+        McpClient::CopilotCli,
         &Request {
             project: Some(&project),
             ..Request::default()
@@ -471,7 +475,7 @@ fn project_files_and_the_claude_code_stop_hook() {
     let err = client_files::connect(
         &env,
         &site,
-        Client::Cursor,
+        McpClient::Cursor,
         &Request {
             hooks: true,
             ..Request::default()
@@ -494,7 +498,7 @@ fn vs_code_gets_its_stop_hook_in_the_projects_github_hooks() {
         hooks: true,
         ..Request::default()
     };
-    let changes = client_files::connect(&env, &site, Client::Vscode, &req).unwrap();
+    let changes = client_files::connect(&env, &site, McpClient::Vscode, &req).unwrap();
     assert_eq!(changes.len(), 2, "{changes:?}");
     assert!(changes.iter().all(|c| c.action == Action::Written), "{changes:?}");
     let file = project.join(".github/hooks/local-mcp.json");
@@ -508,9 +512,9 @@ fn vs_code_gets_its_stop_hook_in_the_projects_github_hooks() {
         }]),
         "VS Code's form: commands, not Claude Code's groups"
     );
-    let status = client_files::client_status(&env, &site, Client::Vscode, Some(&project));
+    let status = client_files::client_status(&env, &site, McpClient::Vscode, Some(&project));
     assert_eq!((status.state, status.hook), (State::Connected, Some(true)));
-    let again = client_files::connect(&env, &site, Client::Vscode, &req).unwrap();
+    let again = client_files::connect(&env, &site, McpClient::Vscode, &req).unwrap();
     assert!(again.iter().all(|c| c.action == Action::Unchanged), "{again:?}");
 
     // A hook of the person's own in the same file stays when ours goes.
@@ -523,7 +527,7 @@ fn vs_code_gets_its_stop_hook_in_the_projects_github_hooks() {
     std::fs::write(&file, serde_json::to_string_pretty(&edited).unwrap()).unwrap();
     let gone = client_files::disconnect(
         &env,
-        Client::Vscode,
+        McpClient::Vscode,
         &Request {
             project: Some(&project),
             ..Request::default()
@@ -542,7 +546,7 @@ fn vs_code_gets_its_stop_hook_in_the_projects_github_hooks() {
     let err = client_files::connect(
         &env,
         &site,
-        Client::Vscode,
+        McpClient::Vscode,
         &Request {
             hooks: true,
             ..Request::default()
@@ -556,13 +560,13 @@ fn vs_code_gets_its_stop_hook_in_the_projects_github_hooks() {
 fn dry_run_changes_nothing() {
     let home = tempfile::tempdir().unwrap();
     let env = env(home.path());
-    let file = env.user_file(Client::Zed).unwrap();
+    let file = env.user_file(McpClient::Zed).unwrap();
     std::fs::create_dir_all(file.parent().unwrap()).unwrap();
     std::fs::write(&file, "{\n  \"theme\": \"One Dark\"\n}\n").unwrap();
     let changes = client_files::connect(
         &env,
         &site(8123, None),
-        Client::Zed,
+        McpClient::Zed,
         &Request {
             dry_run: true,
             ..Request::default()
@@ -582,12 +586,12 @@ fn dry_run_changes_nothing() {
 fn goose_is_pointed_to_its_install_link_not_edited() {
     let home = tempfile::tempdir().unwrap();
     let env = env(home.path());
-    let err = client_files::connect(&env, &site(8123, None), Client::Goose, &Request::default()).unwrap_err();
+    let err = client_files::connect(&env, &site(8123, None), McpClient::Goose, &Request::default()).unwrap_err();
     assert!(err.to_string().contains("YAML"), "{err}");
-    let status = client_files::client_status(&env, &site(8123, None), Client::Goose, None);
+    let status = client_files::client_status(&env, &site(8123, None), McpClient::Goose, None);
     assert_eq!(status.state, State::Unavailable);
     assert!(status.deep_link, "without a token, Goose's link is offered");
-    assert!(!client_files::client_status(&env, &site(8123, Some("t")), Client::Goose, None).deep_link);
+    assert!(!client_files::client_status(&env, &site(8123, Some("t")), McpClient::Goose, None).deep_link);
 }
 
 #[test]
@@ -595,7 +599,7 @@ fn claude_code_user_scope_needs_its_own_command() {
     let home = tempfile::tempdir().unwrap();
     let env = env(home.path());
     std::fs::write(env.claude_code_state(), "{\"numStartups\": 3}").unwrap();
-    let err = client_files::connect(&env, &site(8123, None), Client::ClaudeCode, &Request::default()).unwrap_err();
+    let err = client_files::connect(&env, &site(8123, None), McpClient::ClaudeCode, &Request::default()).unwrap_err();
     assert!(err.to_string().contains("never edits ~/.claude.json"), "{err}");
     assert_eq!(
         std::fs::read_to_string(env.claude_code_state()).unwrap(),

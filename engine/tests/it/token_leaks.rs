@@ -5,12 +5,12 @@
 //! (`claude mcp add-json … "Bearer …"`, the `vscode:mcp/install?…` link)
 //! that every account can read in `/proc`.
 
+use engine::model::McpClient;
 use std::collections::BTreeMap;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
 use engine::client_files::{self, links, Env, Request, Site};
-use engine::snippets::Client;
 
 const TOKEN: &str = "tok-0123456789abcdef";
 
@@ -41,11 +41,11 @@ fn mode(path: &Path) -> u32 {
 fn a_file_that_holds_the_token_is_owner_only_whatever_it_was() {
     let home = tempfile::tempdir().unwrap();
     let env = env(home.path());
-    let file = env.user_file(Client::Cursor).unwrap();
+    let file = env.user_file(McpClient::Cursor).unwrap();
     std::fs::create_dir_all(file.parent().unwrap()).unwrap();
     std::fs::write(&file, "{\"mcpServers\": {}}\n").unwrap();
     std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
-    client_files::connect(&env, &site(Some(TOKEN)), Client::Cursor, &Request::default()).unwrap();
+    client_files::connect(&env, &site(Some(TOKEN)), McpClient::Cursor, &Request::default()).unwrap();
     assert!(std::fs::read_to_string(&file).unwrap().contains(TOKEN));
     assert_eq!(mode(&file), 0o600, "the token is in it: nobody else may read it");
 
@@ -57,17 +57,17 @@ fn a_file_that_holds_the_token_is_owner_only_whatever_it_was() {
         project: Some(&project),
         ..Request::default()
     };
-    client_files::connect(&env, &site(None), Client::ClaudeCodeProject, &request).unwrap();
+    client_files::connect(&env, &site(None), McpClient::ClaudeCodeProject, &request).unwrap();
     assert_eq!(
         mode(&project.join(".mcp.json")),
         0o644,
         "no token in it: as any project file"
     );
-    client_files::connect(&env, &site(None), Client::Zed, &request).unwrap();
+    client_files::connect(&env, &site(None), McpClient::Zed, &request).unwrap();
     let zed = project.join(".zed/settings.json");
     assert_eq!(mode(&zed), 0o644, "no token in it: as any project file");
     // Zed has no way to refer to a token: its project file holds it, owner-only, and says so.
-    let changes = client_files::connect(&env, &site(Some(TOKEN)), Client::Zed, &request).unwrap();
+    let changes = client_files::connect(&env, &site(Some(TOKEN)), McpClient::Zed, &request).unwrap();
     assert!(std::fs::read_to_string(&zed).unwrap().contains(TOKEN));
     assert_eq!(mode(&zed), 0o600, "the token came in: owner-only");
     assert!(
@@ -96,17 +96,17 @@ fn a_project_file_refers_to_the_token_where_the_client_can() {
         database: Some("/home/me/my queue.db".into()),
         ..site(Some(TOKEN))
     };
-    let cases: [(Client, &str, &str); 6] = [
+    let cases: [(McpClient, &str, &str); 6] = [
         (
-            Client::ClaudeCodeProject,
+            McpClient::ClaudeCodeProject,
             ".mcp.json",
             "\"headersHelper\": \"/opt/local-mcp/local-mcp-server --db-path '/home/me/my queue.db' token --header-json\"",
         ),
-        (Client::Codex, ".codex/config.toml", "bearer_token_env_var = \"LOCAL_MCP_TOKEN\""),
-        (Client::Cursor, ".cursor/mcp.json", "\"Bearer ${env:LOCAL_MCP_TOKEN}\""),
-        (Client::GeminiCli, ".gemini/settings.json", "\"Bearer ${LOCAL_MCP_TOKEN}\""),
-        (Client::Opencode, "opencode.json", "\"Bearer {env:LOCAL_MCP_TOKEN}\""),
-        (Client::Vscode, ".vscode/mcp.json", "\"stdio\""),
+        (McpClient::Codex, ".codex/config.toml", "bearer_token_env_var = \"LOCAL_MCP_TOKEN\""),
+        (McpClient::Cursor, ".cursor/mcp.json", "\"Bearer ${env:LOCAL_MCP_TOKEN}\""),
+        (McpClient::GeminiCli, ".gemini/settings.json", "\"Bearer ${LOCAL_MCP_TOKEN}\""),
+        (McpClient::Opencode, "opencode.json", "\"Bearer {env:LOCAL_MCP_TOKEN}\""),
+        (McpClient::Vscode, ".vscode/mcp.json", "\"stdio\""),
     ];
     for (client, file, reference) in cases {
         let changes = client_files::connect(&env, &site, client, &request).unwrap();
@@ -115,7 +115,13 @@ fn a_project_file_refers_to_the_token_where_the_client_can() {
         assert!(!text.contains(TOKEN), "{client:?} wrote the token: {text}");
         assert!(text.contains(reference), "{client:?} has no {reference}: {text}");
         assert_eq!(mode(&path), 0o644, "{client:?}: no secret in it, the team may read it");
-        let variable = [Client::Codex, Client::Cursor, Client::GeminiCli, Client::Opencode].contains(&client);
+        let variable = [
+            McpClient::Codex,
+            McpClient::Cursor,
+            McpClient::GeminiCli,
+            McpClient::Opencode,
+        ]
+        .contains(&client);
         assert_eq!(
             changes[0]
                 .note
@@ -131,8 +137,8 @@ fn a_project_file_refers_to_the_token_where_the_client_can() {
     }
     assert!(client_files::update_all(&env, &site).unwrap().is_empty());
     // In the person's own file the token stays literal (owner-only, tested above).
-    client_files::connect(&env, &site, Client::Cursor, &Request::default()).unwrap();
-    let user = std::fs::read_to_string(env.user_file(Client::Cursor).unwrap()).unwrap();
+    client_files::connect(&env, &site, McpClient::Cursor, &Request::default()).unwrap();
+    let user = std::fs::read_to_string(env.user_file(McpClient::Cursor).unwrap()).unwrap();
     assert!(user.contains(&format!("Bearer {TOKEN}")), "{user}");
 }
 
@@ -180,7 +186,7 @@ fn a_folder_shared_through_an_acl_or_a_file_of_another_account_is_refused() {
         project: Some(&project),
         ..Request::default()
     };
-    let err = client_files::connect(&env, &site(Some(TOKEN)), Client::ClaudeCodeProject, &request).unwrap_err();
+    let err = client_files::connect(&env, &site(Some(TOKEN)), McpClient::ClaudeCodeProject, &request).unwrap_err();
     assert!(err.to_string().contains("its ACL lets uid 4242 write"), "{err}");
     assert!(!project.join(".mcp.json").exists());
 
@@ -197,7 +203,7 @@ fn a_folder_shared_through_an_acl_or_a_file_of_another_account_is_refused() {
         project: Some(&mine),
         ..Request::default()
     };
-    let err = client_files::connect(&env, &site(Some(TOKEN)), Client::ClaudeCodeProject, &request).unwrap_err();
+    let err = client_files::connect(&env, &site(Some(TOKEN)), McpClient::ClaudeCodeProject, &request).unwrap_err();
     assert!(
         err.to_string().contains("belongs to another account (uid 65534)"),
         "{err}"
@@ -209,15 +215,15 @@ fn a_folder_shared_through_an_acl_or_a_file_of_another_account_is_refused() {
 fn install_links_never_carry_the_token() {
     let with_token = site(Some(TOKEN));
     for client in [
-        Client::Vscode,
-        Client::VscodeInsiders,
-        Client::Cursor,
-        Client::LmStudio,
-        Client::Goose,
+        McpClient::Vscode,
+        McpClient::VscodeInsiders,
+        McpClient::Cursor,
+        McpClient::LmStudio,
+        McpClient::Goose,
     ] {
         let link = links::link(client, &with_token.link_entry(client, "default"));
         let Some(link) = link else {
-            assert_eq!(client, Client::Goose, "only Goose has no link with a token required");
+            assert_eq!(client, McpClient::Goose, "only Goose has no link with a token required");
             continue;
         };
         let decoded = percent_encoding::percent_decode_str(&link)
@@ -236,7 +242,7 @@ fn install_links_never_carry_the_token() {
         );
     }
     // Without a token the link is the plain HTTP entry.
-    let plain = links::link(Client::Cursor, &site(None).link_entry(Client::Cursor, "default")).unwrap();
+    let plain = links::link(McpClient::Cursor, &site(None).link_entry(McpClient::Cursor, "default")).unwrap();
     assert!(!plain.contains("stdio"));
 }
 
@@ -269,7 +275,7 @@ async fn the_claude_code_headers_helper_gives_the_running_servers_header() {
         project: Some(&project),
         ..Request::default()
     };
-    client_files::connect(&env(home.path()), &site, Client::ClaudeCodeProject, &request).unwrap();
+    client_files::connect(&env(home.path()), &site, McpClient::ClaudeCodeProject, &request).unwrap();
     let file: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(project.join(".mcp.json")).unwrap()).unwrap();
     let helper = file["mcpServers"]["local-mcp"]["headersHelper"]
@@ -329,7 +335,7 @@ fn a_path_in_a_written_command_is_one_word_whatever_it_holds() {
         hooks: true,
         ..Request::default()
     };
-    client_files::connect(&env, &site, Client::ClaudeCodeProject, &request).unwrap();
+    client_files::connect(&env, &site, McpClient::ClaudeCodeProject, &request).unwrap();
     let mcp: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(project.join(".mcp.json")).unwrap()).unwrap();
     let settings: serde_json::Value =

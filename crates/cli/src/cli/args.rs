@@ -2,10 +2,10 @@
 //! derive), and where to reach the running instance. What each command does
 //! is dispatched in `mod.rs` ([`super::run`]).
 
+use crate::model::McpClient;
 use std::path::PathBuf;
 
 use super::service;
-use crate::snippets::Client;
 
 /// Where to reach the running instance (defaults to its connection-info file).
 #[derive(Debug, Clone, Default, clap::Args)]
@@ -97,13 +97,13 @@ pub enum Command {
         queue: Option<String>,
         /// The client (without one: the list of clients)
         #[arg(value_enum)]
-        client: Option<Client>,
+        client: Option<McpClient>,
     },
     /// Put local-mcp into a client's own configuration, keeping everything else in the file;
     /// without a client, show every client's state
     Connect {
         #[arg(value_enum)]
-        client: Option<Client>,
+        client: Option<McpClient>,
         /// Use the client's file in this project folder (.vscode/mcp.json, .mcp.json, …)
         #[arg(long, value_name = "DIR")]
         project: Option<PathBuf>,
@@ -140,7 +140,7 @@ pub enum Command {
     /// Take local-mcp out of a client's configuration (only an entry connect wrote and nobody edited since)
     Disconnect {
         #[arg(value_enum)]
-        client: Client,
+        client: McpClient,
         /// The project folder it was connected in
         #[arg(long, value_name = "DIR")]
         project: Option<PathBuf>,

@@ -2,16 +2,17 @@
 //! Works on this account's client files directly (no call to the server),
 //! with the running server's address and token from its connection-info file.
 
+use crate::model::McpClient;
 use std::path::PathBuf;
 
 use super::Failure;
 use crate::client::target::Source;
 use crate::client_files::{self, Action, Change, ClientStatus, Env, Request, Site, State};
-use crate::snippets::{self, Client};
+use crate::snippets;
 
 /// What `connect` was asked.
 pub struct ConnectArgs {
-    pub client: Option<Client>,
+    pub client: Option<McpClient>,
     pub project: Option<PathBuf>,
     pub queue: Option<String>,
     pub hooks: bool,
@@ -137,7 +138,7 @@ pub fn connect(source: &Source, args: ConnectArgs) -> Result<(), Failure> {
 }
 
 pub fn disconnect(
-    client: Client,
+    client: McpClient,
     project_dir: Option<PathBuf>,
     dry_run: bool,
     allow_shared_folder: bool,

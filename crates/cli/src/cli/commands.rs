@@ -4,6 +4,7 @@
 //! attach, JSON output. The read-only commands are `show.rs`, reports and
 //! replies `reports.rs`, templates `templates.rs`.
 
+use crate::model::McpClient;
 use std::io::Read;
 
 use super::Failure;
@@ -158,7 +159,7 @@ pub async fn stop(client: &Client, agent: String, queue: Option<String>) -> Resu
 /// `config` without a client: which there are, and what each gets.
 pub fn list_clients() {
     println!("Which client? `config <client>` prints what it needs:");
-    for client in snippets::Client::ALL {
+    for client in McpClient::ALL {
         println!("  {:<20} {}: {}", client.id(), client.name(), client.how());
     }
 }
@@ -195,7 +196,7 @@ pub fn resolve_or_default(source: &Source) -> Result<Target, Failure> {
 
 /// Print `client`'s snippet for the running instance; if none is running,
 /// for the default address, with a note on stderr.
-pub fn config(source: &Source, queue: Option<&str>, client: snippets::Client) -> Result<(), Failure> {
+pub fn config(source: &Source, queue: Option<&str>, client: McpClient) -> Result<(), Failure> {
     let queue = crate::model::queue_or_default(queue)?;
     let target = resolve_or_default(source)?;
     let program = snippets::bridge_program();

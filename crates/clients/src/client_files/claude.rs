@@ -6,6 +6,7 @@
 //! 2.1.327 and later), never on its command line: another account can read
 //! every process's arguments in `/proc`, and the entry holds the token.
 
+use crate::model::McpClient;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -15,7 +16,7 @@ use super::edit::read_doc;
 use super::records::{Records, Written};
 use super::status::NO_CLAUDE;
 use super::{files, Action, Change, Env};
-use crate::snippets::{Client, ENTRY_NAME};
+use crate::snippets::ENTRY_NAME;
 use crate::{Error, Result};
 
 /// Long enough for a cold start of the `claude` command on a slow machine.
@@ -24,12 +25,12 @@ const COMMAND_TIMEOUT: Duration = Duration::from_secs(90);
 fn current(env: &Env) -> Result<Option<Value>> {
     Ok(read_doc(&env.claude_code_state())
         .map_err(Error::Conflict)?
-        .and_then(|(doc, _)| doc.get(Client::ClaudeCode.servers_key(), ENTRY_NAME)))
+        .and_then(|(doc, _)| doc.get(McpClient::ClaudeCode.servers_key(), ENTRY_NAME)))
 }
 
 fn change(env: &Env, action: Action, preview: Option<String>) -> Change {
     Change {
-        client: Client::ClaudeCode,
+        client: McpClient::ClaudeCode,
         file: env.claude_code_state().display().to_string(),
         what: "server",
         action,
@@ -71,7 +72,7 @@ pub fn set(env: &Env, records: &mut Records, wanted: &Value, dry_run: bool) -> R
         )));
     }
     records.put(Written {
-        client: Client::ClaudeCode.id().into(),
+        client: McpClient::ClaudeCode.id().into(),
         file: env.claude_code_state(),
         kind: "server".into(),
         entry: wanted.clone(),
@@ -85,11 +86,11 @@ pub fn remove(env: &Env, records: &mut Records, dry_run: bool) -> Result<Change>
     let state = env.claude_code_state();
     let Some(existing) = current(env)? else {
         if !dry_run {
-            records.forget(Client::ClaudeCode.id(), &state, "server");
+            records.forget(McpClient::ClaudeCode.id(), &state, "server");
         }
         return Ok(change(env, Action::Absent, None));
     };
-    match records.find(Client::ClaudeCode.id(), &state, "server") {
+    match records.find(McpClient::ClaudeCode.id(), &state, "server") {
         None => {
             return Err(Error::Conflict(
                 "Claude Code's local-mcp server was not added by local-mcp's connect; \
@@ -114,8 +115,8 @@ pub fn remove(env: &Env, records: &mut Records, dry_run: bool) -> Result<Change>
     }
     let claude = env.on_path("claude").ok_or_else(|| Error::Conflict(NO_CLAUDE.into()))?;
     run(env, &claude, &args, None)?;
-    records.forget(Client::ClaudeCode.id(), &files::real_path(&state), "server");
-    records.forget(Client::ClaudeCode.id(), &state, "server");
+    records.forget(McpClient::ClaudeCode.id(), &files::real_path(&state), "server");
+    records.forget(McpClient::ClaudeCode.id(), &state, "server");
     Ok(change(env, Action::Removed, None))
 }
 

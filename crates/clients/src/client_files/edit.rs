@@ -5,6 +5,7 @@
 //! write it atomically, read it back, and keep the record of what we wrote.
 //! Also the server entry's own edits ([`set_entry`], [`remove_entry`]).
 
+use crate::model::McpClient;
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
@@ -14,7 +15,7 @@ use super::json_doc::JsonDoc;
 use super::records::{Backup, Records, Written};
 use super::toml_doc::TomlDoc;
 use super::{Action, Change};
-use crate::snippets::{Client, ENTRY_NAME};
+use crate::snippets::ENTRY_NAME;
 use crate::{Error, Result};
 
 /// A parsed client file.
@@ -95,7 +96,7 @@ fn without(mut value: Value, path: &[&str]) -> Value {
 
 pub(super) fn set_entry(
     records: &mut Records,
-    client: Client,
+    client: McpClient,
     file: &Path,
     wanted: &Value,
     dry_run: bool,
@@ -116,7 +117,7 @@ pub(super) fn set_entry(
     })
 }
 
-pub(super) fn remove_entry(records: &mut Records, client: Client, file: &Path, dry_run: bool) -> Result<Change> {
+pub(super) fn remove_entry(records: &mut Records, client: McpClient, file: &Path, dry_run: bool) -> Result<Change> {
     let real = files::real_path(file);
     let key = client.servers_key();
     let recorded = records.find(client.id(), &real, "server").map(|w| w.entry.clone());
@@ -161,7 +162,7 @@ fn header_values(entry: &Value) -> Vec<String> {
 /// team shares, owner-only elsewhere.
 pub(super) fn edit_file(
     records: &mut Records,
-    client: Client,
+    client: McpClient,
     file: &Path,
     what: &'static str,
     dry_run: bool,
@@ -246,7 +247,7 @@ pub(super) fn edit_file(
 
 /// The file an edit is for, and what of ours it holds (`server`, `hook`).
 struct Target {
-    client: Client,
+    client: McpClient,
     /// The file itself, links followed.
     real: PathBuf,
     shown: String,
@@ -350,7 +351,7 @@ impl Target {
 
 /// The new text parses, holds what we meant, and differs from the old one
 /// nowhere else.
-fn check(file: &Path, text: &str, before: &Value, client: Client, what: &str, recorded: &Value) -> Result<()> {
+fn check(file: &Path, text: &str, before: &Value, client: McpClient, what: &str, recorded: &Value) -> Result<()> {
     let after = Doc::parse(file, text)
         .map_err(|e| Error::internal(format!("the edited {} would not parse", file.display()), e))?;
     let ok = if what == "server" {
@@ -389,15 +390,15 @@ fn strip_empty(mut value: Value) -> Value {
 }
 
 /// When the client reads the change.
-fn restart_note(client: Client) -> &'static str {
+fn restart_note(client: McpClient) -> &'static str {
     match client {
-        Client::Vscode | Client::VscodeInsiders | Client::Cline => "VS Code picks the change up by itself",
-        Client::ClaudeCode
-        | Client::ClaudeCodeProject
-        | Client::GeminiCli
-        | Client::Codex
-        | Client::CopilotCli
-        | Client::Opencode => "start a new session of the client to pick it up",
+        McpClient::Vscode | McpClient::VscodeInsiders | McpClient::Cline => "VS Code picks the change up by itself",
+        McpClient::ClaudeCode
+        | McpClient::ClaudeCodeProject
+        | McpClient::GeminiCli
+        | McpClient::Codex
+        | McpClient::CopilotCli
+        | McpClient::Opencode => "start a new session of the client to pick it up",
         _ => "restart the client to pick it up",
     }
 }

@@ -3,11 +3,11 @@
 //! the platform config folder, a few variables, `PATH`), so tests point it at
 //! a temporary home and nothing reads the real one.
 
+use crate::model::McpClient;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use crate::paths;
-use crate::snippets::Client;
 
 /// The facts the client paths are computed from.
 #[derive(Debug, Clone)]
@@ -119,27 +119,27 @@ impl Env {
     /// The client's user-level configuration file, or `None` where it has
     /// none we may write (Claude Code's is its own `claude mcp` command's;
     /// Goose's is YAML, which we do not edit: its comments would not survive).
-    pub fn user_file(&self, client: Client) -> Option<PathBuf> {
+    pub fn user_file(&self, client: McpClient) -> Option<PathBuf> {
         Some(match client {
-            Client::Vscode => self.vscode_user(false).join("mcp.json"),
-            Client::VscodeInsiders => self.vscode_user(true).join("mcp.json"),
-            Client::Cursor => self.home.join(".cursor").join("mcp.json"),
-            Client::ClaudeCode | Client::ClaudeCodeProject | Client::Goose => return None,
-            Client::Codex => self.codex_home().join("config.toml"),
-            Client::Windsurf => self.home.join(".codeium").join("windsurf").join("mcp_config.json"),
-            Client::ClaudeDesktop => claude_desktop_file(self),
-            Client::GeminiCli => self.home.join(".gemini").join("settings.json"),
-            Client::CopilotCli => self
+            McpClient::Vscode => self.vscode_user(false).join("mcp.json"),
+            McpClient::VscodeInsiders => self.vscode_user(true).join("mcp.json"),
+            McpClient::Cursor => self.home.join(".cursor").join("mcp.json"),
+            McpClient::ClaudeCode | McpClient::ClaudeCodeProject | McpClient::Goose => return None,
+            McpClient::Codex => self.codex_home().join("config.toml"),
+            McpClient::Windsurf => self.home.join(".codeium").join("windsurf").join("mcp_config.json"),
+            McpClient::ClaudeDesktop => claude_desktop_file(self),
+            McpClient::GeminiCli => self.home.join(".gemini").join("settings.json"),
+            McpClient::CopilotCli => self
                 .var("COPILOT_HOME")
                 .unwrap_or_else(|| self.home.join(".copilot"))
                 .join("mcp-config.json"),
-            Client::Cline => self
+            McpClient::Cline => self
                 .vscode_user(false)
                 .join("globalStorage")
                 .join("saoudrizwan.claude-dev")
                 .join("settings")
                 .join("cline_mcp_settings.json"),
-            Client::Opencode => {
+            McpClient::Opencode => {
                 let dir = self.xdg_config().join("opencode");
                 let jsonc = dir.join("opencode.jsonc");
                 if jsonc.exists() {
@@ -148,27 +148,27 @@ impl Env {
                     dir.join("opencode.json")
                 }
             }
-            Client::Zed => {
+            McpClient::Zed => {
                 if cfg!(windows) {
                     self.config.join("Zed").join("settings.json")
                 } else {
                     self.xdg_config().join("zed").join("settings.json")
                 }
             }
-            Client::LmStudio => self.home.join(".lmstudio").join("mcp.json"),
+            McpClient::LmStudio => self.home.join(".lmstudio").join("mcp.json"),
         })
     }
 
     /// The client's file inside a project folder, where it has one.
-    pub fn project_file(&self, client: Client, project: &Path) -> Option<PathBuf> {
+    pub fn project_file(&self, client: McpClient, project: &Path) -> Option<PathBuf> {
         let relative: &[&str] = match client {
-            Client::Vscode | Client::VscodeInsiders => &[".vscode", "mcp.json"],
-            Client::Cursor => &[".cursor", "mcp.json"],
-            Client::ClaudeCode | Client::ClaudeCodeProject => &[".mcp.json"],
-            Client::Codex => &[".codex", "config.toml"],
-            Client::GeminiCli => &[".gemini", "settings.json"],
-            Client::Zed => &[".zed", "settings.json"],
-            Client::Opencode => {
+            McpClient::Vscode | McpClient::VscodeInsiders => &[".vscode", "mcp.json"],
+            McpClient::Cursor => &[".cursor", "mcp.json"],
+            McpClient::ClaudeCode | McpClient::ClaudeCodeProject => &[".mcp.json"],
+            McpClient::Codex => &[".codex", "config.toml"],
+            McpClient::GeminiCli => &[".gemini", "settings.json"],
+            McpClient::Zed => &[".zed", "settings.json"],
+            McpClient::Opencode => {
                 let jsonc = project.join("opencode.jsonc");
                 return Some(if jsonc.exists() {
                     jsonc
@@ -176,29 +176,29 @@ impl Env {
                     project.join("opencode.json")
                 });
             }
-            Client::Windsurf
-            | Client::ClaudeDesktop
-            | Client::CopilotCli
-            | Client::Cline
-            | Client::LmStudio
-            | Client::Goose => return None,
+            McpClient::Windsurf
+            | McpClient::ClaudeDesktop
+            | McpClient::CopilotCli
+            | McpClient::Cline
+            | McpClient::LmStudio
+            | McpClient::Goose => return None,
         };
         Some(relative.iter().fold(project.to_path_buf(), |p, part| p.join(part)))
     }
 
     /// Whether the client looks installed: its folder exists (and is not one
     /// connect itself made, listed in `ours`) or its command is on `PATH`.
-    pub fn installed(&self, client: Client, ours: &[PathBuf]) -> bool {
+    pub fn installed(&self, client: McpClient, ours: &[PathBuf]) -> bool {
         let (dirs, commands): (Vec<PathBuf>, &[&str]) = match client {
-            Client::Vscode => (vec![self.config.join("Code")], &["code"]),
-            Client::VscodeInsiders => (vec![self.config.join("Code - Insiders")], &["code-insiders"]),
-            Client::Cursor => (vec![self.home.join(".cursor")], &["cursor"]),
-            Client::ClaudeCode | Client::ClaudeCodeProject => {
+            McpClient::Vscode => (vec![self.config.join("Code")], &["code"]),
+            McpClient::VscodeInsiders => (vec![self.config.join("Code - Insiders")], &["code-insiders"]),
+            McpClient::Cursor => (vec![self.home.join(".cursor")], &["cursor"]),
+            McpClient::ClaudeCode | McpClient::ClaudeCodeProject => {
                 (vec![self.claude_dir(), self.claude_code_state()], &["claude"])
             }
-            Client::Codex => (vec![self.codex_home()], &["codex"]),
-            Client::Windsurf => (vec![self.home.join(".codeium").join("windsurf")], &["windsurf"]),
-            Client::ClaudeDesktop => (
+            McpClient::Codex => (vec![self.codex_home()], &["codex"]),
+            McpClient::Windsurf => (vec![self.home.join(".codeium").join("windsurf")], &["windsurf"]),
+            McpClient::ClaudeDesktop => (
                 claude_desktop_file(self)
                     .parent()
                     .map(Path::to_path_buf)
@@ -206,28 +206,28 @@ impl Env {
                     .collect(),
                 &[],
             ),
-            Client::GeminiCli => (vec![self.home.join(".gemini")], &["gemini"]),
-            Client::CopilotCli => (
+            McpClient::GeminiCli => (vec![self.home.join(".gemini")], &["gemini"]),
+            McpClient::CopilotCli => (
                 vec![self.var("COPILOT_HOME").unwrap_or_else(|| self.home.join(".copilot"))],
                 &["copilot"],
             ),
-            Client::Cline => (
+            McpClient::Cline => (
                 vec![self
                     .vscode_user(false)
                     .join("globalStorage")
                     .join("saoudrizwan.claude-dev")],
                 &["cline"],
             ),
-            Client::Opencode => (vec![self.xdg_config().join("opencode")], &["opencode"]),
-            Client::Zed => (
-                self.user_file(Client::Zed)
+            McpClient::Opencode => (vec![self.xdg_config().join("opencode")], &["opencode"]),
+            McpClient::Zed => (
+                self.user_file(McpClient::Zed)
                     .and_then(|f| f.parent().map(Path::to_path_buf))
                     .into_iter()
                     .collect(),
                 &["zed", "zeditor"],
             ),
-            Client::LmStudio => (vec![self.home.join(".lmstudio")], &["lms"]),
-            Client::Goose => (vec![self.xdg_config().join("goose")], &["goose"]),
+            McpClient::LmStudio => (vec![self.home.join(".lmstudio")], &["lms"]),
+            McpClient::Goose => (vec![self.xdg_config().join("goose")], &["goose"]),
         };
         dirs.iter().any(|d| d.exists() && !ours.contains(d)) || commands.iter().any(|c| self.on_path(c).is_some())
     }

@@ -3,6 +3,7 @@
 //! `.github/hooks` file (a command), where each goes, and adding or
 //! removing ours through the one edit path ([`super::edit`]).
 
+use crate::model::McpClient;
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
@@ -13,7 +14,6 @@ use super::json_doc::JsonDoc;
 use super::records::Records;
 use super::{Change, Env, Site};
 use crate::model::DEFAULT_QUEUE;
-use crate::snippets::Client;
 use crate::{Error, Result};
 
 impl Site {
@@ -63,17 +63,17 @@ pub(super) fn shell_word(word: &str) -> String {
 pub(super) fn hook_place(
     env: &Env,
     site: &Site,
-    client: Client,
+    client: McpClient,
     project: Option<&Path>,
     queue: &str,
 ) -> Result<Option<(PathBuf, Value)>> {
     match client {
-        Client::ClaudeCode | Client::ClaudeCodeProject => {
+        McpClient::ClaudeCode | McpClient::ClaudeCodeProject => {
             Ok(Some((env.claude_settings(project), site.stop_hook(queue))))
         }
         // VS Code loads `.github/hooks/*.json` of the workspace by default; its
         // user folder for hooks is not in the default list of every version.
-        Client::Vscode | Client::VscodeInsiders => match project {
+        McpClient::Vscode | McpClient::VscodeInsiders => match project {
             Some(dir) => Ok(Some((env.vscode_hooks(dir), site.vscode_stop_hook(queue)))),
             None => Err(Error::Conflict(
                 "--hooks for VS Code needs --project DIR: its agent hooks live in the project's .github/hooks folder"
@@ -97,7 +97,7 @@ pub(super) fn is_our_hook(element: &Value) -> bool {
 
 pub(super) fn set_hook(
     records: &mut Records,
-    client: Client,
+    client: McpClient,
     settings: &Path,
     group: &Value,
     dry_run: bool,
@@ -120,7 +120,7 @@ pub(super) fn set_hook(
 
 pub(super) fn remove_hook(
     records: &mut Records,
-    client: Client,
+    client: McpClient,
     settings: &Path,
     group: &Value,
     dry_run: bool,
@@ -132,7 +132,7 @@ pub(super) fn remove_hook(
 
 fn edit_hooks(
     records: &mut Records,
-    client: Client,
+    client: McpClient,
     settings: &Path,
     dry_run: bool,
     team: bool,

@@ -14,36 +14,37 @@
 //! (block.github.io/goose, "Deeplinks"). Goose's link has no place for a header:
 //! with a token required it is not offered.
 
+use crate::model::McpClient;
 use base64::Engine as _;
 use percent_encoding::{utf8_percent_encode, NON_ALPHANUMERIC};
 use serde_json::Value;
 
-use crate::snippets::{Client, ENTRY_NAME};
+use crate::snippets::ENTRY_NAME;
 
 /// The install link for `client` carrying `entry`, where the client has one.
-pub fn link(client: Client, entry: &Value) -> Option<String> {
+pub fn link(client: McpClient, entry: &Value) -> Option<String> {
     let encode = |s: &str| utf8_percent_encode(s, NON_ALPHANUMERIC).to_string();
     let b64 = || base64::engine::general_purpose::STANDARD.encode(entry.to_string());
     match client {
-        Client::Vscode | Client::VscodeInsiders => {
+        McpClient::Vscode | McpClient::VscodeInsiders => {
             let mut named = entry.clone();
             named["name"] = ENTRY_NAME.into();
-            let scheme = if client == Client::Vscode {
+            let scheme = if client == McpClient::Vscode {
                 "vscode"
             } else {
                 "vscode-insiders"
             };
             Some(format!("{scheme}:mcp/install?{}", encode(&named.to_string())))
         }
-        Client::Cursor => Some(format!(
+        McpClient::Cursor => Some(format!(
             "cursor://anysphere.cursor-deeplink/mcp/install?name={ENTRY_NAME}&config={}",
             encode(&b64())
         )),
-        Client::LmStudio => Some(format!(
+        McpClient::LmStudio => Some(format!(
             "lmstudio://add_mcp?name={ENTRY_NAME}&config={}",
             encode(&b64())
         )),
-        Client::Goose => {
+        McpClient::Goose => {
             if entry.get("headers").is_some() || entry.get("command").is_some() {
                 return None;
             }
@@ -71,7 +72,7 @@ mod tests {
     #[test]
     fn links_decode_back_to_the_entry() {
         let entry = json!({"url": "http://127.0.0.1:8000/mcp", "headers": {"Authorization": "Bearer a+b/c="}});
-        let cursor = link(Client::Cursor, &entry).unwrap();
+        let cursor = link(McpClient::Cursor, &entry).unwrap();
         let config = cursor.split("config=").nth(1).unwrap();
         let config = percent_encoding::percent_decode_str(config).decode_utf8().unwrap();
         let decoded = base64::engine::general_purpose::STANDARD
@@ -80,7 +81,7 @@ mod tests {
         assert_eq!(serde_json::from_slice::<Value>(&decoded).unwrap(), entry);
 
         let vs = link(
-            Client::Vscode,
+            McpClient::Vscode,
             &json!({"type": "http", "url": "http://127.0.0.1:8000/mcp"}),
         )
         .unwrap();
@@ -89,10 +90,10 @@ mod tests {
         let v: Value = serde_json::from_str(&payload).unwrap();
         assert_eq!(v["name"], "local-mcp");
         assert_eq!(v["type"], "http");
-        assert!(link(Client::Codex, &entry).is_none());
+        assert!(link(McpClient::Codex, &entry).is_none());
 
         let goose = link(
-            Client::Goose,
+            McpClient::Goose,
             &json!({"uri": "http://127.0.0.1:8000/mcp", "timeout": 86460}),
         )
         .unwrap();
@@ -105,7 +106,7 @@ mod tests {
         assert!(goose.ends_with("&timeout=86460"));
         // A token cannot ride in Goose's link: no link then.
         assert!(link(
-            Client::Goose,
+            McpClient::Goose,
             &json!({"uri": "u", "timeout": 1, "headers": {"Authorization": "Bearer t"}})
         )
         .is_none());

@@ -31,6 +31,7 @@ mod records;
 mod status;
 mod toml_doc;
 
+use crate::model::McpClient;
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
@@ -41,7 +42,7 @@ pub use records::Backup;
 pub use status::{client_status, listed, status, ClientStatus, State};
 
 use crate::model::{self, DEFAULT_QUEUE};
-use crate::snippets::{self, Client, Endpoint, ENTRY_NAME};
+use crate::snippets::{self, Endpoint, ENTRY_NAME};
 use crate::{Error, Result};
 use edit::{read_doc, remove_entry, set_entry};
 use hooks::{hook_place, remove_hook, set_hook};
@@ -63,7 +64,7 @@ pub struct Site {
 
 impl Site {
     /// Our entry for `client`, pointed at `queue`.
-    pub fn entry(&self, client: Client, queue: &str) -> Value {
+    pub fn entry(&self, client: McpClient, queue: &str) -> Value {
         let url = format!("{}{}", self.base_url, model::mcp_path(queue));
         let endpoint = Endpoint {
             mcp_url: &url,
@@ -83,7 +84,7 @@ impl Site {
     /// CLI and opencode read a variable (`LOCAL_MCP_TOKEN`); VS Code, which does not
     /// expand one in headers, gets the stdio bridge — and the token itself
     /// only where a client has no way (said by [`project_note`]).
-    pub fn entry_in(&self, client: Client, queue: &str, project: bool) -> Value {
+    pub fn entry_in(&self, client: McpClient, queue: &str, project: bool) -> Value {
         let mut entry = self.entry(client, queue);
         if !project || self.token.is_none() {
             return entry;
@@ -100,28 +101,28 @@ impl Site {
             return entry;
         };
         match client {
-            Client::ClaudeCode | Client::ClaudeCodeProject => {
+            McpClient::ClaudeCode | McpClient::ClaudeCodeProject => {
                 object.remove("headers");
                 object.insert("headersHelper".into(), helper.into());
             }
-            Client::Codex => {
+            McpClient::Codex => {
                 object.remove("http_headers");
                 object.insert("bearer_token_env_var".into(), TOKEN_VARIABLE.into());
             }
-            Client::Vscode | Client::VscodeInsiders => return self.link_entry(client, queue),
-            Client::Cursor => {
+            McpClient::Vscode | McpClient::VscodeInsiders => return self.link_entry(client, queue),
+            McpClient::Cursor => {
                 object.insert(
                     "headers".into(),
                     serde_json::json!({ "Authorization": format!("Bearer ${{env:{TOKEN_VARIABLE}}}") }),
                 );
             }
-            Client::GeminiCli => {
+            McpClient::GeminiCli => {
                 object.insert(
                     "headers".into(),
                     serde_json::json!({ "Authorization": format!("Bearer ${{{TOKEN_VARIABLE}}}") }),
                 );
             }
-            Client::Opencode => {
+            McpClient::Opencode => {
                 object.insert(
                     "headers".into(),
                     serde_json::json!({ "Authorization": format!("Bearer {{env:{TOKEN_VARIABLE}}}") }),
@@ -137,7 +138,7 @@ impl Site {
     /// which reads the token itself. A link reaches the client's handler in
     /// its command line (`xdg-open`, then `code --open-url <link>`), which
     /// every account can read: it never carries the token.
-    pub fn link_entry(&self, client: Client, queue: &str) -> Value {
+    pub fn link_entry(&self, client: McpClient, queue: &str) -> Value {
         if self.token.is_none() {
             return self.entry(client, queue);
         }
@@ -149,7 +150,7 @@ impl Site {
             bridge_program: &self.program,
             database: self.database.as_deref(),
         });
-        if matches!(client, Client::Vscode | Client::VscodeInsiders) {
+        if matches!(client, McpClient::Vscode | McpClient::VscodeInsiders) {
             bridge["type"] = "stdio".into();
         }
         bridge
@@ -162,16 +163,16 @@ pub const TOKEN_VARIABLE: &str = "LOCAL_MCP_TOKEN";
 
 /// What a project's file, with a token required, asks of the person (see
 /// [`Site::entry_in`]); `None` when nothing.
-pub fn project_note(client: Client, token_required: bool) -> Option<&'static str> {
+pub fn project_note(client: McpClient, token_required: bool) -> Option<&'static str> {
     if !token_required {
         return None;
     }
     match client {
-        Client::Codex | Client::Cursor | Client::GeminiCli | Client::Opencode => Some(
+        McpClient::Codex | McpClient::Cursor | McpClient::GeminiCli | McpClient::Opencode => Some(
             "the file refers to the token as LOCAL_MCP_TOKEN, holding no secret: set that variable where the client \
              starts (export LOCAL_MCP_TOKEN=$(local-mcp-server token))",
         ),
-        Client::ClaudeCode | Client::ClaudeCodeProject | Client::Vscode | Client::VscodeInsiders => None,
+        McpClient::ClaudeCode | McpClient::ClaudeCodeProject | McpClient::Vscode | McpClient::VscodeInsiders => None,
         _ => Some(
             "this client has no way to refer to the token from a project's file: the file holds it; keep it out \
              of version control",
@@ -198,7 +199,7 @@ pub struct Request<'a> {
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct Change {
     #[schema(value_type = String)]
-    pub client: Client,
+    pub client: McpClient,
     /// The file (or, for Claude Code's user scope, the file its `claude` command keeps).
     pub file: String,
     /// `server` (our MCP entry) or `hook` (Claude Code's Stop hook).
@@ -235,10 +236,10 @@ pub(super) enum Place {
     ClaudeUser,
 }
 
-pub(super) fn place(env: &Env, client: Client, project: Option<&Path>) -> Result<Place> {
+pub(super) fn place(env: &Env, client: McpClient, project: Option<&Path>) -> Result<Place> {
     match (client, project) {
-        (Client::ClaudeCode, None) => Ok(Place::ClaudeUser),
-        (Client::ClaudeCodeProject, None) => Err(Error::Conflict(
+        (McpClient::ClaudeCode, None) => Ok(Place::ClaudeUser),
+        (McpClient::ClaudeCodeProject, None) => Err(Error::Conflict(
             "claude-code-project needs a project folder (--project DIR)".into(),
         )),
         (_, Some(dir)) => env.project_file(client, dir).map(Place::File).ok_or_else(|| {
@@ -247,7 +248,7 @@ pub(super) fn place(env: &Env, client: Client, project: Option<&Path>) -> Result
                 client.name()
             ))
         }),
-        (Client::Goose, None) => Err(Error::Conflict(
+        (McpClient::Goose, None) => Err(Error::Conflict(
             "Goose keeps its settings in YAML, which local-mcp does not edit (its comments and layout would not \
              survive); use Install in Goose, or paste what `config goose` prints under extensions:"
                 .into(),
@@ -261,7 +262,7 @@ pub(super) fn place(env: &Env, client: Client, project: Option<&Path>) -> Result
 
 /// Put our entry into `client`'s configuration (and, with `hooks`, Claude
 /// Code's Stop hook). Returns one [`Change`] per file.
-pub fn connect(env: &Env, site: &Site, client: Client, req: &Request<'_>) -> Result<Vec<Change>> {
+pub fn connect(env: &Env, site: &Site, client: McpClient, req: &Request<'_>) -> Result<Vec<Change>> {
     let queue = model::queue_or_default(req.queue)?;
     let hook = if req.hooks {
         let place = hook_place(env, site, client, req.project, &queue)?;
@@ -313,7 +314,7 @@ pub fn connect(env: &Env, site: &Site, client: Client, req: &Request<'_>) -> Res
 
 /// Take our entry (and our Stop hook, if we installed one at that scope)
 /// out of `client`'s configuration, if it is still what we wrote.
-pub fn disconnect(env: &Env, client: Client, req: &Request<'_>) -> Result<Vec<Change>> {
+pub fn disconnect(env: &Env, client: McpClient, req: &Request<'_>) -> Result<Vec<Change>> {
     let mut records = Records::load(&env.records).map_err(Error::Conflict)?;
     let place = place(env, client, req.project)?;
     if let Place::File(file) = &place {
@@ -324,8 +325,8 @@ pub fn disconnect(env: &Env, client: Client, req: &Request<'_>) -> Result<Vec<Ch
         Place::ClaudeUser => claude::remove(env, &mut records, req.dry_run)?,
     }];
     let settings = match client {
-        Client::ClaudeCode | Client::ClaudeCodeProject => Some(env.claude_settings(req.project)),
-        Client::Vscode | Client::VscodeInsiders => req.project.map(|dir| env.vscode_hooks(dir)),
+        McpClient::ClaudeCode | McpClient::ClaudeCodeProject => Some(env.claude_settings(req.project)),
+        McpClient::Vscode | McpClient::VscodeInsiders => req.project.map(|dir| env.vscode_hooks(dir)),
         _ => None,
     };
     if let Some(settings) = settings {
@@ -353,7 +354,7 @@ pub fn update_all(env: &Env, site: &Site) -> Result<Vec<std::result::Result<Chan
     let records = Records::load(&env.records).map_err(Error::Conflict)?;
     let mut results = Vec::new();
     for written in records.writes.iter().filter(|w| w.kind == "server") {
-        let Some(client) = Client::from_id(&written.client) else {
+        let Some(client) = McpClient::from_id(&written.client) else {
             continue;
         };
         let queue = queue_of(&written.entry);
@@ -403,8 +404,8 @@ pub fn backups(env: &Env) -> Result<Vec<Backup>> {
 }
 
 /// The project folder a recorded project-level file belongs to.
-fn project_of(env: &Env, client: Client, file: &Path) -> Option<PathBuf> {
-    if client == Client::ClaudeCode && file == env.claude_code_state() {
+fn project_of(env: &Env, client: McpClient, file: &Path) -> Option<PathBuf> {
+    if client == McpClient::ClaudeCode && file == env.claude_code_state() {
         return None;
     }
     if env.user_file(client).is_some_and(|u| files::real_path(&u) == file) {

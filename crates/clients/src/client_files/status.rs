@@ -2,6 +2,7 @@
 //! installed or not, and whether our entry in its file is there, current,
 //! outdated (with what differs) or unreadable — read only, never written.
 
+use crate::model::McpClient;
 use std::path::Path;
 
 use serde::Serialize;
@@ -13,13 +14,13 @@ use super::json_doc::JsonDoc;
 use super::records::Records;
 use super::{files, links, place, queue_of, Env, Place, Site};
 use crate::model::DEFAULT_QUEUE;
-use crate::snippets::{Client, ENTRY_NAME};
+use crate::snippets::ENTRY_NAME;
 
 /// A client as the Connect panel shows it.
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct ClientStatus {
     #[schema(value_type = String)]
-    pub id: Client,
+    pub id: McpClient,
     pub name: &'static str,
     /// Its folder exists or its command is on PATH.
     pub installed: bool,
@@ -57,8 +58,10 @@ pub enum State {
 
 /// The clients the Connect panel lists (Claude Code's project file is
 /// Claude Code with a project folder there).
-pub fn listed() -> impl Iterator<Item = Client> {
-    Client::ALL.into_iter().filter(|c| *c != Client::ClaudeCodeProject)
+pub fn listed() -> impl Iterator<Item = McpClient> {
+    McpClient::ALL
+        .into_iter()
+        .filter(|c| *c != McpClient::ClaudeCodeProject)
 }
 
 /// Every listed client's state, at user level or for `project`.
@@ -66,7 +69,7 @@ pub fn status(env: &Env, site: &Site, project: Option<&Path>) -> Vec<ClientStatu
     listed().map(|c| client_status(env, site, c, project)).collect()
 }
 
-pub fn client_status(env: &Env, site: &Site, client: Client, project: Option<&Path>) -> ClientStatus {
+pub fn client_status(env: &Env, site: &Site, client: McpClient, project: Option<&Path>) -> ClientStatus {
     let project = project.filter(|dir| env.project_file(client, dir).is_some());
     let mut status = ClientStatus {
         id: client,
@@ -121,7 +124,7 @@ pub fn client_status(env: &Env, site: &Site, client: Client, project: Option<&Pa
             status.detail = Some(difference(&entry, &wanted));
         }
         status.queue = Some(queue);
-    } else if client == Client::ClaudeCode && project.is_none() && env.on_path("claude").is_none() {
+    } else if client == McpClient::ClaudeCode && project.is_none() && env.on_path("claude").is_none() {
         status.state = State::Unavailable;
         status.detail = Some(NO_CLAUDE.into());
     }

@@ -11,6 +11,8 @@
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
+use super::programs::{McpClient, CALLERS_ONLY};
+
 /// One client's limit on a tool call.
 pub struct Limit {
     /// A lowercase piece of its `clientInfo.name` (or `User-Agent`).
@@ -26,116 +28,28 @@ pub struct Limit {
     pub source: &'static str,
 }
 
-/// Most specific first: `cursor-vscode` is Cursor, not VS Code.
+/// Every client's limits: those of the programs local-mcp configures
+/// (`programs.rs`), then those of clients it only sees calling.
 ///
-/// Measured here (2026-11-25) with the real clients against a logging server
-/// that answered after a long wait, for the four that run on Linux from npm:
-/// Claude Code, Codex, Gemini CLI, Copilot CLI. The others are from their
-/// documentation or issue trackers, as each `source` says.
-pub const LIMITS: &[Limit] = &[
-    Limit {
-        matches: "claude-code",
-        client: "Claude Code",
-        seconds: 120,
-        version: "2.1.330",
-        source: "an MCP call still running after 120000 ms is moved to the background \
-                 (feature tengu_mcp_auto_background, on by default; CLAUDE_CODE_MCP_AUTO_BACKGROUND_MS), \
-                 and a result that arrives later is a notification the model may ignore \
-                 (anthropics/claude-code#78566, #78407); read in the package's code, where \
-                 the remote idle limit is 300 s (CLAUDE_CODE_MCP_TOOL_IDLE_TIMEOUT)",
-    },
-    Limit {
-        matches: "claude-ai",
-        client: "Claude Desktop",
-        seconds: 240,
-        version: "1.46388",
-        source: "\"No result received from the Claude Desktop app after waiting 4 minutes\" (anthropics/claude-code#44032, #91898)",
-    },
-    Limit {
-        matches: "cursor",
-        client: "Cursor",
-        seconds: 300,
-        version: "as reported in 2026",
-        source: "no documented setting; long calls reported cut at about 5 minutes (forum reports, 2026)",
-    },
-    Limit {
-        matches: "visual studio code",
-        client: "VS Code",
-        seconds: 300,
-        version: "1.103",
-        source: "Copilot Chat cancels a tool call after 5 minutes, progress or not (microsoft/vscode#261734)",
-    },
-    Limit {
-        matches: "visual-studio-code",
-        client: "VS Code",
-        seconds: 300,
-        version: "1.103",
-        source: "as above (Insiders and other builds name themselves this way)",
-    },
-    Limit {
-        matches: "codex",
-        client: "Codex",
-        seconds: 300,
-        version: "0.169.0",
-        source: "measured: `timed out awaiting tools/call after 300s` and notifications/cancelled at 300 s, \
-                 progress or not (the default tool_timeout_sec became 300 s in openai/codex#28234)",
-    },
-    Limit {
-        matches: "gemini",
-        client: "Gemini CLI",
-        seconds: 600,
-        version: "0.61.0",
-        source: "measured: notifications/cancelled at 600 s, progress or not (per-server timeout default \
-                 600 000 ms, google-gemini/gemini-cli docs/tools/mcp-server.md)",
-    },
-    Limit {
-        matches: "zed",
-        client: "Zed",
-        seconds: 60,
-        version: "as documented 2025-12",
-        source: "context servers' request timeout defaults to 60 s (zed-industries/zed PR #45378)",
-    },
-    Limit {
-        matches: "cline",
-        client: "Cline",
-        seconds: 60,
-        version: "as documented 2026-11",
-        source: "DEFAULT_MCP_TIMEOUT_SECONDS = 60 (cline src/shared/mcp.ts)",
-    },
-    Limit {
-        matches: "roo",
-        client: "Roo Code",
-        seconds: 60,
-        version: "as documented 2026-11",
-        source: "Network Timeout defaults to 1 minute (RooCodeInc/Roo-Code-Docs using-mcp-in-roo.mdx)",
-    },
-    Limit {
-        matches: "copilot",
-        client: "GitHub Copilot CLI",
-        seconds: 180,
-        version: "1.0.102",
-        source: "measured: `MCP error -32001: Request timed out` after 180 s without progress",
-    },
-    Limit {
-        matches: "opencode",
-        client: "opencode",
-        seconds: 300,
-        version: "1.18.9",
-        source: "a 5-minute cap on MCP calls reported in 1.18 (anomalyco/opencode#39584)",
-    },
-    Limit {
-        matches: "goose",
-        client: "Goose",
-        seconds: 300,
-        version: "as documented 2026-11",
-        source: "extension timeout defaults to 300 s (block/goose docs)",
-    },
-];
+/// Measured here (2026-11-25) with the real clients against a logging
+/// server that answered after a long wait, for the four that run on Linux
+/// from npm: Claude Code, Codex, Gemini CLI, Copilot CLI. The others are
+/// from their documentation or issue trackers, as each `source` says.
+pub fn limits() -> impl Iterator<Item = &'static Limit> {
+    McpClient::ALL
+        .into_iter()
+        .flat_map(|c| c.program().limits)
+        .chain(CALLERS_ONLY)
+}
 
-/// The client's limit, from its `clientInfo.name` or `User-Agent`.
+/// The client's limit, from its `clientInfo.name` or `User-Agent`: the
+/// longest name that matches, so `cursor-vscode` is Cursor whatever order
+/// the table has.
 pub fn limit_of(name: &str) -> Option<&'static Limit> {
     let name = name.to_ascii_lowercase();
-    LIMITS.iter().find(|l| name.contains(l.matches))
+    limits()
+        .filter(|l| name.contains(l.matches))
+        .max_by_key(|l| l.matches.len())
 }
 
 /// The longest wait that stays inside a limit.
@@ -287,7 +201,7 @@ mod tests {
 
     #[test]
     fn every_limit_names_its_source_and_the_version_it_was_read_from() {
-        for l in LIMITS {
+        for l in limits() {
             assert!(safe_wait(l.seconds) < l.seconds, "{}", l.client);
             assert!(l.source.len() > 20, "{}: a source", l.client);
             assert!(
@@ -296,6 +210,17 @@ mod tests {
                 l.client,
                 l.version
             );
+        }
+    }
+
+    /// A program's limits are named as the program is (the status shows
+    /// one, the page the other).
+    #[test]
+    fn each_programs_limits_carry_its_name() {
+        for c in McpClient::ALL {
+            for l in c.program().limits {
+                assert_eq!(l.client, c.name(), "{}", l.matches);
+            }
         }
     }
 

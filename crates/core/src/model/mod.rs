@@ -7,6 +7,7 @@
 mod attachments;
 mod clients;
 mod names;
+mod programs;
 mod queues;
 mod reports;
 mod settings;
@@ -19,13 +20,14 @@ pub use attachments::{
     MAX_ATTACHMENT_NAME_CHARS, MAX_INLINE_TEXT_BYTES,
 };
 pub use clients::{
-    client_slug, limit_of, safe_wait, session_key, AgentClient, Caller, ClientName, Limit, CLIENT_SESSION_HEADER,
-    CLIENT_SESSION_VARIABLES, LIMITS,
+    client_slug, limit_of, limits, safe_wait, session_key, AgentClient, Caller, ClientName, Limit,
+    CLIENT_SESSION_HEADER, CLIENT_SESSION_VARIABLES,
 };
 pub use names::{
     breaks_a_rule, AgentId, Content, QueueName, MAX_AGENT_ID_CHARS, MAX_INSTRUCTION_BYTES, MAX_QUEUE_NAME_CHARS,
     QUEUE_NAME_PATTERN,
 };
+pub use programs::{McpClient, Program, CALLERS_ONLY};
 pub use queues::{
     mcp_path, queue_from_path, queue_name, queue_or_default, InstructionPatch, NewInstruction, QueueInfo, QueuePatch,
     QueueRecord, DEFAULT_QUEUE, MCP_PATH,

@@ -4,6 +4,7 @@
 //! account it runs as (the same person: see the same-user guard), with its
 //! own address and token.
 
+use crate::model::McpClient;
 use std::path::PathBuf;
 
 use axum::extract::State;
@@ -19,7 +20,7 @@ use super::error::Result;
 use super::{ApiJson, ApiQuery, AppState};
 use crate::client_files::{self, Backup, Change, ClientStatus, Env, Request, Site};
 use crate::model::QueueName;
-use crate::snippets::{self, Client};
+use crate::snippets;
 use crate::Error;
 
 pub fn routes() -> OpenApiRouter<AppState> {
@@ -115,7 +116,7 @@ async fn list(State(s): State<AppState>, ApiQuery(q): ApiQuery<ListQuery>) -> Re
 #[serde(deny_unknown_fields)]
 pub struct ConnectBody {
     /// The client's id (`vscode`, `claude-code`, `codex`, …).
-    client: Client,
+    client: McpClient,
     /// An absolute project folder: its project-level file (`.vscode/mcp.json`, `.mcp.json`, …).
     #[schema(pattern = r"^(/|[A-Za-z]:[\\/])")]
     project: Option<String>,
@@ -160,7 +161,7 @@ async fn connect_one(State(s): State<AppState>, ApiJson(body): ApiJson<ConnectBo
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct DisconnectBody {
-    client: Client,
+    client: McpClient,
     #[schema(pattern = r"^(/|[A-Za-z]:[\\/])")]
     project: Option<String>,
 }
@@ -234,7 +235,7 @@ async fn backups() -> Result<Json<BackupsBody>> {
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct LinkBody {
-    client: Client,
+    client: McpClient,
     queue: Option<QueueName>,
 }
 
