@@ -206,7 +206,12 @@ async fn a_call_that_takes_tasks_gets_one_and_its_poll_gets_the_next_instruction
             s.get_json(&format!("/api/instructions/{item}")).await["item"]["status"],
             "pending"
         );
-        assert!(polled["result"]["statusMessage"].as_str().is_some_and(|m| m.contains("Waiting")), "{polled}");
+        assert!(
+            polled["result"]["statusMessage"]
+                .as_str()
+                .is_some_and(|m| m.contains("Waiting")),
+            "{polled}"
+        );
         let done = get(&s, &id).await;
         assert_eq!(done["result"]["status"], "completed", "{done}");
         // Not "Waiting…" any more: a client that shows it would mislead.
