@@ -77,7 +77,8 @@ pub(crate) async fn give_back_after_bursts(accepted: Arc<AtomicU64>, shutdown: C
         let now = accepted.load(Ordering::Relaxed);
         if now != seen {
             seen = now;
-            give_back();
+            // It walks every arena, each locked meanwhile: not on a worker.
+            let _ = tokio::task::spawn_blocking(give_back).await;
         }
     }
 }

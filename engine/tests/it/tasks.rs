@@ -546,3 +546,37 @@ async fn send_again_on_a_delivery_in_doubt_cancels_the_task_that_carried_it() {
     assert_eq!(tool_json(&next["result"])["instruction"]["content"], "cut off");
     s.stop().await;
 }
+
+/// An agent's state follows its newest task: a late cancel of an older one
+/// (bound and answered before the agent called again) leaves it waiting.
+#[tokio::test]
+async fn a_late_cancel_of_an_older_task_leaves_the_agent_waiting_through_its_newer_one() {
+    let s = common::start(|c| c.settings.default_wait_seconds = 3600).await;
+    let in_task = |status: &Value| {
+        status["agents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|a| a["agent_id"] == "late")
+            .map(|a| (a["state"].clone(), a["in_task"].clone()))
+    };
+    let first = call(&s, DIRECT, "late", true).await["result"]["taskId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    s.add("for late").await;
+    assert_eq!(get(&s, &first).await["result"]["status"], "completed");
+    let second = call(&s, DIRECT, "late", true).await["result"]["taskId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(get(&s, &second).await["result"]["status"], "working");
+    let waiting = (json!("listening"), json!(true));
+    assert_eq!(in_task(&s.get_json("/api/status").await), Some(waiting.clone()));
+    cancel(&s, &first).await;
+    assert_eq!(
+        in_task(&s.get_json("/api/status").await),
+        Some(waiting),
+        "the older task's cancel took the agent's waiting away"
+    );
+}

@@ -42,14 +42,13 @@ pub fn limits() -> impl Iterator<Item = &'static Limit> {
         .chain(CALLERS_ONLY)
 }
 
-/// The client's limit, from its `clientInfo.name` or `User-Agent`: the
-/// longest name that matches, so `cursor-vscode` is Cursor whatever order
-/// the table has.
+/// The client's limit, from its `clientInfo.name` or `User-Agent`: where
+/// several names match, the shortest limit — a wait that ends early is only
+/// an empty answer the agent calls again after, one cut off by its client
+/// is lost (and the table's order decides nothing).
 pub fn limit_of(name: &str) -> Option<&'static Limit> {
     let name = name.to_ascii_lowercase();
-    limits()
-        .filter(|l| name.contains(l.matches))
-        .max_by_key(|l| l.matches.len())
+    limits().filter(|l| name.contains(l.matches)).min_by_key(|l| l.seconds)
 }
 
 /// The longest wait that stays inside a limit.
@@ -196,6 +195,11 @@ mod tests {
             assert_eq!(limit_of(name).map(|l| l.client), Some(client), "{name}");
         }
         assert!(limit_of("mcp-inspector").is_none());
+        // Two clients' names in one: the stricter limit.
+        assert_eq!(
+            limit_of("claude-code in Visual Studio Code").map(|l| l.seconds),
+            Some(120)
+        );
         assert_eq!(limit_of("copilot-cli").map(|l| l.client), Some("GitHub Copilot CLI"));
     }
 

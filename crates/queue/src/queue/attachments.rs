@@ -43,7 +43,7 @@ impl Queue {
         let mut item = Instruction::new_pending(content, queue, target, 0, time::now());
         let ready = prepare(item.id.clone(), uploads, 0, 0, Arrival::New).await?;
         let items = self
-            .blocking(move |i| {
+            .blocking_long(move |i| {
                 let files = i.store.files();
                 write_files(files, &item.id, &ready).map_err(|e| i.store.fault(e))?;
                 let iid = item.id.clone();
@@ -90,7 +90,7 @@ impl Queue {
         )
         .await?;
         let items = self
-            .blocking(move |i| {
+            .blocking_long(move |i| {
                 let files = i.store.files();
                 write_files(files, &id, &ready).map_err(|e| i.store.fault(e))?;
                 let written = i.write_instructions(EventKind::InstructionUpdated, |db| {

@@ -16,7 +16,7 @@ impl Queue {
 
     /// Write a backup archive (a consistent snapshot and the attachment files) to `out`.
     pub async fn backup_to(&self, out: std::path::PathBuf) -> Result<()> {
-        self.blocking(move |i| i.store.backup_to(&out)).await
+        self.blocking_long(move |i| i.store.backup_to(&out)).await
     }
 
     /// Everything of `queue` (or every queue) for an export: all pending
@@ -58,7 +58,7 @@ impl Queue {
         out: std::path::PathBuf,
     ) -> Result<()> {
         let data = self.export(queue, since).await?;
-        self.blocking(move |i| {
+        self.blocking_long(move |i| {
             let originals = i.store.read(|db| {
                 let mut names = HashMap::new();
                 for a in data.instructions.iter().flat_map(|x| &x.attachments) {

@@ -91,7 +91,7 @@ struct Inner {
     /// Tasks polled lately (agents waiting through a task).
     tasks: tasks::Live,
     /// Store work running on blocking threads at once (`blocking`).
-    store_jobs: tokio::sync::Semaphore,
+    store_jobs: Arc<tokio::sync::Semaphore>,
     /// (queue, agent) with a stop request not delivered yet: mirrors the
     /// stored requests so a claim touches them only when there is one.
     stops: std::sync::Mutex<std::collections::HashSet<(String, String)>>,
@@ -141,7 +141,7 @@ impl Queue {
                 dispatch: dispatch::Dispatch::default(),
                 calls: agents::Calls::default(),
                 tasks: tasks::Live::default(),
-                store_jobs: tokio::sync::Semaphore::new(STORE_JOBS_AT_ONCE),
+                store_jobs: Arc::new(tokio::sync::Semaphore::new(STORE_JOBS_AT_ONCE)),
                 stops: std::sync::Mutex::new(stops.into_iter().collect()),
                 status_dirty: Notify::new(),
                 settle,
@@ -195,20 +195,47 @@ impl Queue {
     /// Run blocking store work off the async threads, at most
     /// [`STORE_JOBS_AT_ONCE`] at a time; the rest wait as futures.
     async fn blocking<T: Send + 'static>(&self, f: impl FnOnce(&Inner) -> Result<T> + Send + 'static) -> Result<T> {
+        self.on_blocking_thread(true, f).await
+    }
+
+    /// The same for work that can take long — files written or read whole
+    /// (a backup, an export, attachments): outside the bound, so that a few
+    /// of them never hold up the short store work every call needs.
+    async fn blocking_long<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&Inner) -> Result<T> + Send + 'static,
+    ) -> Result<T> {
+        self.on_blocking_thread(false, f).await
+    }
+
+    async fn on_blocking_thread<T: Send + 'static>(
+        &self,
+        bounded: bool,
+        f: impl FnOnce(&Inner) -> Result<T> + Send + 'static,
+    ) -> Result<T> {
         let inner = self.inner.clone();
         let faulty = self.faulty();
         // On the heap: the job and its wait for a turn would otherwise be
         // laid out in every caller's future (a waiting call's among them).
         let job = Box::pin(async move {
-            let _turn = inner
-                .store_jobs
-                .acquire()
-                .await
-                .map_err(|e| Error::internal("the store's job queue closed", e))?;
-            let inner = inner.clone();
-            tokio::task::spawn_blocking(move || f(&inner))
-                .await
-                .map_err(|e| Error::internal("a storage task failed", e))?
+            let turn = if bounded {
+                let jobs = inner.store_jobs.clone();
+                Some(
+                    jobs.acquire_owned()
+                        .await
+                        .map_err(|e| Error::internal("the store's job queue closed", e))?,
+                )
+            } else {
+                None
+            };
+            // The turn goes with the job: a caller that stops waiting does
+            // not let another job start beside it.
+            tokio::task::spawn_blocking(move || {
+                let _turn = turn;
+                f(&inner)
+            })
+            .await
+            .map_err(|e| Error::internal("a storage task failed", e))?
         });
         let result = job.await;
         self.after_store_work(faulty);

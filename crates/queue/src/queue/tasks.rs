@@ -62,16 +62,24 @@ const TOO_MANY: &str = "A newer get_user_request call of this agent took over: n
 const CANCELLED: &str = "Cancelled by the client.";
 
 /// The agents whose working task was polled lately: which agents wait this
-/// way. One small entry per agent — a hash of its (queue, agent) and the
-/// second of its last poll — since ten thousand of them must cost little
-/// (`docs/PERFORMANCE.md`, "Tasks"); names are read from the store.
+/// way. One small entry per agent — a hash of its (queue, agent), the second
+/// of its last poll and a tag of the task polled — since ten thousand of
+/// them must cost little (`docs/PERFORMANCE.md`, "Tasks"); names are read
+/// from the store.
 pub(super) struct Live {
-    polled: Mutex<HashMap<u64, u32>>,
+    polled: Mutex<HashMap<u64, Seen>>,
     /// Hashes (queue, agent) with keys of this process's own: a name cannot
     /// be chosen to collide with another agent's.
     keys: RandomState,
     /// What poll times count from (seconds fit a `u32` for 136 years).
     start: Instant,
+}
+
+/// An agent's last poll: when, and of which task (a 32-bit tag of its id).
+#[derive(Clone, Copy)]
+struct Seen {
+    at: u32,
+    task: u32,
 }
 
 impl Default for Live {
@@ -89,6 +97,11 @@ impl Live {
         self.keys.hash_one((queue, agent))
     }
 
+    fn tag(&self, task: &str) -> u32 {
+        // The low half of a keyed hash: telling an agent's few tasks apart.
+        self.keys.hash_one(task) as u32
+    }
+
     fn now(&self) -> u32 {
         u32::try_from(self.start.elapsed().as_secs()).unwrap_or(u32::MAX)
     }
@@ -99,33 +112,41 @@ impl Live {
     }
 
     fn polled(&self, task: &TaskRecord) {
-        let (key, now) = (self.key(&task.queue, &task.agent_id), self.now());
+        let key = self.key(&task.queue, &task.agent_id);
+        let seen = Seen {
+            at: self.now(),
+            task: self.tag(&task.id),
+        };
         let mut polled = self.polled.lock_anyway();
         if polled.len() >= 1024 && polled.len().is_power_of_two() {
             // Agents whose client went away: forget them now and then.
-            polled.retain(|_, at| now.saturating_sub(*at) < 3600);
+            polled.retain(|_, s| seen.at.saturating_sub(s.at) < 3600);
         }
-        polled.insert(key, now);
+        polled.insert(key, seen);
     }
 
-    /// `task` ended: its agent waits this way again only when it polls a
-    /// newer one.
+    /// `task` ended: its agent no longer waits this way, unless its last
+    /// poll was of another task (a newer call's).
     fn ended(&self, task: &TaskRecord) {
         let key = self.key(&task.queue, &task.agent_id);
-        self.polled.lock_anyway().remove(&key);
+        let tag = self.tag(&task.id);
+        let mut polled = self.polled.lock_anyway();
+        if polled.get(&key).is_some_and(|s| s.task == tag) {
+            polled.remove(&key);
+        }
     }
 
     /// How many agents had a task polled within `within`.
     fn count(&self, within: Duration) -> usize {
         let polled = self.polled.lock_anyway();
-        polled.values().filter(|at| self.recent(**at, within)).count()
+        polled.values().filter(|s| self.recent(s.at, within)).count()
     }
 
     /// Whether `agent` of `queue` has a task polled within `within`.
     fn waiting(&self, queue: &str, agent: &str, within: Duration) -> bool {
         let key = self.key(queue, agent);
-        let at = self.polled.lock_anyway().get(&key).copied();
-        at.is_some_and(|at| self.recent(at, within))
+        let seen = self.polled.lock_anyway().get(&key).copied();
+        seen.is_some_and(|s| self.recent(s.at, within))
     }
 }
 
