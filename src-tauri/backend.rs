@@ -33,6 +33,15 @@ impl Backend {
         }
     }
 
+    /// Answer the question of report `report_id` with `content`, as the
+    /// page does: queued first, for the agent that asked.
+    pub async fn reply(&self, report_id: String, content: String) -> engine::Result<()> {
+        match self {
+            Backend::Local(queue) => queue.reply(report_id, content).await.map(|_| ()),
+            Backend::Remote(remote) => remote.reply(&report_id, &content).await,
+        }
+    }
+
     /// Queue `content` with `uploads` in the default queue, for anyone.
     pub async fn add(&self, content: String, uploads: Vec<Upload>) -> engine::Result<()> {
         match self {

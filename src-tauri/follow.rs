@@ -8,7 +8,7 @@ use engine::{EventData, EventKind};
 use tauri::{AppHandle, Manager};
 
 use crate::shell::Shell;
-use crate::{notify, tray, view};
+use crate::{asks, notify, tray, view};
 
 /// React to engine events: tray on every status change, notifications on
 /// consumption (and, if wanted, when an agent starts waiting on an empty queue).
@@ -51,8 +51,12 @@ pub(crate) async fn follow_engine(
                 }
             }
             (EventKind::ReportCreated, EventData::Report(report)) if prefs.notify_reported => {
-                let (title, body) = view::report_notification(&report.agent_id, &report.content);
-                notify::send(&app, &title, &body);
+                if report.options.is_empty() {
+                    let (title, body) = view::report_notification(&report.agent_id, &report.content);
+                    notify::send(&app, &title, &body);
+                } else {
+                    asks::notify(&app, report);
+                }
             }
             (EventKind::InstructionUpdated, EventData::Instruction(item))
                 if item.delivery == Some(engine::model::Delivery::InDoubt) =>
@@ -61,10 +65,16 @@ pub(crate) async fn follow_engine(
                 let (title, body) = view::in_doubt_notification(agent, &item.content);
                 notify::send(&app, &title, &body);
             }
-            (EventKind::InstructionConsumed, EventData::Instruction(item)) if prefs.notify_consumed => {
-                let agent = item.consumed_by_agent_id.as_deref().unwrap_or("An agent");
-                let (title, body) = view::consumed_notification(agent, &item.content, event.pending_count.unwrap_or(0));
-                notify::send(&app, &title, &body);
+            (EventKind::InstructionCreated, EventData::Instruction(item)) => asks::on_instruction(&app, item, false),
+            (EventKind::InstructionConsumed, EventData::Instruction(item)) => {
+                // A question of the agent's is moot once it took something.
+                asks::on_instruction(&app, item, true);
+                if prefs.notify_consumed {
+                    let agent = item.consumed_by_agent_id.as_deref().unwrap_or("An agent");
+                    let (title, body) =
+                        view::consumed_notification(agent, &item.content, event.pending_count.unwrap_or(0));
+                    notify::send(&app, &title, &body);
+                }
             }
             _ => {}
         }

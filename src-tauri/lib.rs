@@ -6,6 +6,7 @@
 //! attaches to it instead (`attached.rs`): same window, tray and
 //! notifications, fed by that server's page and event stream.
 
+mod asks;
 mod attached;
 mod backend;
 mod channel;
@@ -37,6 +38,7 @@ use std::sync::{Arc, Mutex};
 use clap::{CommandFactory, FromArgMatches, Parser};
 use tauri::{AppHandle, Manager, RunEvent};
 use tauri_plugin_global_shortcut::GlobalShortcutExt;
+use tauri_plugin_notification::NotificationExt as _;
 use tokio_util::sync::CancellationToken;
 
 pub use plugins::QUICK_ADD_SHORTCUT;
@@ -220,6 +222,16 @@ fn setup(
 ) -> impl FnOnce(&mut tauri::App) -> Result<(), Box<dyn std::error::Error>> + Send + 'static {
     move |app| {
         let handle = app.handle().clone();
+        // Before the engine's events are followed: a question's notification
+        // is remembered, and its buttons answered, from the first one.
+        app.manage(asks::Shown::default());
+        let answering = handle.clone();
+        if let Err(e) = app
+            .notification()
+            .on_action(move |performed| asks::on_action(&answering, performed))
+        {
+            tracing::warn!(error = %e, "notification buttons will not answer");
+        }
         let shown = match started.lock_anyway().take() {
             Some(Started::Engine(engine)) => own::run_engine(app, engine),
             Some(Started::Attached(remote)) => attached::run_attached(app, remote, shutdown),

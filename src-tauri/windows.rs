@@ -101,10 +101,17 @@ fn sign_in(window: &WebviewWindow, shell: &Shell) {
 pub static ANSWERING: std::sync::Mutex<Option<(String, String)>> = std::sync::Mutex::new(None);
 
 pub fn show_quick_add(app: &AppHandle) {
+    // While an agent waits on a question, quick add answers it.
+    let answering = ANSWERING.lock_anyway().clone();
+    show_quick_add_for(app, answering);
+}
+
+/// Quick add answering the question `answering` (report id, agent id), or
+/// queuing for anyone with `None`.
+pub fn show_quick_add_for(app: &AppHandle, answering: Option<(String, String)>) {
     let shell = app.state::<Shell>();
     let mut url = shell.quick_url.clone();
-    // While an agent waits on a question, quick add answers it.
-    if let Some((report, agent)) = ANSWERING.lock_anyway().clone() {
+    if let Some((report, agent)) = answering {
         url.query_pairs_mut()
             .append_pair("reply", &report)
             .append_pair("agent", &agent);

@@ -68,6 +68,16 @@ impl Remote {
         .await
     }
 
+    /// Answer the report `report_id` (a question): queued first, for the
+    /// agent that asked, as the page's answer is.
+    pub async fn reply(&self, report_id: &str, content: &str) -> Result<()> {
+        let path = format!("/api/reports/{}/reply", super::encode(report_id));
+        let request = self
+            .request(reqwest::Method::POST, &path)?
+            .json(&serde_json::json!({ "content": content }));
+        answer(request).await
+    }
+
     /// Send the engine's events to `tx` until `shutdown`, reconnecting when
     /// the stream ends. `on_gone(true)` when it stops answering, `(false)` when back.
     pub async fn follow(

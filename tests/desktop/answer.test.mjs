@@ -1,0 +1,161 @@
+// An agent's question answered where it appears (issue 42), against the
+// tests' own notification server (notifyd.mjs) on the private session bus:
+// the built app shows the question with its suggested answers as buttons and
+// "Reply…"; a press answers the agent — its waiting get_user_request returns
+// that answer, in reply to the question — and a question answered elsewhere
+// (the page's reply route) has its notification withdrawn. A server without
+// actions still gets the question, as a plain notification. Run by
+// scripts/test-desktop.sh (Xvfb, private D-Bus session).
+
+import assert from "node:assert/strict";
+import { mkdirSync, mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, test } from "node:test";
+
+import { app, appSetting, launchApp, noAppRunning, said, sleep, until } from "./harness.mjs";
+import { startNotifyd } from "./notifyd.mjs";
+
+const home = mkdtempSync(join(tmpdir(), "local-mcp-answer-"));
+const runs = [];
+const servers = [];
+
+after(async () => {
+  for (const run of runs) if (!run.exited) run.child.kill("SIGKILL");
+  for (const d of servers) await d.stop().catch(() => {});
+});
+
+/** Start the app hidden with its own folders; resolves once its engine answers. */
+async function startApp(name) {
+  await noAppRunning();
+  const { base, env } = await appSetting(home, name);
+  env.HOME = join(home, name, "home");
+  env.TMPDIR = join(home, name, "tmp");
+  for (const dir of [env.HOME, env.TMPDIR]) mkdirSync(dir, { recursive: true });
+  // Waits long enough for a press (the default is 10 s).
+  env.DEFAULT_WAIT_SECONDS = "120";
+  const run = launchApp(app, ["--hidden"], env);
+  runs.push(run);
+  await until(() => fetch(`${base}/healthz`, { signal: AbortSignal.timeout(2000) }).then((r) => r.ok), `the engine at ${base}${said(run)}`, 30000);
+  // The engine answers before the toolkit is up; the app follows its events
+  // (and so notifies) from its setup on.
+  await until(() => run.output.includes("the desktop toolkit and plugins are up"), `the app's toolkit${said(run)}`, 30000);
+  await sleep(500);
+  return { base, run };
+}
+
+/**
+ * An agent's get_user_request that reports `question` with `options` and
+ * waits (the 2026-07-28 shape, one request, no session): resolves with the
+ * tool's result as JSON.
+ */
+async function ask(base, agent, question, options) {
+  const body = {
+    jsonrpc: "2.0",
+    id: 1,
+    method: "tools/call",
+    params: {
+      name: "get_user_request",
+      arguments: { agent_id: agent, report: question, options },
+      _meta: {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": { name: "answer-test", version: "1" },
+        "io.modelcontextprotocol/clientCapabilities": {},
+      },
+    },
+  };
+  const res = await fetch(`${base}/mcp`, {
+    method: "POST",
+    headers: {
+      "content-type": "application/json",
+      accept: "application/json, text/event-stream",
+      "mcp-protocol-version": "2026-07-28",
+      "mcp-method": "tools/call",
+      "mcp-name": "get_user_request",
+    },
+    body: JSON.stringify(body),
+    signal: AbortSignal.timeout(150000),
+  });
+  const text = await res.text();
+  const message = text
+    .split("\n")
+    .filter((l) => l.startsWith("data:"))
+    .map((l) => JSON.parse(l.slice(5)))
+    .find((m) => m.id !== undefined) ?? JSON.parse(text);
+  assert.ok(message.result, `a result: ${text}`);
+  return JSON.parse(message.result.content[0].text);
+}
+
+/** The report id `agent` asks with, from the status. */
+async function askingOf(base, agent) {
+  return until(async () => {
+    const status = await (await fetch(`${base}/api/status`)).json();
+    return status.agents.find((a) => a.agent_id === agent)?.asking;
+  }, `${agent}'s question in the status`);
+}
+
+test("a question's buttons answer the agent, and one answered on the page is withdrawn", async () => {
+  const d = await startNotifyd({ actions: true });
+  servers.push(d);
+  const { base, run } = await startApp("buttons");
+
+  // Pressed: the agent's waiting call gets the answer, in reply to the question.
+  const asked = ask(base, "asker", "Merge the branch now?", ["Merge", "Wait", "Rebase first", "Drop it"]);
+  const shown = await d.waitFor((n) => /asker/.test(n.summary + n.body) && n.actions.some((a) => a.key === "option:0"), `the question's notification${said(run)}`);
+  assert.deepEqual(
+    shown.actions.filter((a) => a.key !== "default").map((a) => [a.key, a.label]),
+    [["reply", "Reply…"], ["option:0", "Merge"], ["option:1", "Wait"], ["option:2", "Rebase first"]],
+    "Reply… first, then three short answers as buttons (the rest through Reply…)",
+  );
+  d.press(shown.id, "option:1");
+  const result = await asked;
+  assert.equal(result.result_type, "instruction", JSON.stringify(result));
+  assert.equal(result.instruction.content, "Wait");
+  assert.ok(result.instruction.in_reply_to?.question?.includes("Merge the branch now?"), JSON.stringify(result));
+  // A press is only a key on the bus: a forged one for a button never shown,
+  // or a second one on an answered question, queues nothing.
+  const forged = ask(base, "forger", "Ship it?", ["Ship", "Hold"]);
+  const ship = await d.waitFor((n) => /forger/.test(n.summary + n.body) && n.actions.length > 0, `the third question's notification${said(run)}`);
+  d.signal("ActionInvoked", ship.id, "option:7");
+  d.signal("ActionInvoked", shown.id, "option:0");
+  await sleep(1500);
+  const pending = await (await fetch(`${base}/api/instructions?status=pending`)).json();
+  assert.deepEqual(pending.items ?? pending, [], "nothing queued by forged or repeated presses");
+  const forgerReport = await askingOf(base, "forger");
+  await fetch(`${base}/api/reports/${encodeURIComponent(forgerReport)}/reply`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ content: "Hold" }),
+  });
+  assert.equal((await forged).instruction.content, "Hold");
+
+  // Answered on the page: the notification is withdrawn (CloseNotification from the app).
+  const second = ask(base, "deployer", "Deploy to staging?", ["Yes", "No"]);
+  const deploy = await d.waitFor((n) => /deployer/.test(n.summary + n.body) && n.actions.length > 0, `the second question's notification${said(run)}`);
+  const report = await askingOf(base, "deployer");
+  const replied = await fetch(`${base}/api/reports/${encodeURIComponent(report)}/reply`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ content: "No" }),
+  });
+  assert.equal(replied.status, 201, await replied.text());
+  assert.equal((await second).instruction.content, "No");
+  const closed = await d.waitFor((n) => n.id === deploy.id && n.closed, `the answered question's notification withdrawn${said(run)}`, 20000);
+  assert.equal(closed.closed.by, "app", JSON.stringify(closed.closed));
+  assert.equal(closed.closed.reason, 3);
+
+  // A server that shows no buttons: the question still arrives, as a plain notification.
+  await d.stop();
+  const plain = await startNotifyd({ actions: false });
+  servers.push(plain);
+  const third = ask(base, "plain", "Keep the old API?", ["Keep", "Remove"]);
+  const got = await plain.waitFor((n) => /plain/.test(n.summary + n.body), `the question on a server without actions${said(run)}`);
+  assert.match(got.summary + got.body, /Keep the old API\?/);
+  const plainReport = await askingOf(base, "plain");
+  await fetch(`${base}/api/reports/${encodeURIComponent(plainReport)}/reply`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ content: "Keep" }),
+  });
+  assert.equal((await third).instruction.content, "Keep");
+});
