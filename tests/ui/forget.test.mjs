@@ -99,7 +99,17 @@ describe("agents that are gone", () => {
       assert.ok(await all.isVisible(), `${where}: one control for all`);
       assert.equal(await all.textContent(), "Forget the 3 gone");
       // Forget sits at the end of the agent's line, like Stop, not under it.
-      const [id, btn] = [await page.locator('#agents li[data-agent="old-a"] .agent__id').boundingBox(), await page.locator('#agents li[data-agent="old-a"] [data-action="forget"]').boundingBox()];
+      // Both read in one go: the list is drawn again as time passes (its
+      // "not heard from" words), and a box read between two draws is of a
+      // line no longer there.
+      const { id, btn } = await page.evaluate(() => {
+        const line = document.querySelector('#agents li[data-agent="old-a"]');
+        const box = (el) => {
+          const r = el.getBoundingClientRect();
+          return { x: r.x, y: r.y, width: r.width, height: r.height };
+        };
+        return { id: box(line.querySelector(".agent__id")), btn: box(line.querySelector('[data-action="forget"]')) };
+      });
       assert.ok(btn.y < id.y + id.height && btn.x > id.x + id.width, `${where}: Forget beside the id (${JSON.stringify({ id, btn })})`);
       await axeClean(page, `${where}: the agent panel with offline agents`);
       await page.evaluate(() => document.fonts.ready);
