@@ -23,11 +23,14 @@ use tauri_plugin_notification::{Action, ActionPerformed, ActionType, Notificatio
 use crate::backend::Backend;
 use crate::{view, windows};
 
-/// Buttons for suggested answers: GNOME shows three actions, KDE more; the
-/// rest are answered through "Reply…".
-pub const OPTION_BUTTONS: usize = 3;
+/// Buttons for suggested answers, beside "Reply…": GNOME Shell shows three
+/// actions in all (`docs/PLATFORMS.md`, "Notifications"); the rest are
+/// answered through "Reply…".
+pub const OPTION_BUTTONS: usize = 2;
 /// A suggested answer longer than this (or of several lines) is no button:
-/// a server cuts a long label, and the person would send what they did not read.
+/// a server cuts a long label, and the person would send what they did not
+/// read. Nor is one with a comma: macOS's menu of actions is one string
+/// split at commas, and "Yes, merge" would become two entries.
 const BUTTON_CHARS: usize = 40;
 /// The action that opens quick add at the question. First: macOS reports a
 /// click on its "Options" menu as the first action, which must not answer.
@@ -58,7 +61,7 @@ pub struct Shown(Mutex<HashMap<String, Asked>>);
 pub fn buttons(options: &[String]) -> Vec<String> {
     options
         .iter()
-        .filter(|o| o.chars().count() <= BUTTON_CHARS && !o.contains(['\n', '\r']))
+        .filter(|o| o.chars().count() <= BUTTON_CHARS && !o.contains(['\n', '\r', ',']))
         .take(OPTION_BUTTONS)
         .cloned()
         .collect()
@@ -212,17 +215,17 @@ mod tests {
     use super::*;
 
     #[test]
-    fn only_short_one_line_answers_become_buttons() {
+    fn only_short_one_line_answers_without_commas_become_buttons() {
         let long = "Yes, and also force-push main over whatever is there now".to_owned();
         let options: Vec<String> = vec![
             "Merge".into(),
             long,
             "Two\nlines".into(),
+            "Yes, merge".into(),
             "Wait".into(),
             "Rebase".into(),
-            "Drop".into(),
         ];
-        assert_eq!(buttons(&options), ["Merge", "Wait", "Rebase"]);
+        assert_eq!(buttons(&options), ["Merge", "Wait"]);
         assert!(buttons(&[]).is_empty());
     }
 }

@@ -31,6 +31,8 @@ mod wait;
 pub use wait::Answer;
 
 use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::{Arc, RwLock};
 
 use tokio::sync::Notify;
@@ -194,32 +196,35 @@ impl Queue {
 
     /// Run blocking store work off the async threads, at most
     /// [`STORE_JOBS_AT_ONCE`] at a time; the rest wait as futures.
-    async fn blocking<T: Send + 'static>(&self, f: impl FnOnce(&Inner) -> Result<T> + Send + 'static) -> Result<T> {
-        self.on_blocking_thread(true, f).await
+    fn blocking<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&Inner) -> Result<T> + Send + 'static,
+    ) -> impl Future<Output = Result<T>> + Send + 'static {
+        self.on_blocking_thread(true, f)
     }
 
     /// The same for work that can take long — files written or read whole
     /// (a backup, an export, attachments): outside the bound, so that a few
     /// of them never hold up the short store work every call needs.
-    async fn blocking_long<T: Send + 'static>(
+    fn blocking_long<T: Send + 'static>(
         &self,
         f: impl FnOnce(&Inner) -> Result<T> + Send + 'static,
-    ) -> Result<T> {
-        self.on_blocking_thread(false, f).await
+    ) -> impl Future<Output = Result<T>> + Send + 'static {
+        self.on_blocking_thread(false, f)
     }
 
-    async fn on_blocking_thread<T: Send + 'static>(
+    /// On the heap at once: the job and its wait for a turn would otherwise
+    /// be laid out in every caller's future (a waiting call's among them).
+    fn on_blocking_thread<T: Send + 'static>(
         &self,
         bounded: bool,
         f: impl FnOnce(&Inner) -> Result<T> + Send + 'static,
-    ) -> Result<T> {
-        let inner = self.inner.clone();
-        let faulty = self.faulty();
-        // On the heap: the job and its wait for a turn would otherwise be
-        // laid out in every caller's future (a waiting call's among them).
-        let job = Box::pin(async move {
+    ) -> Pin<Box<dyn Future<Output = Result<T>> + Send + 'static>> {
+        let queue = self.clone();
+        Box::pin(async move {
+            let faulty = queue.faulty();
             let turn = if bounded {
-                let jobs = inner.store_jobs.clone();
+                let jobs = queue.inner.store_jobs.clone();
                 Some(
                     jobs.acquire_owned()
                         .await
@@ -230,16 +235,16 @@ impl Queue {
             };
             // The turn goes with the job: a caller that stops waiting does
             // not let another job start beside it.
-            tokio::task::spawn_blocking(move || {
+            let inner = queue.inner.clone();
+            let result = tokio::task::spawn_blocking(move || {
                 let _turn = turn;
                 f(&inner)
             })
             .await
-            .map_err(|e| Error::internal("a storage task failed", e))?
-        });
-        let result = job.await;
-        self.after_store_work(faulty);
-        result
+            .map_err(|e| Error::internal("a storage task failed", e))?;
+            queue.after_store_work(faulty);
+            result
+        })
     }
 
     /// Whether a storage fault shows now (read before store work).
