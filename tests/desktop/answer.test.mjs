@@ -8,12 +8,12 @@
 // scripts/test-desktop.sh (Xvfb, private D-Bus session).
 
 import assert from "node:assert/strict";
-import { mkdirSync, mkdtempSync } from "node:fs";
+import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, test } from "node:test";
 
-import { app, appSetting, launchApp, noAppRunning, said, sleep, until } from "./harness.mjs";
+import { agentCall, said, sleep, startHiddenApp, until } from "./harness.mjs";
 import { startNotifyd } from "./notifyd.mjs";
 
 const home = mkdtempSync(join(tmpdir(), "local-mcp-answer-"));
@@ -25,65 +25,22 @@ after(async () => {
   for (const d of servers) await d.stop().catch(() => {});
 });
 
-/** Start the app hidden with its own folders; resolves once its engine answers. */
-async function startApp(name) {
-  await noAppRunning();
-  const { base, env } = await appSetting(home, name);
-  env.HOME = join(home, name, "home");
-  env.TMPDIR = join(home, name, "tmp");
-  for (const dir of [env.HOME, env.TMPDIR]) mkdirSync(dir, { recursive: true });
-  // Waits long enough for a press (the default is 10 s).
-  env.DEFAULT_WAIT_SECONDS = "120";
-  const run = launchApp(app, ["--hidden"], env);
-  runs.push(run);
-  await until(() => fetch(`${base}/healthz`, { signal: AbortSignal.timeout(2000) }).then((r) => r.ok), `the engine at ${base}${said(run)}`, 30000);
-  // The engine answers before the toolkit is up; the app follows its events
-  // (and so notifies) from its setup on.
-  await until(() => run.output.includes("the desktop toolkit and plugins are up"), `the app's toolkit${said(run)}`, 30000);
-  await sleep(500);
-  return { base, run };
+/** Start the app; its waits long enough for a press (the default is 10 s). */
+function startApp(name) {
+  return startHiddenApp(home, name, runs, { extra: { DEFAULT_WAIT_SECONDS: "120" } });
 }
 
-/**
- * An agent's get_user_request that reports `question` with `options` and
- * waits (the 2026-07-28 shape, one request, no session): resolves with the
- * tool's result as JSON.
- */
-async function ask(base, agent, question, options) {
-  const body = {
-    jsonrpc: "2.0",
-    id: 1,
-    method: "tools/call",
-    params: {
-      name: "get_user_request",
-      arguments: { agent_id: agent, report: question, options },
-      _meta: {
-        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientInfo": { name: "answer-test", version: "1" },
-        "io.modelcontextprotocol/clientCapabilities": {},
-      },
-    },
-  };
-  const res = await fetch(`${base}/mcp`, {
+/** An agent's call that reports `question` with `options` and waits for the answer. */
+const ask = (base, agent, question, options) => agentCall(base, { agent_id: agent, report: question, options }, "answer-test");
+
+/** Answer report `report` as the page does. */
+async function replyTo(base, report, content) {
+  const res = await fetch(`${base}/api/reports/${encodeURIComponent(report)}/reply`, {
     method: "POST",
-    headers: {
-      "content-type": "application/json",
-      accept: "application/json, text/event-stream",
-      "mcp-protocol-version": "2026-07-28",
-      "mcp-method": "tools/call",
-      "mcp-name": "get_user_request",
-    },
-    body: JSON.stringify(body),
-    signal: AbortSignal.timeout(150000),
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ content }),
   });
-  const text = await res.text();
-  const message = text
-    .split("\n")
-    .filter((l) => l.startsWith("data:"))
-    .map((l) => JSON.parse(l.slice(5)))
-    .find((m) => m.id !== undefined) ?? JSON.parse(text);
-  assert.ok(message.result, `a result: ${text}`);
-  return JSON.parse(message.result.content[0].text);
+  assert.equal(res.status, 201, await res.text());
 }
 
 /** The report id `agent` asks with, from the status. */
@@ -121,24 +78,13 @@ test("a question's buttons answer the agent, and one answered on the page is wit
   await sleep(1500);
   const pending = await (await fetch(`${base}/api/instructions?status=pending`)).json();
   assert.deepEqual(pending.items ?? pending, [], "nothing queued by forged or repeated presses");
-  const forgerReport = await askingOf(base, "forger");
-  await fetch(`${base}/api/reports/${encodeURIComponent(forgerReport)}/reply`, {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify({ content: "Hold" }),
-  });
+  await replyTo(base, await askingOf(base, "forger"), "Hold");
   assert.equal((await forged).instruction.content, "Hold");
 
   // Answered on the page: the notification is withdrawn (CloseNotification from the app).
   const second = ask(base, "deployer", "Deploy to staging?", ["Yes", "No"]);
   const deploy = await d.waitFor((n) => /deployer/.test(n.summary + n.body) && n.actions.length > 0, `the second question's notification${said(run)}`);
-  const report = await askingOf(base, "deployer");
-  const replied = await fetch(`${base}/api/reports/${encodeURIComponent(report)}/reply`, {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify({ content: "No" }),
-  });
-  assert.equal(replied.status, 201, await replied.text());
+  await replyTo(base, await askingOf(base, "deployer"), "No");
   assert.equal((await second).instruction.content, "No");
   const closed = await d.waitFor((n) => n.id === deploy.id && n.closed, `the answered question's notification withdrawn${said(run)}`, 20000);
   assert.equal(closed.closed.by, "app", JSON.stringify(closed.closed));
@@ -151,11 +97,6 @@ test("a question's buttons answer the agent, and one answered on the page is wit
   const third = ask(base, "plain", "Keep the old API?", ["Keep", "Remove"]);
   const got = await plain.waitFor((n) => /plain/.test(n.summary + n.body), `the question on a server without actions${said(run)}`);
   assert.match(got.summary + got.body, /Keep the old API\?/);
-  const plainReport = await askingOf(base, "plain");
-  await fetch(`${base}/api/reports/${encodeURIComponent(plainReport)}/reply`, {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify({ content: "Keep" }),
-  });
+  await replyTo(base, await askingOf(base, "plain"), "Keep");
   assert.equal((await third).instruction.content, "Keep");
 });

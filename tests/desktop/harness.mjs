@@ -256,6 +256,79 @@ export function launchApp(path, args, env, onOutput = () => {}) {
 /** The end of what an app said, for an error message. */
 export const said = (run) => `; the app said:\n${run.output.split("\n").slice(-30).join("\n")}`;
 
+/**
+ * Start the app hidden with its own folders under `home`/`name` (HOME and
+ * TMPDIR too: its tray icon files go there), `extra` added to its
+ * environment; its run is put in `runs` at once (for the caller to end, even
+ * if a wait here fails). Resolves with { base, env, run } once its engine
+ * answers and, with `toolkit`, once its toolkit is up: the engine answers
+ * first, and the app follows its events and handles menu clicks from its
+ * setup on.
+ */
+export async function startHiddenApp(home, name, runs, { extra = {}, toolkit = true } = {}) {
+  await noAppRunning();
+  const { base, env } = await appSetting(home, name);
+  env.HOME = join(home, name, "home");
+  env.TMPDIR = join(home, name, "tmp");
+  Object.assign(env, extra);
+  for (const dir of [env.HOME, env.TMPDIR]) mkdirSync(dir, { recursive: true });
+  const run = launchApp(app, ["--hidden"], env);
+  runs.push(run);
+  const waitFor = (fn, what) =>
+    until(fn, what, 30000).catch((e) => {
+      throw new Error(e.message + said(run), { cause: e });
+    });
+  await waitFor(() => fetch(`${base}/healthz`, { signal: AbortSignal.timeout(2000) }).then((r) => r.ok), `the engine at ${base}`);
+  if (toolkit) {
+    await waitFor(() => run.output.includes("the desktop toolkit and plugins are up"), "the app's toolkit");
+    await sleep(500);
+  }
+  return { base, env, run };
+}
+
+/**
+ * An agent's get_user_request with `args`, in the 2026-07-28 shape (one
+ * request, no session), its client named `client`: resolves with the
+ * tool's result as JSON.
+ */
+export async function agentCall(base, args, client = "desktop-test") {
+  const body = {
+    jsonrpc: "2.0",
+    id: 1,
+    method: "tools/call",
+    params: {
+      name: "get_user_request",
+      arguments: args,
+      _meta: {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": { name: client, version: "1" },
+        "io.modelcontextprotocol/clientCapabilities": {},
+      },
+    },
+  };
+  const res = await fetch(`${base}/mcp`, {
+    method: "POST",
+    headers: {
+      "content-type": "application/json",
+      accept: "application/json, text/event-stream",
+      "mcp-protocol-version": "2026-07-28",
+      "mcp-method": "tools/call",
+      "mcp-name": "get_user_request",
+    },
+    body: JSON.stringify(body),
+    signal: AbortSignal.timeout(150000),
+  });
+  const text = await res.text();
+  const message =
+    text
+      .split("\n")
+      .filter((l) => l.startsWith("data:"))
+      .map((l) => JSON.parse(l.slice(5)))
+      .find((m) => m.id !== undefined) ?? JSON.parse(text);
+  if (!message.result) throw new Error(`get_user_request gave no result: ${text}`);
+  return JSON.parse(message.result.content[0].text);
+}
+
 /** `pid` and every process below it. */
 export function processTree(pid) {
   const children = new Map();

@@ -7,12 +7,12 @@
 // (Xvfb, private D-Bus session).
 
 import assert from "node:assert/strict";
-import { mkdirSync, mkdtempSync, readFileSync } from "node:fs";
+import { mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, test } from "node:test";
 
-import { app, appSetting, endApps, launchApp, noAppRunning, said, sleep, until } from "./harness.mjs";
+import { endApps, said, sleep, startHiddenApp, until } from "./harness.mjs";
 import { findEntry, flatten, startPanel } from "./panel.mjs";
 
 const home = mkdtempSync(join(tmpdir(), "local-mcp-panel-"));
@@ -31,22 +31,8 @@ async function panel() {
   return p;
 }
 
-/** Start the app hidden with its own folders (HOME and TMPDIR too: its tray icon files go there); resolves once its engine answers. */
-async function startApp(name) {
-  await noAppRunning();
-  const { base, env } = await appSetting(home, name);
-  env.HOME = join(home, name, "home");
-  env.TMPDIR = join(home, name, "tmp");
-  for (const dir of [env.HOME, env.TMPDIR]) mkdirSync(dir, { recursive: true });
-  const run = launchApp(app, ["--hidden"], env);
-  runs.push(run);
-  try {
-    await until(() => fetch(`${base}/healthz`, { signal: AbortSignal.timeout(2000) }).then((r) => r.ok), `the engine at ${base}`, 30000);
-  } catch (e) {
-    throw new Error(e.message + said(run), { cause: e });
-  }
-  return { run, env };
-}
+/** Start the app hidden with its own folders; resolves once its engine answers. */
+const startApp = (name) => startHiddenApp(home, name, runs, { toolkit: false });
 
 /** The app's item on `p`, or an error with what the app said. */
 async function itemOf(p, run, timeout) {

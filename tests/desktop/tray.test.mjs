@@ -38,7 +38,7 @@ import { after, test } from "node:test";
 import { inflateSync } from "node:zlib";
 
 import { png } from "../png.mjs";
-import { app, appSetting, closeWindow, endApps, launchApp, noAppRunning, root, said, shownWindows, sleep, until, windowColors } from "./harness.mjs";
+import { agentCall as harnessAgentCall, app, closeWindow, endApps, root, said, shownWindows, sleep, startHiddenApp, until, windowColors } from "./harness.mjs";
 import { startNotifyd } from "./notifyd.mjs";
 import { findEntry, flatten, startPanel } from "./panel.mjs";
 
@@ -85,25 +85,13 @@ const waitFor = (fn, what, run, timeout = ACT) =>
  * resolves once its toolkit is up and its item is on the panel.
  */
 async function startApp(name, extra = {}) {
-  await noAppRunning();
-  const { base, env } = await appSetting(home, name);
-  env.HOME = join(home, name, "home");
-  env.TMPDIR = join(home, name, "tmp");
-  env.PATH = `${bin}:${env.PATH}`;
   // Waits long enough for the quick-add window to answer a question (the default is 10 s).
-  env.DEFAULT_WAIT_SECONDS = "120";
-  Object.assign(env, extra);
-  for (const dir of [env.HOME, env.TMPDIR]) mkdirSync(dir, { recursive: true });
-  const run = launchApp(app, ["--hidden"], env);
-  runs.push(run);
-  await waitFor(() => fetch(`${base}/healthz`, { signal: AbortSignal.timeout(2000) }).then((r) => r.ok), `the engine at ${base}`, run, 30000);
-  // The engine answers before the toolkit is up; menu events are handled from its setup on.
-  await waitFor(() => run.output.includes("the desktop toolkit and plugins are up"), "the app's toolkit and tray", run, 30000);
-  await sleep(500);
+  const env = { PATH: `${bin}:${process.env.PATH}`, DEFAULT_WAIT_SECONDS: "120", ...extra };
+  const { base, env: used, run } = await startHiddenApp(home, name, runs, { extra: env });
   const item = await p.waitForItem(30000, (props, it) => /local-mcp/.test(props.Id) && !it.gone).catch((e) => {
     throw new Error(e.message + said(run), { cause: e });
   });
-  return { base, env, run, item };
+  return { base, env: used, run, item };
 }
 
 const getJson = async (url) => {
@@ -114,47 +102,8 @@ const getJson = async (url) => {
 const postJson = (url, body) =>
   fetch(url, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body), signal: AbortSignal.timeout(10000) });
 
-/**
- * An agent's get_user_request (the 2026-07-28 shape, one request, no
- * session) with `args`: resolves with the tool's result as JSON.
- */
-async function agentCall(base, args) {
-  const body = {
-    jsonrpc: "2.0",
-    id: 1,
-    method: "tools/call",
-    params: {
-      name: "get_user_request",
-      arguments: args,
-      _meta: {
-        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientInfo": { name: "tray-test", version: "1" },
-        "io.modelcontextprotocol/clientCapabilities": {},
-      },
-    },
-  };
-  const res = await fetch(`${base}/mcp`, {
-    method: "POST",
-    headers: {
-      "content-type": "application/json",
-      accept: "application/json, text/event-stream",
-      "mcp-protocol-version": "2026-07-28",
-      "mcp-method": "tools/call",
-      "mcp-name": "get_user_request",
-    },
-    body: JSON.stringify(body),
-    signal: AbortSignal.timeout(150000),
-  });
-  const text = await res.text();
-  const message =
-    text
-      .split("\n")
-      .filter((l) => l.startsWith("data:"))
-      .map((l) => JSON.parse(l.slice(5)))
-      .find((m) => m.id !== undefined) ?? JSON.parse(text);
-  assert.ok(message.result, `a result: ${text}`);
-  return JSON.parse(message.result.content[0].text);
-}
+/** An agent's get_user_request with `args`. */
+const agentCall = (base, args) => harnessAgentCall(base, args, "tray-test");
 
 /** The agent `agent` as /api/status has it (or undefined). */
 const agentOf = async (base, agent) => (await getJson(`${base}/api/status`)).agents.find((a) => a.agent_id === agent);
