@@ -164,7 +164,15 @@ pub async fn start(config: Config, shutdown: CancellationToken) -> Result<Engine
         "MCP endpoint registered at {}", mcp_url(&url)
     );
     let connection_files = publish_connection_info(&config, &url, addr.port(), &credentials, &tokens);
-    let task = serve(listener, &config, &queue, credentials.clone(), tokens, &shutdown);
+    let task = serve(
+        listener,
+        addr.port(),
+        &config,
+        &queue,
+        credentials.clone(),
+        tokens,
+        &shutdown,
+    );
     tracing::info!(%url, "local-mcp engine serving");
     Ok(Engine {
         url,
@@ -248,6 +256,7 @@ fn publish_connection_info(
 /// and the memory a burst of requests took given back after it.
 fn serve(
     listener: tokio::net::TcpListener,
+    port: u16,
     config: &Config,
     queue: &Queue,
     credentials: Arc<Credentials>,
@@ -255,7 +264,6 @@ fn serve(
     shutdown: &CancellationToken,
 ) -> JoinHandle<()> {
     let (settings, told) = (queue.clone(), queue.clone());
-    let port = listener.local_addr().map_or(config.port, |a| a.port());
     let guard = Arc::new(
         http::Guard::new(config.host, port, credentials.clone())
             .same_user_only(

@@ -233,7 +233,8 @@ impl Queue {
                 Some(q) => vec![q.clone()],
                 None => self.inner.queues.read_anyway().keys().cloned().collect(),
             };
-            let in_task = queues.iter().any(|q| self.waits_in_task(q, a));
+            let waits_in_task = self.waits_in_task();
+            let in_task = queues.iter().any(|q| waits_in_task(q, a));
             let calling = self
                 .inner
                 .calls
@@ -262,13 +263,13 @@ impl Queue {
             }
             None => {
                 let stale = self.settings().agent_stale_after_seconds;
-                self.blocking(move |i| i.store.read(|db| db.agents(u32::MAX)))
-                    .await?
-                    .into_iter()
+                let rows = self.blocking(move |i| i.store.read(|db| db.agents(u32::MAX))).await?;
+                let waits_in_task = self.waits_in_task();
+                rows.into_iter()
                     .filter(|row| queue.as_ref().is_none_or(|q| *q == row.queue))
                     .filter(|row| {
                         let waiting = self.inner.calls.waiting(&row.queue, &row.agent_id) > 0
-                            || self.waits_in_task(&row.queue, &row.agent_id);
+                            || waits_in_task(&row.queue, &row.agent_id);
                         super::agents::agent_state(row, waiting, stale) == crate::model::AgentState::Offline
                     })
                     .map(|row| (row.queue, row.agent_id))
@@ -292,9 +293,10 @@ impl Queue {
             .await?;
         // Those listening now are no one to forget (a waiting call re-lists its agent).
         let listening = self.inner.calls.waiting_agents();
+        let waits_in_task = self.waits_in_task();
         let forgotten: Vec<crate::model::AgentRef> = forgotten
             .into_iter()
-            .filter(|(q, id)| !listening.iter().any(|(lq, lid)| lq == q && lid == id) && !self.waits_in_task(q, id))
+            .filter(|(q, id)| !listening.iter().any(|(lq, lid)| lq == q && lid == id) && !waits_in_task(q, id))
             .map(|(queue, agent_id)| crate::model::AgentRef { queue, agent_id })
             .collect();
         self.mark_status_dirty();

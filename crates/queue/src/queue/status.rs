@@ -75,10 +75,11 @@ impl Queue {
                 .find(|(q, a, _)| q == queue && a == agent)
                 .map(|(_, _, id)| id.clone())
         };
+        let waits_in_task = self.waits_in_task();
         let mut agents: Vec<AgentStatus> = activity
             .into_iter()
             .map(|a| {
-                let in_task = self.waits_in_task(&a.queue, &a.agent_id);
+                let in_task = waits_in_task(&a.queue, &a.agent_id);
                 let waiting = self.inner.calls.waiting(&a.queue, &a.agent_id) > 0 || in_task;
                 let asks = asking(&a.queue, &a.agent_id);
                 let state = match agent_state(&a, waiting, settings.agent_stale_after_seconds) {

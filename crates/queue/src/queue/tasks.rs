@@ -173,9 +173,12 @@ impl Queue {
         Duration::from_millis(3 * interval.max(HELD_POLL_INTERVAL_MS)) + Duration::from_secs(5)
     }
 
-    /// Whether `agent` of `queue` waits through a task now (it was polled lately).
-    pub(crate) fn waits_in_task(&self, queue: &str, agent: &str) -> bool {
-        self.inner.tasks.waiting(queue, agent, self.live_for())
+    /// Whether an agent (queue, agent) waits through a task now (it was
+    /// polled lately). The window is worked out once, here: it counts every
+    /// agent, and callers ask about many.
+    pub(crate) fn waits_in_task(&self) -> impl Fn(&str, &str) -> bool + '_ {
+        let within = self.live_for();
+        move |queue, agent| self.inner.tasks.waiting(queue, agent, within)
     }
 
     /// A new task for `agent` of `queue`, whose call found nothing to take:
