@@ -1,14 +1,16 @@
 //! Engine events → the tray and the notifications: the tray on every status
-//! change, a notification on a delivery, a report, a delivery in doubt, a
+//! change, a notification on a delivery (grouped per agent: `deliveries`), a report, a delivery in doubt, a
 //! storage fault and (if wanted) an agent that starts waiting.
 
 use std::collections::HashSet;
+use std::time::Instant;
 
 use engine::{EventData, EventKind};
 use tauri::{AppHandle, Manager};
 
+use crate::deliveries::Deliveries;
 use crate::shell::Shell;
-use crate::{asks, notify, tray, view};
+use crate::{asks, needs, notify, tray, view};
 
 /// React to engine events: tray on every status change, notifications on
 /// consumption (and, if wanted, when an agent starts waiting on an empty queue).
@@ -19,8 +21,22 @@ pub(crate) async fn follow_engine(
 ) {
     let mut listening = HashSet::new();
     let mut faulty = false;
+    let mut deliveries = Deliveries::default();
     loop {
-        let event = match events.recv().await {
+        let due = deliveries.next_due();
+        let received = tokio::select! {
+            received = events.recv() => received,
+            () = until(due) => {
+                let counts = deliveries.due(Instant::now());
+                if app.state::<Shell>().prefs.get().notify_consumed {
+                    for n in counts {
+                        notify::replace(&app, n.id, &n.title, &n.body);
+                    }
+                }
+                continue;
+            }
+        };
+        let event = match received {
             Ok(e) => e,
             Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => continue,
             Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
@@ -50,7 +66,11 @@ pub(crate) async fn follow_engine(
                     }
                 }
             }
-            (EventKind::ReportCreated, EventData::Report(report)) if prefs.notify_reported => {
+            (EventKind::ReportCreated, EventData::Report(report)) => {
+                needs::heard(&app, report);
+                if !prefs.notify_reported {
+                    continue;
+                }
                 if report.options.is_empty() {
                     let (title, body) = view::report_notification(&report.agent_id, &report.content);
                     notify::send(&app, &title, &body);
@@ -71,12 +91,21 @@ pub(crate) async fn follow_engine(
                 asks::on_instruction(&app, item, true);
                 if prefs.notify_consumed {
                     let agent = item.consumed_by_agent_id.as_deref().unwrap_or("An agent");
-                    let (title, body) =
-                        view::consumed_notification(agent, &item.content, event.pending_count.unwrap_or(0));
-                    notify::send(&app, &title, &body);
+                    let pending = event.pending_count.unwrap_or(0);
+                    if let Some(n) = deliveries.picked_up(&item.queue, agent, &item.content, pending, Instant::now()) {
+                        notify::replace(&app, n.id, &n.title, &n.body);
+                    }
                 }
             }
             _ => {}
         }
+    }
+}
+
+/// Until `due`, or forever when nothing is due.
+async fn until(due: Option<Instant>) {
+    match due {
+        Some(at) => tokio::time::sleep_until(at.into()).await,
+        None => std::future::pending().await,
     }
 }

@@ -1,6 +1,7 @@
 //! The tray icon: an image for the most urgent agent state across queues, a
 //! tooltip with the state, the pending count and held queues, and the menu
-//! (pending per queue, hold or release all, Connect ▸ from `connect_menu`). Updated from engine events (no
+//! ("Needs you" ▸ from `needs`, pending per queue, hold or release all,
+//! Connect ▸ from `connect_menu`). Updated from engine events (no
 //! polling).
 
 use engine::model::McpClient;
@@ -66,9 +67,11 @@ pub fn create(app: &AppHandle) -> tauri::Result<TrayItems> {
     let copy_refs: Vec<&dyn tauri::menu::IsMenuItem<Wry>> = copy_items.iter().map(|i| i as _).collect();
     let copy_config = Submenu::with_items(app, "Copy MCP config for", true, &copy_refs)?;
     let connect = crate::connect_menu::create(app)?;
+    let needs = crate::needs::create(app)?;
     let menu = Menu::with_items(
         app,
         &[
+            &needs,
             &MenuItem::with_id(
                 app,
                 QUICK_ADD,
@@ -165,7 +168,7 @@ fn on_menu(app: &AppHandle, event: tauri::menu::MenuEvent) {
         copy_config(app, &shell, id);
         return;
     }
-    if crate::connect_menu::on_menu(app, event.id().as_ref()) {
+    if crate::connect_menu::on_menu(app, event.id().as_ref()) || crate::needs::on_menu(app, event.id().as_ref()) {
         return;
     }
     match event.id().as_ref() {
@@ -245,6 +248,7 @@ pub fn apply(app: &AppHandle, items: &TrayItems, view: &TrayView) {
     let _ = tray.set_tooltip(Some(&view.tooltip));
     let _ = tray.set_title(view.title.as_deref());
     *crate::windows::ANSWERING.lock_anyway() = view.answer.clone();
+    crate::needs::show(app, &view.asking);
     let _ = items.pending.set_text(&view.pending_label);
     let shown = app.state::<Shown>();
     shown

@@ -42,6 +42,8 @@ pub struct TrayView {
     pub any_held: bool,
     /// The question quick add answers now: (report id, agent id).
     pub answer: Option<(String, String)>,
+    /// Every agent waiting on its question ("Needs you" in the menu).
+    pub asking: Vec<Asking>,
     /// Short text beside the icon, only while something needs the person:
     /// Linux trays (AppIndicator) show no tooltips, so this is what says it there.
     pub title: Option<String>,
@@ -124,29 +126,78 @@ pub fn client_note(status: &StatusSnapshot, agent_id: &str) -> String {
     format!(" ({}{version} · waits up to {} s)", client.name, client.wait_seconds)
 }
 
-/// The first waiting agent with an unanswered question: (report id, agent id).
-fn question(status: &StatusSnapshot) -> Option<(String, String)> {
+/// An agent waiting on its question.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Asking {
+    pub report: String,
+    pub queue: String,
+    pub agent: String,
+}
+
+/// The agents waiting on an unanswered question, as the status lists them.
+fn asking(status: &StatusSnapshot) -> Vec<Asking> {
     status
         .agents
         .iter()
-        .find(|a| a.state == AgentState::NeedsYou || (a.state == AgentState::Listening && a.asking.is_some()))
-        .and_then(|a| Some((a.asking.clone()?, a.agent_id.clone())))
+        .filter(|a| a.state == AgentState::NeedsYou || (a.state == AgentState::Listening && a.asking.is_some()))
+        .filter_map(|a| {
+            Some(Asking {
+                report: a.asking.clone()?,
+                queue: a.queue.clone(),
+                agent: a.agent_id.clone(),
+            })
+        })
+        .collect()
+}
+
+/// A "Needs you" entry: "claude: Merge the branch now?" (the queue named
+/// when it is not `default`); "claude asks" until the question is read.
+pub fn needs_you_label(asked: &Asking, question: Option<&str>) -> String {
+    let who = if asked.queue == engine::model::DEFAULT_QUEUE {
+        asked.agent.clone()
+    } else {
+        format!("{} in {}", asked.agent, asked.queue)
+    };
+    match question.map(|q| first_line(q, 60)).filter(|q| !q.is_empty()) {
+        Some(q) => format!("{who}: {q}"),
+        None => format!("{who} asks"),
+    }
+}
+
+/// An agent state in the page's words (`ui/js/presence.js`, `WORDS`), so
+/// the tray and the page never describe one agent two ways.
+pub fn state_word(state: AgentState) -> &'static str {
+    match state {
+        AgentState::NeedsYou => "Needs you",
+        AgentState::Listening => "Listening",
+        AgentState::Working => "Working",
+        AgentState::Idle => "Idle",
+        AgentState::Offline => "Offline",
+    }
 }
 
 /// The tray for a status snapshot.
 pub fn tray_view(status: &StatusSnapshot) -> TrayView {
     let agent = &status.agent;
     let pending = pending_words(status.queue.pending_count);
-    let (icon, state) = match (agent.agent_id.as_deref(), agent.state) {
-        (Some(_), AgentState::NeedsYou) => (TrayIcon::NeedsYou, "needs you"),
-        (Some(_), AgentState::Listening) => (TrayIcon::Listening, "listening"),
-        (Some(_), AgentState::Working) => (TrayIcon::Working, "working"),
-        (Some(_), AgentState::Idle) => (TrayIcon::Offline, "idle"),
-        _ => (TrayIcon::Offline, "no agent connected"),
+    // The page's header: the loudest agent's state in its words, and who.
+    let icon = match (agent.agent_id.as_deref(), agent.state) {
+        (Some(_), AgentState::NeedsYou) => TrayIcon::NeedsYou,
+        (Some(_), AgentState::Listening) => TrayIcon::Listening,
+        (Some(_), AgentState::Working) => TrayIcon::Working,
+        _ => TrayIcon::Offline,
     };
     let who = match agent.agent_id.as_deref() {
-        Some(id) if agent.state != AgentState::Offline => format!("{id} {state}{}", client_note(status, id)),
-        _ => "no agent connected".into(),
+        Some(id) => {
+            let stopping = status.agents.iter().any(|a| a.agent_id == id && a.stop_requested);
+            let word = if stopping && agent.state != AgentState::Offline {
+                "Stopping"
+            } else {
+                state_word(agent.state)
+            };
+            format!("{word} · {id}{}", client_note(status, id))
+        }
+        None => "No agent yet".into(),
     };
     let held: Vec<&str> = status
         .queues
@@ -173,10 +224,15 @@ pub fn tray_view(status: &StatusSnapshot) -> TrayView {
     } else {
         Vec::new()
     };
-    let answer = question(status);
-    let (icon, who) = match &answer {
-        Some((_, agent)) => (TrayIcon::NeedsYou, format!("{agent} needs you (quick add answers it)")),
-        None => (icon, who),
+    let asking = asking(status);
+    let answer = asking.first().map(|a| (a.report.clone(), a.agent.clone()));
+    let (icon, who) = match asking.as_slice() {
+        [] => (icon, who),
+        [a] => (TrayIcon::NeedsYou, format!("Needs you · {} (quick add answers it)", a.agent)),
+        [a, rest @ ..] => (
+            TrayIcon::NeedsYou,
+            format!("Needs you · {} and {} more (quick add answers {0})", a.agent, rest.len()),
+        ),
     };
     // A database that cannot be written outranks everything: nothing new can
     // be queued or delivered until the person (or time) fixes it.
@@ -196,6 +252,7 @@ pub fn tray_view(status: &StatusSnapshot) -> TrayView {
     TrayView {
         icon,
         answer,
+        asking,
         tooltip,
         title: alert_title(status),
         pending_label: capitalize(&pending),
@@ -263,12 +320,16 @@ pub fn first_line(content: &str, max_chars: usize) -> String {
 /// "<agent> picked up: <first line>" and how many are left.
 pub fn consumed_notification(agent: &str, content: &str, pending: u64) -> (String, String) {
     let title = format!("{agent} picked up: {}", first_line(content, 80));
-    let body = match pending {
+    (title, pending_left(pending))
+}
+
+/// "3 instructions left in the queue." (after a delivery).
+pub fn pending_left(pending: u64) -> String {
+    match pending {
         0 => "The queue is empty now.".to_owned(),
         1 => "1 instruction left in the queue.".to_owned(),
         n => format!("{n} instructions left in the queue."),
-    };
-    (title, body)
+    }
 }
 
 /// "<agent> reported: <first line>".
@@ -483,7 +544,7 @@ mod tests {
         let v = tray_view(&s);
         assert!(
             v.tooltip
-                .contains("claude-myrepo listening (Claude Code 2.1.330 · waits up to 108 s)"),
+                .contains("Listening · claude-myrepo (Claude Code 2.1.330 · waits up to 108 s)"),
             "{}",
             v.tooltip
         );
@@ -505,7 +566,7 @@ mod tests {
         s.agents[0].asking = Some("r1".into());
         let v = tray_view(&s);
         assert_eq!(v.icon, TrayIcon::NeedsYou);
-        assert!(v.tooltip.contains("asker needs you"), "{}", v.tooltip);
+        assert!(v.tooltip.contains("Needs you · asker"), "{}", v.tooltip);
         assert_eq!(v.answer, Some(("r1".into(), "asker".into())));
         // Once it works (an answer reached it) the question is gone.
         s.agents[0].state = Working;
@@ -530,7 +591,7 @@ mod tests {
         );
         assert_eq!(v.title.as_deref(), Some("cannot write"));
         s.server.storage_fault = None;
-        assert!(tray_view(&s).tooltip.starts_with("local-mcp — copilot listening"));
+        assert!(tray_view(&s).tooltip.starts_with("local-mcp — Listening · copilot"));
     }
 
     #[test]
@@ -541,7 +602,7 @@ mod tests {
         );
         assert_eq!(
             v.tooltip,
-            "local-mcp — copilot listening · 1 pending · the window of the local-mcp server at http://127.0.0.1:8000"
+            "local-mcp — Listening · copilot · 1 pending · the window of the local-mcp server at http://127.0.0.1:8000"
         );
         assert!(attached_gone("http://127.0.0.1:8000").contains("not answering"));
     }
@@ -647,25 +708,72 @@ mod tests {
     fn each_agent_state_has_its_icon_tooltip_and_menu_label() {
         let v = tray_view(&status(Some("copilot"), AgentState::Listening, 0));
         assert_eq!(v.icon, TrayIcon::Listening);
-        assert_eq!(v.tooltip, "local-mcp — copilot listening · nothing pending");
+        assert_eq!(v.tooltip, "local-mcp — Listening · copilot · nothing pending");
         assert_eq!(v.pending_label, "Nothing pending");
         let v = tray_view(&status(Some("claude"), AgentState::Working, 3));
         assert_eq!(v.icon, TrayIcon::Working);
-        assert_eq!(v.tooltip, "local-mcp — claude working · 3 pending");
+        assert_eq!(v.tooltip, "local-mcp — Working · claude · 3 pending");
         assert_eq!(v.pending_label, "3 pending");
         let v = tray_view(&status(Some("claude"), AgentState::Offline, 1));
         assert_eq!(v.icon, TrayIcon::Offline);
-        assert_eq!(v.tooltip, "local-mcp — no agent connected · 1 pending");
+        assert_eq!(v.tooltip, "local-mcp — Offline · claude · 1 pending");
         let v = tray_view(&status(None, AgentState::Offline, 0));
         assert_eq!(v.icon, TrayIcon::Offline);
+        assert_eq!(v.tooltip, "local-mcp — No agent yet · nothing pending");
         let v = tray_view(&status(Some("cursor"), AgentState::Idle, 2));
         assert_eq!(
             (v.icon, v.tooltip.as_str()),
-            (TrayIcon::Offline, "local-mcp — cursor idle · 2 pending")
+            (TrayIcon::Offline, "local-mcp — Idle · cursor · 2 pending")
         );
         for icon in [TrayIcon::Listening, TrayIcon::Working, TrayIcon::Offline] {
             assert_eq!(&icon.png()[1..4], b"PNG");
         }
+    }
+
+    #[test]
+    fn the_tray_says_each_state_in_the_pages_words() {
+        // The page's words, read from the page itself: a change there that is
+        // not made here fails this test.
+        let page = include_str!("../ui/js/presence.js");
+        let words = &page[page.find("export const WORDS = {").expect("presence.js has WORDS")..];
+        let words = &words[..words.find("};").unwrap()];
+        use AgentState::*;
+        for (state, key) in [
+            (NeedsYou, "needs_you"),
+            (Listening, "listening"),
+            (Working, "working"),
+            (Idle, "idle"),
+            (Offline, "offline"),
+        ] {
+            assert!(
+                words.contains(&format!("{key}: \"{}\"", state_word(state))),
+                "{key}: the page says otherwise: {words}"
+            );
+            let v = tray_view(&status(Some("a"), state, 0));
+            assert!(v.tooltip.starts_with(&format!("local-mcp — {} · a", state_word(state))), "{}", v.tooltip);
+        }
+        assert!(page.contains("\"Stopping\""), "the page says Stopping too");
+        let mut s = with_agents(0, &[("a", Working)]);
+        s.agents[0].stop_requested = true;
+        s.agent.agent_id = Some("a".into());
+        s.agent.state = Working;
+        assert!(tray_view(&s).tooltip.starts_with("local-mcp — Stopping · a"), "{}", tray_view(&s).tooltip);
+    }
+
+    #[test]
+    fn every_agent_asking_is_listed_and_named_by_its_question() {
+        use AgentState::*;
+        let mut s = with_agents(0, &[("a", NeedsYou), ("b", Listening), ("c", Working)]);
+        s.agents[0].asking = Some("r1".into());
+        s.agents[1].asking = Some("r2".into());
+        s.agents[1].queue = "web".into();
+        s.agents[2].asking = Some("r3".into());
+        let v = tray_view(&s);
+        let reports: Vec<&str> = v.asking.iter().map(|a| a.report.as_str()).collect();
+        assert_eq!(reports, ["r1", "r2"], "c works: its question was answered");
+        assert!(v.tooltip.contains("Needs you · a and 1 more"), "{}", v.tooltip);
+        assert_eq!(needs_you_label(&v.asking[0], Some("\nMerge now?\nIt is green.")), "a: Merge now?");
+        assert_eq!(needs_you_label(&v.asking[1], None), "b in web asks");
     }
 
     #[test]

@@ -25,6 +25,11 @@
 // - Quick add…: its window is mapped; what is typed into it is queued; while
 //   an agent waits on a question (the needs-you icon in the tray), the same
 //   entry opens it answering that agent, whose waiting call gets the answer;
+// - Needs you ▸ <agent>: <question> ▸ an answer: the agent's waiting call
+//   gets it in reply to its question and the question's notification is
+//   withdrawn; ▸ Reply… opens quick add at that question;
+// - pick-ups: ten quick ones by one agent are one notification on screen,
+//   which ends up counting them;
 // - Quit local-mcp, clicked last: the app exits 0 and its item leaves the panel.
 //
 // Run by scripts/test-desktop.sh (Xvfb, private D-Bus session).
@@ -123,9 +128,9 @@ async function queue(base, content) {
 }
 
 /** An agent takes every pending instruction (none left for the tests after). */
-async function takeAll(base) {
+async function takeAll(base, agent = "taker") {
   for (let items = await pending(base); items.length; items = await pending(base)) {
-    const got = await agentCall(base, { agent_id: "taker" });
+    const got = await agentCall(base, { agent_id: agent });
     assert.equal(got.result_type, "instruction", JSON.stringify(got));
   }
 }
@@ -301,21 +306,42 @@ async function flip(label, key, on) {
 }
 
 test("Notify when an instruction is picked up: on, a pick-up is announced; off, it is not", async () => {
-  const take = async (content) => {
+  // Each by an agent of its own: an agent's pick-ups in quick succession are counted in one notification (the next test).
+  const take = async (content, agent) => {
     await queue(base, content);
-    await takeAll(base);
+    await takeAll(base, agent);
   };
   let before = mark();
-  await take("first pick-up");
-  await notified(before, (s) => s === "taker picked up: first pick-up", "the pick-up notification (on by default)", run);
+  await take("first pick-up", "picker-1");
+  await notified(before, (s) => s === "picker-1 picked up: first pick-up", "the pick-up notification (on by default)", run);
   await flip("Notify when an instruction is picked up", "notify_consumed", false);
   before = mark();
-  await take("quiet pick-up");
+  await take("quiet pick-up", "picker-2");
   await sleep(QUIET);
   await flip("Notify when an instruction is picked up", "notify_consumed", true);
-  await take("third pick-up");
-  await notified(before, (s) => s === "taker picked up: third pick-up", "the pick-up notification once on again", run);
+  await take("third pick-up", "picker-3");
+  await notified(before, (s) => s === "picker-3 picked up: third pick-up", "the pick-up notification once on again", run);
   assert.ok(!since(before).some((n) => n.summary.includes("quiet pick-up")), `no notification while off: ${d.describe()}`);
+});
+
+test("ten quick pick-ups by one agent are one notification, which counts them in the end", async () => {
+  for (let i = 1; i <= 10; i++) await queue(base, `burst ${i}`);
+  const before = mark();
+  const started = Date.now();
+  for (let i = 1; i <= 10; i++) {
+    const got = await agentCall(base, { agent_id: "burster" });
+    assert.equal(got.instruction?.content, `burst ${i}`, JSON.stringify(got));
+  }
+  const took = Date.now() - started;
+  // The first at once; the rest counted when its window (10 s) ends, in its place.
+  const count = await notified(before, (s) => s === "burster picked up 10 instructions", "the count of burster's ten pick-ups", run);
+  assert.equal(count.body, "Latest: burst 10. The queue is empty now.");
+  const burster = since(before).filter((n) => n.summary.startsWith("burster picked up"));
+  assert.equal(burster[0].summary, "burster picked up: burst 1", d.describe());
+  // One more notification per 10 s the pick-ups took (a loaded machine's), never one per pick-up.
+  assert.ok(burster.length <= 2 + Math.floor(took / 10000), `${burster.length} notifications for 10 pick-ups in ${took} ms: ${d.describe()}`);
+  for (const n of burster.slice(0, -1)) assert.equal(n.closed?.by, "app", `each earlier one closed for the next: ${d.describe()}`);
+  assert.equal(d.shown.filter((n) => n.summary.startsWith("burster")).length, 1, "one on screen");
 });
 
 test("Notify when an agent reports: on, a report is announced; off, it is not", async () => {
@@ -452,6 +478,39 @@ test("while an agent waits on its question the tray shows it needs you, and Quic
   assert.equal(result.instruction.in_reply_to?.question, "Merge the branch now?", JSON.stringify(result));
   await waitFor(() => !shownWindows().includes(QUICK_ADD), "the quick-add window gone once it answered", run);
   await waitFor(async () => (await trayImage(item)) !== "needs-you", "the needs-you image gone once answered", run);
+});
+
+test("Needs you ▸ an agent's question ▸ an answer answers that agent and withdraws its notification; Reply… opens quick add at it", async () => {
+  const needsYou = (m) => flatten(m).find((e) => e.path.length === 1 && /^Needs you/.test(e.label));
+  assert.equal(needsYou(await item.menu()).enabled, false, "nobody asks yet");
+  const question = "Ship the release now?\nAll checks are green.";
+  const long = "Yes, and tag it, and write the announcement, and tell everyone";
+  const asked = agentCall(base, { agent_id: "menu-asker", report: question, options: ["Ship it", "Wait, for the docs", long] });
+  const entry = "menu-asker: Ship the release now?";
+  const menu = await item.waitForMenu((m) => flatten(m).some((e) => e.label === entry), `"${entry}" under Needs you`, ACT);
+  assert.equal(needsYou(menu).label, "Needs you (1)");
+  const answers = flatten(menu).filter((e) => e.path[1] === entry && e.path.length === 3);
+  // A long answer is no entry (it goes through Reply…); commas are welcome in a menu.
+  assert.deepEqual(answers.map((e) => e.label), ["Ship it", "Wait, for the docs", "Reply…"]);
+  const shown = await d.waitFor((n) => n.summary.startsWith("menu-asker reported") && !n.closed, "the question's notification", ACT);
+  await item.click(answers[1].id);
+  const result = await Promise.race([asked, sleep(ACT).then(() => null)]);
+  assert.ok(result, `menu-asker got no answer within ${ACT} ms of the click${said(run)}`);
+  assert.equal(result.instruction?.content, "Wait, for the docs", JSON.stringify(result));
+  assert.equal(result.instruction.in_reply_to?.question, question, JSON.stringify(result));
+  await waitFor(() => d.get(shown.id)?.closed, "the question's notification withdrawn once answered from the tray", run);
+  await item.waitForMenu((m) => needsYou(m).label === "Needs you" && !needsYou(m).enabled, "Needs you empty again", ACT);
+
+  const asked2 = agentCall(base, { agent_id: "menu-asker", report: "Which branch?", options: ["main"] });
+  const menu2 = await item.waitForMenu((m) => flatten(m).some((e) => e.label === "menu-asker: Which branch?"), "the second question under Needs you", ACT);
+  await item.click(flatten(menu2).find((e) => e.path[1] === "menu-asker: Which branch?" && e.label === "Reply…").id);
+  await quickAddReady(run);
+  typeInto(QUICK_ADD, "release-2\n");
+  const result2 = await Promise.race([asked2, sleep(ACT).then(() => null)]);
+  assert.ok(result2, `menu-asker got no typed answer within ${ACT} ms${said(run)}`);
+  assert.equal(result2.instruction?.content, "release-2", JSON.stringify(result2));
+  assert.equal(result2.instruction.in_reply_to?.question, "Which branch?", JSON.stringify(result2));
+  await waitFor(() => !shownWindows().includes(QUICK_ADD), "the quick-add window gone once it answered", run);
 });
 
 test("after a restart on another port, Connect ▸ a client and Update all bring the outdated entries up to date", async () => {

@@ -78,6 +78,31 @@ impl Remote {
         answer(request).await
     }
 
+    /// The newest report of `agent` in `queue` (the tray reads a question
+    /// it was not told of: one asked before the desktop attached).
+    pub async fn newest_report(&self, queue: &str, agent: &str) -> Result<Option<Report>> {
+        #[derive(serde::Deserialize)]
+        struct Reports {
+            items: Vec<Report>,
+        }
+        let path = format!(
+            "/api/reports?queue={}&agent_id={}&limit=1",
+            super::encode(queue),
+            super::encode(agent)
+        );
+        let response = self
+            .request(reqwest::Method::GET, &path)?
+            .send()
+            .await
+            .and_then(reqwest::Response::error_for_status)
+            .map_err(|e| Error::Unavailable(format!("local-mcp did not list reports: {}", super::target::root_cause(&e))))?;
+        let body: Reports = response
+            .json()
+            .await
+            .map_err(|e| Error::Unavailable(format!("local-mcp sent reports this version cannot read: {e}")))?;
+        Ok(body.items.into_iter().next())
+    }
+
     /// Send the engine's events to `tx` until `shutdown`, reconnecting when
     /// the stream ends. `on_gone(true)` when it stops answering, `(false)` when back.
     pub async fn follow(
