@@ -15,7 +15,7 @@
 use std::collections::HashMap;
 use std::sync::Mutex;
 
-use engine::model::{Instruction, Report};
+use engine::model::{AgentId, Instruction, QueueName, Report};
 use engine::sync::MutexExt;
 use tauri::{AppHandle, Manager};
 use tauri_plugin_notification::{Action, ActionPerformed, ActionType, NotificationExt};
@@ -46,8 +46,8 @@ const ACTION_TYPE: &str = "question";
 /// A question shown as a notification and not answered from it yet.
 struct Asked {
     notification: i32,
-    queue: String,
-    agent: String,
+    queue: QueueName,
+    agent: AgentId,
     /// What each `option:<n>` button sends.
     buttons: Vec<String>,
 }
@@ -125,7 +125,7 @@ pub fn on_action(app: &AppHandle, performed: &ActionPerformed) {
         let Some(asked) = app.state::<Shown>().0.lock_anyway().remove(report) else {
             return;
         };
-        let (handle, answering) = (app.clone(), Some((report.to_owned(), asked.agent)));
+        let (handle, answering) = (app.clone(), Some((report.to_owned(), asked.agent.into_string())));
         let _ = app.run_on_main_thread(move || windows::show_quick_add_for(&handle, answering));
         return;
     };

@@ -3,7 +3,7 @@
 //! server, over its HTTP API (the desktop then runs as its window and tray).
 
 use engine::client::remote::Remote;
-use engine::model::{NewInstruction, Report, Upload};
+use engine::model::{AgentId, NewInstruction, QueueName, Report, Upload};
 use engine::sync::MutexExt;
 use tauri::{AppHandle, Manager};
 
@@ -43,7 +43,7 @@ impl Backend {
     }
 
     /// The newest report of `agent` in `queue`, if it wrote one.
-    pub async fn newest_report(&self, queue: String, agent: String) -> engine::Result<Option<Report>> {
+    pub async fn newest_report(&self, queue: QueueName, agent: AgentId) -> engine::Result<Option<Report>> {
         match self {
             Backend::Local(q) => Ok(q.reports(Some(queue), Some(agent), None, 1).await?.into_iter().next()),
             Backend::Remote(remote) => remote.newest_report(&queue, &agent).await,

@@ -130,14 +130,19 @@ mod tests {
     fn ten_quick_deliveries_are_one_notification_then_one_count() {
         let mut d = Deliveries::default();
         let t0 = Instant::now();
-        let first = d.picked_up("default", "claude", "one", 9, t0).expect("the first is shown at once");
+        let first = d
+            .picked_up("default", "claude", "one", 9, t0)
+            .expect("the first is shown at once");
         assert_eq!(first.title, "claude picked up: one");
         for n in 2..=10u64 {
             let at = t0 + Duration::from_millis(100 * n);
             assert_eq!(d.picked_up("default", "claude", &format!("item {n}"), 10 - n, at), None);
         }
         assert_eq!(d.next_due(), Some(t0 + WINDOW));
-        assert!(d.due(t0 + WINDOW - Duration::from_millis(1)).is_empty(), "not before the window ends");
+        assert!(
+            d.due(t0 + WINDOW - Duration::from_millis(1)).is_empty(),
+            "not before the window ends"
+        );
         let count = d.due(t0 + WINDOW);
         assert_eq!(count.len(), 1);
         assert_eq!(count[0].id, first.id, "it replaces the first");
@@ -146,7 +151,9 @@ mod tests {
         assert_eq!(d.next_due(), None);
         // Quiet for a window: the next one is news again, shown at once.
         let later = t0 + WINDOW * 3;
-        let again = d.picked_up("default", "claude", "eleven", 0, later).expect("shown at once");
+        let again = d
+            .picked_up("default", "claude", "eleven", 0, later)
+            .expect("shown at once");
         assert_eq!(again.title, "claude picked up: eleven");
     }
 

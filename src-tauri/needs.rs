@@ -100,7 +100,9 @@ pub fn show(app: &AppHandle, asking: &[Asking]) {
     let unknown: Vec<Asking> = {
         let mut state = needs.state.lock_anyway();
         state.asking = asking.to_vec();
-        state.known.retain(|report, _| asking.iter().any(|a| &a.report == report));
+        state
+            .known
+            .retain(|report, _| asking.iter().any(|a| &a.report == report));
         let unknown: Vec<Asking> = asking
             .iter()
             .filter(|a| !state.known.contains_key(&a.report) && !state.reading.contains(&a.report))
@@ -185,11 +187,8 @@ fn render_now(app: &AppHandle) {
             tracing::warn!(error = %e, "could not list a question in the tray");
         }
     }
-    let title = match lines.len() {
-        0 => LABEL.to_owned(),
-        n => format!("{LABEL} ({n})"),
-    };
-    let _ = needs.menu.set_text(title);
+    // Its label stays: a submenu's new label does not reach a panel through
+    // libayatana's dbusmenu (the entries and the enabled state do).
     let _ = needs.menu.set_enabled(!lines.is_empty());
 }
 
@@ -205,7 +204,13 @@ fn append_question(
         .enumerate()
         .map(|(i, answer)| MenuItem::with_id(app, format!("{ANSWER}{i}:{report}"), answer, true, None::<&str>))
         .collect::<tauri::Result<Vec<_>>>()?;
-    items.push(MenuItem::with_id(app, format!("{REPLY}{report}"), "Reply…", true, None::<&str>)?);
+    items.push(MenuItem::with_id(
+        app,
+        format!("{REPLY}{report}"),
+        "Reply…",
+        true,
+        None::<&str>,
+    )?);
     let refs: Vec<&dyn IsMenuItem<Wry>> = items.iter().map(|i| i as _).collect();
     menu.append(&Submenu::with_items(app, label, true, &refs)?)
 }
@@ -215,7 +220,11 @@ pub fn on_menu(app: &AppHandle, id: &str) -> bool {
     if let Some(report) = id.strip_prefix(REPLY) {
         let agent = app.try_state::<Needs>().and_then(|needs| {
             let state = needs.state.lock_anyway();
-            state.asking.iter().find(|a| a.report == report).map(|a| a.agent.clone())
+            state
+                .asking
+                .iter()
+                .find(|a| a.report == report)
+                .map(|a| a.agent.to_string())
         });
         if let Some(agent) = agent {
             windows::show_quick_add_for(app, Some((report.to_owned(), agent)));

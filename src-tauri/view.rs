@@ -4,8 +4,8 @@
 
 use std::collections::HashSet;
 
-use engine::model::AgentState;
 use engine::model::StatusSnapshot;
+use engine::model::{AgentId, AgentState, QueueName};
 
 /// The three tray images: a call is waiting, an instruction is being worked
 /// on, or nobody is there.
@@ -86,7 +86,7 @@ pub fn newly_waiting(listening: &mut HashSet<String>, status: &StatusSnapshot) -
         .filter(|a| now.contains(&key(a)) && !listening.contains(&key(a)))
         // Waiting with work queued means a hold or a target elsewhere, not "waiting for you".
         .filter(|a| pending_in(&a.queue) == 0)
-        .map(|a| a.agent_id.clone())
+        .map(|a| a.agent_id.to_string())
         .collect();
     *listening = now;
     started
@@ -130,8 +130,8 @@ pub fn client_note(status: &StatusSnapshot, agent_id: &str) -> String {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Asking {
     pub report: String,
-    pub queue: String,
-    pub agent: String,
+    pub queue: QueueName,
+    pub agent: AgentId,
 }
 
 /// The agents waiting on an unanswered question, as the status lists them.
@@ -153,8 +153,8 @@ fn asking(status: &StatusSnapshot) -> Vec<Asking> {
 /// A "Needs you" entry: "claude: Merge the branch now?" (the queue named
 /// when it is not `default`); "claude asks" until the question is read.
 pub fn needs_you_label(asked: &Asking, question: Option<&str>) -> String {
-    let who = if asked.queue == engine::model::DEFAULT_QUEUE {
-        asked.agent.clone()
+    let who = if asked.queue.is_default() {
+        asked.agent.to_string()
     } else {
         format!("{} in {}", asked.agent, asked.queue)
     };
@@ -225,13 +225,20 @@ pub fn tray_view(status: &StatusSnapshot) -> TrayView {
         Vec::new()
     };
     let asking = asking(status);
-    let answer = asking.first().map(|a| (a.report.clone(), a.agent.clone()));
+    let answer = asking.first().map(|a| (a.report.clone(), a.agent.to_string()));
     let (icon, who) = match asking.as_slice() {
         [] => (icon, who),
-        [a] => (TrayIcon::NeedsYou, format!("Needs you · {} (quick add answers it)", a.agent)),
+        [a] => (
+            TrayIcon::NeedsYou,
+            format!("Needs you · {} (quick add answers it)", a.agent),
+        ),
         [a, rest @ ..] => (
             TrayIcon::NeedsYou,
-            format!("Needs you · {} and {} more (quick add answers {0})", a.agent, rest.len()),
+            format!(
+                "Needs you · {} and {} more (quick add answers {0})",
+                a.agent,
+                rest.len()
+            ),
         ),
     };
     // A database that cannot be written outranks everything: nothing new can
@@ -471,6 +478,14 @@ mod clipboard_tests {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn q(name: &str) -> QueueName {
+        QueueName::new(name).unwrap()
+    }
+
+    fn id(agent: &str) -> AgentId {
+        AgentId::new(agent).unwrap().unwrap()
+    }
     use engine::model::{AgentSummary, ServerSummary};
     use engine::model::{QueueCounts, Settings};
 
@@ -493,7 +508,7 @@ mod tests {
             agent: AgentSummary {
                 connected: state != AgentState::Offline,
                 state,
-                agent_id: agent.map(Into::into),
+                agent_id: agent.map(id),
                 last_seen_at: None,
                 last_fetch_at: None,
                 waiting: state == AgentState::Listening,
@@ -512,7 +527,7 @@ mod tests {
 
     fn queue(name: &str, pending: u64, held: bool) -> engine::model::QueueInfo {
         engine::model::QueueInfo {
-            name: name.into(),
+            name: q(name),
             held,
             archived: false,
             created_at: "t".into(),
@@ -531,7 +546,7 @@ mod tests {
         s.agent = AgentSummary {
             connected: true,
             state: Listening,
-            agent_id: Some("claude-myrepo".into()),
+            agent_id: Some(id("claude-myrepo")),
             last_seen_at: None,
             last_fetch_at: None,
             waiting: true,
@@ -645,9 +660,9 @@ mod tests {
         let mut s = status(None, AgentState::Offline, pending);
         s.agents = agents
             .iter()
-            .map(|(id, state)| engine::model::AgentStatus {
-                agent_id: (*id).into(),
-                queue: "default".into(),
+            .map(|(id_, state)| engine::model::AgentStatus {
+                agent_id: id(id_),
+                queue: q("default"),
                 stop_requested: false,
                 asking: None,
                 state: *state,
@@ -680,7 +695,7 @@ mod tests {
         assert!(newly_waiting(&mut seen, &busy).is_empty());
         // Work queued in another queue does not count: that agent waits for the person.
         let mut elsewhere = with_agents(2, &[("d", Listening)]);
-        elsewhere.agents[0].queue = "proj".into();
+        elsewhere.agents[0].queue = q("proj");
         let mut fresh = HashSet::new();
         assert_eq!(newly_waiting(&mut fresh, &elsewhere), ["d"]);
         assert_eq!(
@@ -750,14 +765,22 @@ mod tests {
                 "{key}: the page says otherwise: {words}"
             );
             let v = tray_view(&status(Some("a"), state, 0));
-            assert!(v.tooltip.starts_with(&format!("local-mcp — {} · a", state_word(state))), "{}", v.tooltip);
+            assert!(
+                v.tooltip.starts_with(&format!("local-mcp — {} · a", state_word(state))),
+                "{}",
+                v.tooltip
+            );
         }
         assert!(page.contains("\"Stopping\""), "the page says Stopping too");
         let mut s = with_agents(0, &[("a", Working)]);
         s.agents[0].stop_requested = true;
-        s.agent.agent_id = Some("a".into());
+        s.agent.agent_id = Some(id("a"));
         s.agent.state = Working;
-        assert!(tray_view(&s).tooltip.starts_with("local-mcp — Stopping · a"), "{}", tray_view(&s).tooltip);
+        assert!(
+            tray_view(&s).tooltip.starts_with("local-mcp — Stopping · a"),
+            "{}",
+            tray_view(&s).tooltip
+        );
     }
 
     #[test]
@@ -766,13 +789,16 @@ mod tests {
         let mut s = with_agents(0, &[("a", NeedsYou), ("b", Listening), ("c", Working)]);
         s.agents[0].asking = Some("r1".into());
         s.agents[1].asking = Some("r2".into());
-        s.agents[1].queue = "web".into();
+        s.agents[1].queue = q("web");
         s.agents[2].asking = Some("r3".into());
         let v = tray_view(&s);
         let reports: Vec<&str> = v.asking.iter().map(|a| a.report.as_str()).collect();
         assert_eq!(reports, ["r1", "r2"], "c works: its question was answered");
         assert!(v.tooltip.contains("Needs you · a and 1 more"), "{}", v.tooltip);
-        assert_eq!(needs_you_label(&v.asking[0], Some("\nMerge now?\nIt is green.")), "a: Merge now?");
+        assert_eq!(
+            needs_you_label(&v.asking[0], Some("\nMerge now?\nIt is green.")),
+            "a: Merge now?"
+        );
         assert_eq!(needs_you_label(&v.asking[1], None), "b in web asks");
     }
 

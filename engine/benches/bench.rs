@@ -127,10 +127,10 @@ fn prefill(db: &Path, n: usize) {
             |d| {
                 for i in 0..n {
                     d.insert_instruction(&engine::model::Instruction {
-                        id: format!("bench-{i}"),
+                        id: engine::model::InstructionId::new(&format!("bench-{i}")).unwrap(),
                         ..engine::model::Instruction::new_pending(
                             format!("benchmark instruction {i}"),
-                            "default".into(),
+                            engine::model::QueueName::default_queue(),
                             None,
                             i as i64 + 1,
                             engine::time::now(),
@@ -177,12 +177,17 @@ fn prefill_history(db: &Path, n: usize) {
                         WORDS[(i / 16) % 16],
                         WORDS[(i / 256) % 16]
                     );
-                    let mut item =
-                        engine::model::Instruction::new_pending(text, "default".into(), None, i as i64 + 1, at.clone());
-                    item.id = format!("hist-{i}");
+                    let mut item = engine::model::Instruction::new_pending(
+                        text,
+                        engine::model::QueueName::default_queue(),
+                        None,
+                        i as i64 + 1,
+                        at.clone(),
+                    );
+                    item.id = engine::model::InstructionId::new(&format!("hist-{i}")).unwrap();
                     item.status = engine::model::InstructionStatus::Consumed;
                     item.consumed_at = Some(at.clone());
-                    item.consumed_by_agent_id = Some(format!("agent-{}", i % 4));
+                    item.consumed_by_agent_id = engine::model::AgentId::new(&format!("agent-{}", i % 4)).unwrap();
                     d.insert_instruction(&item)?;
                     let report = format!(
                         "Done: changed {} files; all {} tests pass (run {i})",
@@ -191,8 +196,10 @@ fn prefill_history(db: &Path, n: usize) {
                     );
                     d.insert_report(&engine::model::Report {
                         id: format!("rep-{i}"),
-                        queue: "default".into(),
-                        agent_id: format!("agent-{}", i % 4),
+                        queue: engine::model::QueueName::default_queue(),
+                        agent_id: engine::model::AgentId::new(&format!("agent-{}", i % 4))
+                            .unwrap()
+                            .unwrap(),
                         instruction_id: Some(item.id.clone()),
                         html: format!("<p>{report}</p>"),
                         content: report,

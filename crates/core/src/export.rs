@@ -77,7 +77,7 @@ pub struct Export {
     pub version: u32,
     pub exported_at: String,
     /// The queue exported, or `null` for all.
-    pub queue: Option<String>,
+    pub queue: Option<crate::model::QueueName>,
     /// Delivered instructions before this time were left out.
     pub since: Option<String>,
     /// Pending ones in delivery order, then delivered ones newest first, each with its report.
@@ -151,10 +151,41 @@ pub struct ImportSummary {
 /// by the import before anything is written.
 #[derive(Debug, Deserialize)]
 pub struct Incoming {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "instructions")]
     pub instructions: Vec<Instruction>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "reports")]
     pub reports: Vec<Report>,
+}
+
+fn instructions<'de, D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Vec<Instruction>, D::Error> {
+    d.deserialize_seq(Numbered("instruction", std::marker::PhantomData))
+}
+
+fn reports<'de, D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Vec<Report>, D::Error> {
+    d.deserialize_seq(Numbered("report", std::marker::PhantomData))
+}
+
+/// A list read item by item, so that an item breaking a rule (a queue
+/// name, an agent id) is named by its place: "instruction 3: queue name …".
+struct Numbered<T>(&'static str, std::marker::PhantomData<T>);
+
+impl<'de, T: Deserialize<'de>> serde::de::Visitor<'de> for Numbered<T> {
+    type Value = Vec<T>;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "a list of {}s", self.0)
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> std::result::Result<Vec<T>, A::Error> {
+        let mut items = Vec::new();
+        loop {
+            match seq.next_element::<T>() {
+                Ok(Some(item)) => items.push(item),
+                Ok(None) => return Ok(items),
+                Err(e) => return Err(serde::de::Error::custom(format!("{} {}: {e}", self.0, items.len() + 1))),
+            }
+        }
+    }
 }
 
 /// A file opened for import: its export, and where a bundle keeps each

@@ -80,7 +80,7 @@ pub struct QueueChange {
     #[serde(flatten)]
     pub queue: QueueRecord,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub renamed_from: Option<String>,
+    pub renamed_from: Option<crate::model::QueueName>,
 }
 
 /// An event as the log gives it back for a replay: its id, its kind, and

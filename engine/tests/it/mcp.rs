@@ -140,10 +140,10 @@ async fn agents_share_exactly_once(AGENTS: usize, PREFILLED: usize, LIVE: usize)
                 |db| {
                     for n in 0..PREFILLED {
                         db.insert_instruction(&engine::model::Instruction {
-                            id: format!("pre-{n}"),
+                            id: engine::model::InstructionId::new(&format!("pre-{n}")).unwrap(),
                             ..engine::model::Instruction::new_pending(
                                 format!("prefilled {n}"),
-                                "default".into(),
+                                engine::model::QueueName::default_queue(),
                                 None,
                                 n as i64 + 1,
                                 engine::time::now(),

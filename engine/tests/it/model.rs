@@ -9,7 +9,10 @@
 
 use std::collections::{HashMap, HashSet};
 
-use engine::model::{InstructionPatch, Listing, MoveTo, NewInstruction, RequeuePlace, ResultType, Settings};
+use engine::model::{
+    AgentId, InstructionId, InstructionPatch, Listing, MoveTo, NewInstruction, QueueName, RequeuePlace, ResultType,
+    Settings,
+};
 use engine::Error;
 use engine::{Queue, ServerFacts, Store};
 use proptest::prelude::*;
@@ -72,7 +75,7 @@ fn op() -> impl Strategy<Value = Op> {
 
 #[derive(Debug, Clone, PartialEq)]
 struct Item {
-    id: String,
+    id: InstructionId,
     content: String,
     queue: String,
     target: Option<String>,
@@ -111,6 +114,15 @@ impl Model {
     }
 }
 
+/// The model keeps names as text; the queue takes them checked.
+fn qn(name: &str) -> QueueName {
+    QueueName::new(name).unwrap()
+}
+
+fn aid(agent: &str) -> AgentId {
+    AgentId::new(agent).unwrap().unwrap()
+}
+
 fn pick<T>(v: &[T], i: usize) -> Option<&T> {
     (!v.is_empty()).then(|| &v[i % v.len()])
 }
@@ -143,7 +155,7 @@ async fn run(ops: Vec<Op>) {
             Op::Add(t, qi, a) => {
                 let new = NewInstruction {
                     content: t.clone(),
-                    queue: Some(QUEUES[qi].to_owned()),
+                    queue: Some(qn(QUEUES[qi])),
                     target: a.map(|a| AGENTS[a].to_owned()),
                 };
                 let item = q.add(new).await.unwrap();
@@ -170,14 +182,14 @@ async fn run(ops: Vec<Op>) {
                         ..InstructionPatch::default()
                     };
                     let got = q.edit(it.id.clone(), patch).await.unwrap();
-                    assert_eq!(got.target, target);
+                    assert_eq!(got.target.map(AgentId::into_string), target);
                     m.pending.iter_mut().find(|p| p.id == it.id).unwrap().target = target;
                 }
             }
             Op::MoveQueue(i, qi) => {
                 if let Some(it) = pick(&m.pending, i).cloned() {
                     let patch = InstructionPatch {
-                        queue: Some(QUEUES[qi].to_owned()),
+                        queue: Some(qn(QUEUES[qi])),
                         ..InstructionPatch::default()
                     };
                     q.edit(it.id.clone(), patch).await.unwrap();
@@ -197,7 +209,7 @@ async fn run(ops: Vec<Op>) {
                     let r = q.edit(it.id.clone(), InstructionPatch::content("x")).await;
                     assert!(matches!(r, Err(Error::Conflict(_))));
                     let readdress = InstructionPatch {
-                        queue: Some("b".into()),
+                        queue: Some(qn("b")),
                         ..InstructionPatch::default()
                     };
                     assert!(matches!(q.edit(it.id, readdress).await, Err(Error::Conflict(_))));
@@ -258,8 +270,8 @@ async fn run(ops: Vec<Op>) {
                     let place = if front { RequeuePlace::Front } else { RequeuePlace::Back };
                     let item = q.requeue(it.id.clone(), place).await.unwrap();
                     assert_eq!(
-                        (&item.content, &item.queue, &item.target),
-                        (&it.content, &it.queue, &it.target)
+                        (&item.content, item.queue.as_str(), item.target.as_deref()),
+                        (&it.content, it.queue.as_str(), it.target.as_deref())
                     );
                     let copy = Item { id: item.id, ..it };
                     if front {
@@ -271,11 +283,17 @@ async fn run(ops: Vec<Op>) {
             }
             Op::Hold(qi, held) => {
                 let name = qi.map(|i| QUEUES[i]);
-                match q.set_held(name, held).await {
+                match q.set_held(name.map(qn).as_ref(), held).await {
                     Ok(_) => {
                         let names: Vec<String> = match name {
                             Some(n) => vec![n.to_owned()],
-                            None => q.queues(true).await.unwrap().into_iter().map(|i| i.name).collect(),
+                            None => q
+                                .queues(true)
+                                .await
+                                .unwrap()
+                                .into_iter()
+                                .map(|i| i.name.into_string())
+                                .collect(),
                         };
                         for n in names {
                             if held {
@@ -297,7 +315,7 @@ async fn run(ops: Vec<Op>) {
             }
             Op::Stop(qi, ai) => {
                 let key = (QUEUES[qi].to_owned(), AGENTS[ai].to_owned());
-                match q.stop_agent(&key.0, &key.1).await {
+                match q.stop_agent(&qn(&key.0), &aid(&key.1)).await {
                     Ok(()) => {
                         assert!(m.seen.contains(&key), "only a seen agent can be stopped");
                         m.stops.insert(key);
@@ -322,10 +340,11 @@ async fn run(ops: Vec<Op>) {
                         m.reports.push((key.0.clone(), key.1.clone(), content.clone(), free));
                     }
                 }
+                let (queue_name, agent_id) = (qn(queue), aid(agent));
                 let (r, _) = q
                     .get_user_request(
-                        Some(queue),
-                        Some(agent),
+                        Some(&queue_name),
+                        Some(&agent_id),
                         engine::model::Caller::default(),
                         report.map(|c| (c, Vec::new())),
                         CancellationToken::new(),
@@ -349,8 +368,8 @@ async fn run(ops: Vec<Op>) {
                         Some(want) => {
                             let got = r.instruction.expect("an instruction while the model has one");
                             assert_eq!(
-                                (&got.id, &got.content, &got.target),
-                                (&want.id, &want.content, &want.target)
+                                (got.id.as_str(), &got.content, &got.target),
+                                (want.id.as_str(), &want.content, &want.target)
                             );
                             let item = m.remove(&want.id);
                             m.consumed.push(item);
@@ -363,14 +382,14 @@ async fn run(ops: Vec<Op>) {
         }
         // After every step: same rail in every queue, same ledger.
         for queue in QUEUES {
-            let rail = q.list(Listing::pending().in_queue(queue)).await.unwrap();
+            let rail = q.list(Listing::pending().in_queue(&qn(queue))).await.unwrap();
             let got: Vec<Item> = rail
                 .into_iter()
                 .map(|i| Item {
                     id: i.id,
                     content: i.content,
-                    queue: i.queue,
-                    target: i.target,
+                    queue: i.queue.into_string(),
+                    target: i.target.map(AgentId::into_string),
                 })
                 .collect();
             assert_eq!(got, m.rail(queue), "queue {queue} differs from the model after {op:?}");
@@ -413,7 +432,14 @@ async fn run(ops: Vec<Op>) {
             .await
             .unwrap()
             .into_iter()
-            .map(|r| (r.queue, r.agent_id, r.content, r.instruction_id))
+            .map(|r| {
+                (
+                    r.queue.into_string(),
+                    r.agent_id.into_string(),
+                    r.content,
+                    r.instruction_id.map(|i| i.into_string()),
+                )
+            })
             .collect();
         let mut want = m.reports.clone();
         stored.sort();

@@ -102,7 +102,7 @@ pub async fn run(source: Source, queue: Option<String>) -> Result<()> {
 struct Bridge {
     source: Source,
     /// The queue this bridge's agent takes from: it picks the endpoint URL.
-    queue: String,
+    queue: crate::model::QueueName,
     http: reqwest::Client,
     out: mpsc::UnboundedSender<String>,
     state: Mutex<State>,

@@ -17,7 +17,7 @@ pub async fn reports(
 ) -> Result<(), Failure> {
     let mut query = format!("limit={}", count.min(500));
     if let Some(q) = queue {
-        query.push_str(&format!("&queue={}", crate::model::queue_name(&q)?));
+        query.push_str(&format!("&queue={}", crate::model::QueueName::new(&q)?));
     }
     if let Some(a) = agent {
         query.push_str(&format!("&agent_id={}", encode(&a)));
@@ -114,7 +114,7 @@ pub async fn reply(client: &Client, agent: String, queue: Option<String>, words:
     // `reports --agent` finds it (the hints `status` and `reports` print
     // name no queue).
     let scope = match &queue {
-        Some(q) => format!("queue={}&", crate::model::queue_name(q)?),
+        Some(q) => format!("queue={}&", crate::model::QueueName::new(q)?),
         None => String::new(),
     };
     let latest = client

@@ -90,7 +90,7 @@ pub async fn status(
     raw: bool,
     others: &[crate::connection_info::ConnectionInfo],
 ) -> Result<(), Failure> {
-    let only = only.map(crate::model::queue_name).transpose()?;
+    let only = only.map(crate::model::QueueName::new).transpose()?;
     let mut s: StatusSnapshot = client.status().await?;
     if let Some(q) = &only {
         s.queues.retain(|x| &x.name == q);
@@ -232,7 +232,7 @@ fn instruction_line(item: &Instruction) -> String {
 /// `list`: pending instructions by queue (numbered in delivery order within
 /// each), with their files, and which queues are held.
 pub async fn list(client: &Client, queue: Option<&str>, all: bool, raw: bool) -> Result<(), Failure> {
-    let only = queue.map(crate::model::queue_name).transpose()?;
+    let only = queue.map(crate::model::QueueName::new).transpose()?;
     let scope = only.as_deref().map(|q| format!("&queue={q}")).unwrap_or_default();
     let mut items = client.instructions(&format!("status=pending{scope}")).await?;
     if all {
@@ -297,7 +297,7 @@ pub async fn list(client: &Client, queue: Option<&str>, all: bool, raw: bool) ->
 pub async fn search(client: &Client, words: &[String], queue: Option<&str>, raw: bool) -> Result<(), Failure> {
     let typed = words.join(" ");
     let scope = queue
-        .map(crate::model::queue_name)
+        .map(crate::model::QueueName::new)
         .transpose()?
         .map(|q| format!("&queue={q}"))
         .unwrap_or_default();

@@ -95,7 +95,12 @@ impl Remote {
             .send()
             .await
             .and_then(reqwest::Response::error_for_status)
-            .map_err(|e| Error::Unavailable(format!("local-mcp did not list reports: {}", super::target::root_cause(&e))))?;
+            .map_err(|e| {
+                Error::Unavailable(format!(
+                    "local-mcp did not list reports: {}",
+                    super::target::root_cause(&e)
+                ))
+            })?;
         let body: Reports = response
             .json()
             .await

@@ -472,7 +472,7 @@ pub(super) fn queue_of(entry: &Value) -> String {
             return model::queue_from_path(&path)
                 .ok()
                 .flatten()
-                .unwrap_or_else(|| DEFAULT_QUEUE.into());
+                .map_or_else(|| DEFAULT_QUEUE.into(), model::QueueName::into_string);
         }
     }
     if let Some(args) = entry["args"].as_array() {

@@ -24,13 +24,13 @@ pub use clients::{
     CLIENT_SESSION_HEADER, CLIENT_SESSION_VARIABLES,
 };
 pub use names::{
-    breaks_a_rule, AgentId, Content, QueueName, MAX_AGENT_ID_CHARS, MAX_INSTRUCTION_BYTES, MAX_QUEUE_NAME_CHARS,
-    QUEUE_NAME_PATTERN,
+    breaks_a_rule, AgentId, Content, InstructionId, QueueName, MAX_AGENT_ID_CHARS, MAX_INSTRUCTION_BYTES,
+    MAX_QUEUE_NAME_CHARS, QUEUE_NAME_PATTERN,
 };
 pub use programs::{McpClient, Program, CALLERS_ONLY};
 pub use queues::{
-    mcp_path, queue_from_path, queue_name, queue_or_default, InstructionPatch, NewInstruction, QueueInfo, QueuePatch,
-    QueueRecord, DEFAULT_QUEUE, MCP_PATH,
+    mcp_path, queue_from_path, queue_or_default, InstructionPatch, NewInstruction, QueueInfo, QueuePatch, QueueRecord,
+    DEFAULT_QUEUE, MCP_PATH,
 };
 pub use reports::{report_args, Report, MAX_OPTIONS, MAX_OPTION_CHARS, MAX_REPORT_BYTES};
 pub use settings::{field, Field, FromEnvironment, Kind, Settings, SettingsPatch, FIELDS};
@@ -114,18 +114,18 @@ impl InstructionStatus {
 /// One thing the person asked for, as stored and as served by the HTTP API.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct Instruction {
-    pub id: String,
+    pub id: InstructionId,
     pub content: String,
     pub status: InstructionStatus,
     pub created_at: String,
     pub updated_at: String,
     pub consumed_at: Option<String>,
-    pub consumed_by_agent_id: Option<String>,
+    pub consumed_by_agent_id: Option<AgentId>,
     pub position: i64,
     /// The queue it lives in.
-    pub queue: String,
+    pub queue: QueueName,
     /// The one agent it is for; `null`: anyone in its queue.
-    pub target: Option<String>,
+    pub target: Option<AgentId>,
     /// Once consumed: what became of the delivery.
     #[serde(default)]
     pub delivery: Option<Delivery>,
@@ -148,13 +148,13 @@ impl Instruction {
     /// A new pending instruction with a fresh id, created and updated `now`.
     pub fn new_pending(
         content: String,
-        queue: String,
-        target: Option<String>,
+        queue: QueueName,
+        target: Option<AgentId>,
         position: i64,
         now: String,
     ) -> Instruction {
         Instruction {
-            id: uuid::Uuid::new_v4().to_string(),
+            id: InstructionId::fresh(),
             content,
             status: InstructionStatus::Pending,
             created_at: now.clone(),
@@ -175,8 +175,8 @@ impl Instruction {
 
 /// Trim an agent id and refuse one too long or with control characters;
 /// blank is `None`. Agent ids and targets follow the same rule.
-pub fn agent_id(raw: Option<&str>) -> crate::Result<Option<String>> {
-    Ok(raw.map(AgentId::new).transpose()?.flatten().map(AgentId::into_string))
+pub fn agent_id(raw: Option<&str>) -> crate::Result<Option<AgentId>> {
+    Ok(raw.map(AgentId::new).transpose()?.flatten())
 }
 
 /// What a `get_user_request` call ended with.
@@ -277,8 +277,8 @@ pub enum AgentState {
 /// One agent's recorded activity in one queue (the `agent_activity` table).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AgentActivity {
-    pub queue: String,
-    pub agent_id: String,
+    pub queue: QueueName,
+    pub agent_id: AgentId,
     pub last_seen_at: String,
     pub last_fetch_at: Option<String>,
     pub last_result_type: Option<ResultType>,
@@ -301,16 +301,16 @@ pub struct AgentActivity {
 /// An agent by its queue and id.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct AgentRef {
-    pub queue: String,
-    pub agent_id: String,
+    pub queue: QueueName,
+    pub agent_id: AgentId,
 }
 
 /// An agent as the status API reports it: activity plus inferred state.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct AgentStatus {
-    pub agent_id: String,
+    pub agent_id: AgentId,
     /// The queue it takes from: one agent id in two queues is two agents.
-    pub queue: String,
+    pub queue: QueueName,
     pub state: AgentState,
     pub connected: bool,
     pub waiting: bool,
@@ -370,8 +370,8 @@ pub struct Listing {
     pub status: StatusFilter,
     pub limit: Option<u32>,
     pub offset: u32,
-    pub queue: Option<String>,
-    pub target: Option<String>,
+    pub queue: Option<QueueName>,
+    pub target: Option<AgentId>,
     pub history: HistoryFilter,
 }
 
@@ -446,9 +446,9 @@ impl Listing {
         }
     }
 
-    pub fn in_queue(self, queue: impl Into<String>) -> Self {
+    pub fn in_queue(self, queue: &QueueName) -> Self {
         Listing {
-            queue: Some(queue.into()),
+            queue: Some(queue.clone()),
             ..self
         }
     }
@@ -469,8 +469,8 @@ pub enum RequeuePlace {
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct MoveTo {
-    pub before_id: Option<String>,
-    pub after_id: Option<String>,
+    pub before_id: Option<InstructionId>,
+    pub after_id: Option<InstructionId>,
     #[serde(default)]
     pub to: Option<RequeuePlace>,
 }

@@ -26,7 +26,7 @@ pub const QUEUE_NAME_PATTERN: &str = "^[A-Za-z0-9._-]*[A-Za-z0-9_-][A-Za-z0-9._-
 
 /// How the messages of these rules begin: the API answers a body or query
 /// that breaks one with 400 and the message, as it does a handler's check.
-const RULES: &[&str] = &["queue name ", "agent id ", "instruction content "];
+const RULES: &[&str] = &["queue name ", "agent id ", "instruction content ", "instruction id "];
 
 /// Whether a deserializer's message is one of these rules' (the extractors
 /// answer those with 400, not as a body of the wrong shape).
@@ -55,6 +55,15 @@ impl QueueName {
         Ok(QueueName(name))
     }
 
+    /// `default`, the queue of every agent and instruction not told otherwise.
+    pub fn default_queue() -> QueueName {
+        QueueName(super::DEFAULT_QUEUE.to_owned())
+    }
+
+    pub fn is_default(&self) -> bool {
+        self.0 == super::DEFAULT_QUEUE
+    }
+
     pub fn as_str(&self) -> &str {
         &self.0
     }
@@ -66,7 +75,7 @@ impl QueueName {
 
 /// An agent's id: at most 128 characters, none of them a control character;
 /// surrounding blanks are dropped. Blank means "no agent" (`None`).
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(try_from = "String", into = "String")]
 pub struct AgentId(String);
 
@@ -84,6 +93,42 @@ impl AgentId {
             )));
         }
         Ok(Some(AgentId(id.to_owned())))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    pub fn into_string(self) -> String {
+        self.0
+    }
+}
+
+/// An instruction's id: what the store made it (a UUID), or what an
+/// import kept. Not blank, at most 128 bytes, no control characters. No
+/// rule on its characters beyond that: a row an older version or a hostile
+/// file left must still be listed and deletable, so what builds a path
+/// from an id checks it there (the import renews an odd one; the
+/// attachments folder refuses one that leaves it).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct InstructionId(String);
+
+impl InstructionId {
+    /// A fresh id.
+    pub fn fresh() -> InstructionId {
+        InstructionId(uuid::Uuid::new_v4().to_string())
+    }
+
+    pub fn new(raw: &str) -> Result<InstructionId> {
+        let ok = (1..=MAX_AGENT_ID_CHARS).contains(&raw.len()) && !raw.chars().any(char::is_control);
+        if !ok {
+            return Err(Error::Invalid(format!(
+                "instruction id {:?} is not valid: 1–{MAX_AGENT_ID_CHARS} bytes, no control characters",
+                raw.chars().take(40).collect::<String>()
+            )));
+        }
+        Ok(InstructionId(raw.to_owned()))
     }
 
     pub fn as_str(&self) -> &str {
@@ -168,6 +213,36 @@ macro_rules! text_type {
             }
         }
 
+        impl PartialEq<&str> for $ty {
+            fn eq(&self, other: &&str) -> bool {
+                self.0 == *other
+            }
+        }
+
+        impl PartialEq<String> for $ty {
+            fn eq(&self, other: &String) -> bool {
+                &self.0 == other
+            }
+        }
+
+        impl PartialEq<$ty> for str {
+            fn eq(&self, other: &$ty) -> bool {
+                self == other.0
+            }
+        }
+
+        impl PartialEq<$ty> for String {
+            fn eq(&self, other: &$ty) -> bool {
+                *self == other.0
+            }
+        }
+
+        impl std::borrow::Borrow<str> for $ty {
+            fn borrow(&self) -> &str {
+                &self.0
+            }
+        }
+
         impl utoipa::PartialSchema for $ty {
             fn schema() -> RefOr<Schema> {
                 #[allow(clippy::redundant_closure_call)]
@@ -192,6 +267,14 @@ text_type!(
     |b: ObjectBuilder| b
         .max_length(Some(MAX_AGENT_ID_CHARS))
         .description(Some("An agent id: at most 128 characters, no control characters"))
+);
+text_type!(
+    InstructionId,
+    |raw: String| InstructionId::new(&raw),
+    |b: ObjectBuilder| b
+        .min_length(Some(1))
+        .max_length(Some(MAX_AGENT_ID_CHARS))
+        .description(Some("An instruction's id"))
 );
 text_type!(Content, Content::new, |b: ObjectBuilder| b
     .min_length(Some(1))

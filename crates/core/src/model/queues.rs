@@ -5,22 +5,17 @@
 use serde::{Deserialize, Deserializer, Serialize};
 use utoipa::ToSchema;
 
-use super::names::QueueName;
+use super::names::{AgentId, QueueName};
 use crate::Result;
 
 /// The queue every agent and instruction belongs to unless told otherwise.
 pub const DEFAULT_QUEUE: &str = "default";
 
-/// Lower-case `raw` and check it is a queue name (see [`QueueName`]).
-pub fn queue_name(raw: &str) -> Result<String> {
-    QueueName::new(raw).map(QueueName::into_string)
-}
-
 /// The queue `raw` names, or `default` when none is given.
-pub fn queue_or_default(raw: Option<&str>) -> Result<String> {
+pub fn queue_or_default(raw: Option<&str>) -> Result<QueueName> {
     match raw.map(str::trim).filter(|s| !s.is_empty()) {
-        Some(name) => queue_name(name),
-        None => Ok(DEFAULT_QUEUE.to_owned()),
+        Some(name) => QueueName::new(name),
+        None => Ok(QueueName::default_queue()),
     }
 }
 
@@ -40,10 +35,10 @@ pub fn mcp_path(queue: &str) -> String {
 
 /// The queue an MCP endpoint path names: `Some` for `/mcp/q/<name>`, `None`
 /// for plain `/mcp`; an invalid name is an error naming the rule.
-pub fn queue_from_path(path: &str) -> Result<Option<String>> {
+pub fn queue_from_path(path: &str) -> Result<Option<QueueName>> {
     let rest = path.strip_prefix(MCP_PATH).unwrap_or(path);
     match rest.trim_end_matches('/').strip_prefix("/q/") {
-        Some(name) => queue_name(name).map(Some),
+        Some(name) => QueueName::new(name).map(Some),
         None => Ok(None),
     }
 }
@@ -51,7 +46,7 @@ pub fn queue_from_path(path: &str) -> Result<Option<String>> {
 /// A queue as stored: its name and the person's switches on it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct QueueRecord {
-    pub name: String,
+    pub name: QueueName,
     /// Held: calls wait as usual but nothing is delivered until release.
     pub held: bool,
     /// Archived: hidden from the switcher; an agent connecting to it brings it back.
@@ -65,7 +60,7 @@ pub struct QueueRecord {
 /// A queue as the page and `/api/queues` show it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct QueueInfo {
-    pub name: String,
+    pub name: QueueName,
     pub held: bool,
     pub archived: bool,
     pub created_at: String,
@@ -78,7 +73,7 @@ pub struct QueueInfo {
     #[serde(default)]
     pub held_count: u64,
     /// Agents with a `get_user_request` call waiting in this queue now.
-    pub waiting_agents: Vec<String>,
+    pub waiting_agents: Vec<AgentId>,
 }
 
 /// A new instruction: its text, and where and to whom it goes.
@@ -90,8 +85,7 @@ pub struct NewInstruction {
     pub content: String,
     /// The queue (default `default`); created if it does not exist yet.
     #[serde(default)]
-    #[schema(value_type = Option<QueueName>)]
-    pub queue: Option<String>,
+    pub queue: Option<QueueName>,
     /// One agent id this instruction is for (at most 128 characters, no
     /// control characters); absent, null or blank: anyone in the queue.
     #[serde(default)]
@@ -125,8 +119,7 @@ pub struct InstructionPatch {
     pub content: Option<String>,
     /// Move it to this queue (at the back of it).
     #[serde(default)]
-    #[schema(value_type = Option<QueueName>)]
-    pub queue: Option<String>,
+    pub queue: Option<QueueName>,
     /// Readdress it: an agent id (as for a new instruction), or null for anyone in the queue.
     #[serde(default, deserialize_with = "present")]
     #[schema(value_type = Option<String>, max_length = 128, pattern = "^[^\\u0000-\\u001f\\u007f-\\u009f]*$")]
@@ -152,8 +145,7 @@ fn present<'de, D: Deserializer<'de>>(d: D) -> std::result::Result<Option<Option
 #[serde(deny_unknown_fields)]
 pub struct QueuePatch {
     #[serde(default)]
-    #[schema(value_type = Option<QueueName>)]
-    pub name: Option<String>,
+    pub name: Option<QueueName>,
     #[serde(default)]
     pub archived: Option<bool>,
     #[serde(default)]
@@ -171,10 +163,10 @@ mod tests {
 
     #[test]
     fn names_are_lower_cased_and_restricted() {
-        assert_eq!(queue_name("Repo-A.v2_x").unwrap(), "repo-a.v2_x");
-        assert_eq!(queue_name(&"a".repeat(64)).unwrap().len(), 64);
+        assert_eq!(QueueName::new("Repo-A.v2_x").unwrap(), "repo-a.v2_x");
+        assert_eq!(QueueName::new(&"a".repeat(64)).unwrap().len(), 64);
         for bad in ["", "a b", "a/b", "é", "..", ".", "a?", &"a".repeat(65), "a\0"] {
-            assert!(matches!(queue_name(bad), Err(Error::Invalid(_))), "{bad:?}");
+            assert!(matches!(QueueName::new(bad), Err(Error::Invalid(_))), "{bad:?}");
         }
         assert_eq!(queue_or_default(None).unwrap(), "default");
         assert_eq!(queue_or_default(Some("  ")).unwrap(), "default");

@@ -5,6 +5,7 @@
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
+use super::names::{AgentId, InstructionId, QueueName};
 use crate::{Error, Result};
 
 /// The largest report, in bytes of UTF-8: the same bound as an instruction.
@@ -18,10 +19,10 @@ pub const MAX_OPTION_CHARS: usize = 200;
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct Report {
     pub id: String,
-    pub queue: String,
-    pub agent_id: String,
+    pub queue: QueueName,
+    pub agent_id: AgentId,
     /// The instruction it reports on; `null` for one that stands alone.
-    pub instruction_id: Option<String>,
+    pub instruction_id: Option<InstructionId>,
     /// The agent's Markdown, as sent.
     pub content: String,
     /// Suggested answers the person can pick with one click.

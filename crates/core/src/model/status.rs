@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use super::{AgentState, AgentStatus, QueueCounts, QueueInfo, Settings};
+use super::{AgentId, AgentState, AgentStatus, QueueCounts, QueueInfo, Settings};
 
 /// Whether the server is serving or on its way out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
@@ -78,7 +78,7 @@ pub struct RecoveryNotice {
 pub struct AgentSummary {
     pub connected: bool,
     pub state: AgentState,
-    pub agent_id: Option<String>,
+    pub agent_id: Option<AgentId>,
     pub last_seen_at: Option<String>,
     pub last_fetch_at: Option<String>,
     pub waiting: bool,

@@ -50,7 +50,7 @@ pub struct TaskRecord {
     pub status: TaskStatus,
     pub status_message: Option<String>,
     /// The instruction its result carries, once bound.
-    pub instruction_id: Option<String>,
+    pub instruction_id: Option<super::InstructionId>,
     /// Its result, once bound.
     pub result: Option<UserRequestResult>,
     pub created_at: String,
@@ -70,5 +70,5 @@ pub struct TaskView {
     pub ttl_ms: u64,
     /// The instruction whose delivery this answer settles: sent once it is
     /// written, in doubt if it is cut off (`queue::delivery`).
-    pub carries: Option<String>,
+    pub carries: Option<super::InstructionId>,
 }

@@ -412,12 +412,18 @@ fn parent_of(path: &Path) -> &Path {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::Instruction;
+    use crate::model::{Instruction, InstructionId, QueueName};
     use crate::store::{Durability, NewFile};
 
     fn add(store: &Store, id: &str, position: i64) {
-        let mut item = Instruction::new_pending(id.into(), "default".into(), None, position, crate::time::now());
-        item.id = id.into();
+        let mut item = Instruction::new_pending(
+            id.into(),
+            QueueName::default_queue(),
+            None,
+            position,
+            crate::time::now(),
+        );
+        item.id = InstructionId::new(id).unwrap();
         store
             .write(Durability::Full, |db| db.insert_instruction(&item), |_| ())
             .unwrap();
@@ -447,7 +453,7 @@ mod tests {
         let restored = restore(&archive, &elsewhere).unwrap();
         assert_eq!(restored.instructions, 1, "the write after the snapshot is not in it");
         let back = Store::open(&elsewhere).unwrap();
-        let ids: Vec<String> = back
+        let ids: Vec<InstructionId> = back
             .read(|db| db.list(&crate::model::Listing::default()))
             .unwrap()
             .into_iter()

@@ -17,6 +17,7 @@ mod fault;
 mod files;
 pub mod group;
 mod migrations;
+mod names;
 mod queries;
 mod untrusted;
 

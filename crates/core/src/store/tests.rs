@@ -1,11 +1,17 @@
 use super::*;
-use crate::model::{Instruction, InstructionStatus, Settings};
+use crate::model::{Instruction, InstructionId, InstructionStatus, QueueName, Settings};
 use std::sync::{Arc, Mutex};
 
 fn instruction(id: &str, position: i64) -> Instruction {
     Instruction {
-        id: id.into(),
-        ..Instruction::new_pending(format!("do {id}"), "default".into(), None, position, crate::time::now())
+        id: InstructionId::new(id).unwrap(),
+        ..Instruction::new_pending(
+            format!("do {id}"),
+            QueueName::default_queue(),
+            None,
+            position,
+            crate::time::now(),
+        )
     }
 }
 
@@ -430,7 +436,7 @@ fn a_claim_that_fails_or_panics_in_a_group_leaves_the_others_written() {
         .read(|db| db.agents(100))
         .unwrap()
         .into_iter()
-        .map(|a| a.agent_id)
+        .map(|a| a.agent_id.into_string())
         .collect();
     written.sort();
     assert_eq!(written, ["a", "b", "c"], "the failed writes left nothing");

@@ -10,7 +10,7 @@ use std::sync::Mutex;
 
 use tokio_util::sync::CancellationToken;
 
-use crate::model::{AgentActivity, AgentState, ResultType};
+use crate::model::{AgentActivity, AgentId, AgentState, QueueName, ResultType};
 use crate::sync::MutexExt as _;
 
 /// How long an agent counts as "working" after it was handed an instruction
@@ -25,7 +25,7 @@ pub const WORKING_FOR_SECONDS: f64 = 300.0;
 pub const RECOGNISED_FOR_SECONDS: f64 = 3600.0;
 
 /// An agent is its id within a queue.
-type Key = (String, String);
+type Key = (QueueName, AgentId);
 
 #[derive(Default)]
 pub struct Calls {
@@ -59,8 +59,8 @@ impl Calls {
     }
 
     /// Register a call, superseding the agent's previous one in this queue.
-    pub fn begin(&self, queue: &str, agent_id: &str) -> CallGuard<'_> {
-        let key = (queue.to_owned(), agent_id.to_owned());
+    pub fn begin(&self, queue: &QueueName, agent_id: &AgentId) -> CallGuard<'_> {
+        let key = (queue.clone(), agent_id.clone());
         let mut map = self.lock();
         let entry = map.entry(key.clone()).or_default();
         entry.generation += 1;
@@ -78,22 +78,22 @@ impl Calls {
 
     /// Tell this agent's live calls that the person stopped it (the stored
     /// request covers a call that has not started yet).
-    pub fn stop(&self, queue: &str, agent_id: &str) {
-        if let Some(c) = self.lock().get_mut(&(queue.to_owned(), agent_id.to_owned())) {
+    pub fn stop(&self, queue: &QueueName, agent_id: &AgentId) {
+        if let Some(c) = self.lock().get_mut(&(queue.clone(), agent_id.clone())) {
             c.stop.cancel();
             c.stop = CancellationToken::new();
         }
     }
 
     /// How many calls from this agent are waiting on its queue now.
-    pub fn waiting(&self, queue: &str, agent_id: &str) -> usize {
+    pub fn waiting(&self, queue: &QueueName, agent_id: &AgentId) -> usize {
         self.lock()
-            .get(&(queue.to_owned(), agent_id.to_owned()))
+            .get(&(queue.clone(), agent_id.clone()))
             .map_or(0, |c| c.waiting)
     }
 
     /// (queue, agent) of every agent with at least one waiting call.
-    pub fn waiting_agents(&self) -> Vec<(String, String)> {
+    pub fn waiting_agents(&self) -> Vec<(QueueName, AgentId)> {
         self.lock()
             .iter()
             .filter(|(_, c)| c.waiting > 0)
@@ -162,15 +162,23 @@ mod tests {
     use super::*;
     use time::{Duration, OffsetDateTime};
 
+    fn qn(name: &str) -> QueueName {
+        QueueName::new(name).unwrap()
+    }
+
+    fn aid(agent: &str) -> AgentId {
+        AgentId::new(agent).unwrap().unwrap()
+    }
+
     fn ago(seconds: i64) -> String {
         crate::time::format(OffsetDateTime::now_utc() - Duration::seconds(seconds))
     }
 
     fn activity(seen: i64, fetch: Option<(i64, &str)>) -> AgentActivity {
         AgentActivity {
-            queue: "default".into(),
+            queue: qn("default"),
             stop_requested: false,
-            agent_id: "a".into(),
+            agent_id: aid("a"),
             last_seen_at: ago(seen),
             last_fetch_at: fetch.map(|(s, _)| ago(s)),
             last_result_type: fetch.and_then(|(_, r)| ResultType::parse(r)),
@@ -214,25 +222,28 @@ mod tests {
     #[test]
     fn a_newer_call_supersedes_the_older_one() {
         let calls = Calls::default();
-        let mut first = calls.begin("q", "a");
+        let mut first = calls.begin(&qn("q"), &aid("a"));
         first.set_waiting(true);
-        assert_eq!(calls.waiting("q", "a"), 1);
-        let other = calls.begin("q", "b");
-        let elsewhere = calls.begin("r", "a");
+        assert_eq!(calls.waiting(&qn("q"), &aid("a")), 1);
+        let other = calls.begin(&qn("q"), &aid("b"));
+        let elsewhere = calls.begin(&qn("r"), &aid("a"));
         assert!(!first.superseded.is_cancelled(), "another agent must not supersede");
         assert!(
             !first.superseded.is_cancelled(),
             "the same id in another queue is another agent"
         );
-        let second = calls.begin("q", "a");
+        let second = calls.begin(&qn("q"), &aid("a"));
         assert!(first.superseded.is_cancelled());
         assert!(!second.superseded.is_cancelled());
-        calls.stop("q", "a");
+        calls.stop(&qn("q"), &aid("a"));
         assert!(second.stopped.is_cancelled());
         assert!(!elsewhere.stopped.is_cancelled());
-        assert!(!calls.begin("q", "a").stopped.is_cancelled(), "a stop is one-shot");
+        assert!(
+            !calls.begin(&qn("q"), &aid("a")).stopped.is_cancelled(),
+            "a stop is one-shot"
+        );
         drop(first);
-        assert_eq!(calls.waiting("q", "a"), 0);
+        assert_eq!(calls.waiting(&qn("q"), &aid("a")), 0);
         drop((second, other, elsewhere));
         assert!(calls.lock().is_empty(), "finished agents are forgotten");
     }

@@ -11,7 +11,7 @@
 use crate::events::EventKind;
 use crate::media::Arrival;
 use crate::model::{
-    agent_id, Attachment, DeliveredAttachment, Instruction, InstructionStatus, NewInstruction, Upload,
+    agent_id, Attachment, DeliveredAttachment, Instruction, InstructionId, InstructionStatus, NewInstruction, Upload,
     MAX_INLINE_TEXT_BYTES, MAX_INSTRUCTION_BYTES,
 };
 use crate::store::{AttachmentRow, Files, NewFile, PendingChange};
@@ -35,13 +35,10 @@ impl Queue {
             return self.add(new).await;
         }
         let content = check_text(new.content)?;
-        let queue = match new.queue.as_deref() {
-            Some(q) => crate::model::queue_name(q)?,
-            None => crate::model::DEFAULT_QUEUE.to_owned(),
-        };
+        let queue = new.queue.unwrap_or_else(crate::model::QueueName::default_queue);
         let target = agent_id(new.target.as_deref())?;
         let mut item = Instruction::new_pending(content, queue, target, 0, time::now());
-        let ready = prepare(item.id.clone(), uploads, 0, 0, Arrival::New).await?;
+        let ready = prepare(item.id.to_string(), uploads, 0, 0, Arrival::New).await?;
         let items = self
             .blocking_long(move |i| {
                 let files = i.store.files();
@@ -67,7 +64,7 @@ impl Queue {
     }
 
     /// Add files to a pending instruction (409 once it is consumed).
-    pub async fn attach(&self, id: String, uploads: Vec<Upload>) -> Result<Instruction> {
+    pub async fn attach(&self, id: InstructionId, uploads: Vec<Upload>) -> Result<Instruction> {
         if uploads.is_empty() {
             return Err(Error::Invalid("no files were sent".into()));
         }
@@ -82,7 +79,7 @@ impl Queue {
         }
         let bytes: u64 = existing.attachments.iter().map(|a| a.bytes).sum();
         let ready = prepare(
-            id.clone(),
+            id.to_string(),
             uploads,
             existing.attachments.len(),
             bytes as usize,
@@ -124,7 +121,7 @@ impl Queue {
     }
 
     /// Remove one file from a pending instruction (409 once it is consumed).
-    pub async fn detach(&self, id: String, attachment_id: String) -> Result<Instruction> {
+    pub async fn detach(&self, id: InstructionId, attachment_id: String) -> Result<Instruction> {
         let (items, removed) = self
             .blocking(move |i| {
                 let mut removed = None;

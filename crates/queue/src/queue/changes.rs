@@ -7,8 +7,8 @@
 use super::{attachments, first, not_found, pending_only, validate_content, Queue};
 use crate::events::{Event, EventData, EventKind};
 use crate::model::{
-    agent_id, Delivery, Instruction, InstructionPatch, InstructionStatus, Listing, MoveTo, NewInstruction,
-    RequeuePlace, Settings, SettingsPatch,
+    agent_id, Delivery, Instruction, InstructionId, InstructionPatch, InstructionStatus, Listing, MoveTo,
+    NewInstruction, QueueName, RequeuePlace, Settings, SettingsPatch,
 };
 use crate::store::{Durability, PendingChange};
 use crate::{time, Error, Result};
@@ -20,10 +20,7 @@ impl Queue {
         let new = new.into();
         let content = validate_content(new.content)?;
         // A queue given must be a valid name (blank is not "default" here: it is a mistake).
-        let queue = match new.queue.as_deref() {
-            Some(q) => crate::model::queue_name(q)?,
-            None => crate::model::DEFAULT_QUEUE.to_owned(),
-        };
+        let queue = new.queue.unwrap_or_else(QueueName::default_queue);
         let target = agent_id(new.target.as_deref())?;
         let item = self
             .blocking(move |i| {
@@ -41,9 +38,9 @@ impl Queue {
 
     /// Change a pending instruction's text, queue (it goes to the back of
     /// the new one) or target.
-    pub async fn edit(&self, id: String, patch: InstructionPatch) -> Result<Instruction> {
+    pub async fn edit(&self, id: InstructionId, patch: InstructionPatch) -> Result<Instruction> {
         let content = patch.content.map(validate_content).transpose()?;
-        let queue = patch.queue.as_deref().map(crate::model::queue_name).transpose()?;
+        let queue = patch.queue;
         let target = patch.target.map(|t| agent_id(t.as_deref())).transpose()?;
         let items = self
             .blocking(move |i| {
@@ -70,7 +67,7 @@ impl Queue {
     }
 
     /// Remove a pending instruction.
-    pub async fn delete(&self, id: String) -> Result<Instruction> {
+    pub async fn delete(&self, id: InstructionId) -> Result<Instruction> {
         let items = self
             .blocking(move |i| {
                 i.write_instructions(EventKind::InstructionDeleted, |db| match db.delete_pending(&id)? {
@@ -94,8 +91,8 @@ impl Queue {
     /// Release the held pending instructions (from an import or a restore)
     /// of `queue`, or of every queue: they are deliverable from now on, and
     /// the waiting calls are offered them. Returns them.
-    pub async fn release_held(&self, queue: Option<&str>) -> Result<Vec<Instruction>> {
-        let queue = queue.map(crate::model::queue_name).transpose()?;
+    pub async fn release_held(&self, queue: Option<&QueueName>) -> Result<Vec<Instruction>> {
+        let queue = queue.cloned();
         let one = queue.clone();
         let items = self
             .blocking(move |i| {
@@ -115,7 +112,7 @@ impl Queue {
     /// Move a pending instruction before/after another pending one of its
     /// queue, or to the front/back of its queue. Returns that queue's pending
     /// rail in its new order.
-    pub async fn move_to(&self, id: String, to: MoveTo) -> Result<Vec<Instruction>> {
+    pub async fn move_to(&self, id: InstructionId, to: MoveTo) -> Result<Vec<Instruction>> {
         let given = [to.before_id.is_some(), to.after_id.is_some(), to.to.is_some()];
         if given.iter().filter(|g| **g).count() != 1 {
             return Err(Error::Invalid(
@@ -172,15 +169,14 @@ impl Queue {
             .await?
             .into_iter()
             .next()
-            .map(|i| i.queue)
-            .unwrap_or_default();
-        self.list(Listing::pending().in_queue(queue)).await
+            .map_or_else(QueueName::default_queue, |i| i.queue);
+        self.list(Listing::pending().in_queue(&queue)).await
     }
 
     /// "Send again": queue a copy of a consumed instruction as a new pending
     /// one. A delivery in doubt goes to the agent it was meant for, and is
     /// marked `resent`.
-    pub async fn requeue(&self, id: String, place: RequeuePlace) -> Result<Instruction> {
+    pub async fn requeue(&self, id: InstructionId, place: RequeuePlace) -> Result<Instruction> {
         let source_id = id.clone();
         let items = self
             .blocking(move |i| {

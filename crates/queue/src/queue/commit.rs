@@ -100,9 +100,9 @@ impl Inner {
     fn remember(&self, change: &crate::events::QueueChange) {
         let mut cache = self.queues.write_anyway();
         if let Some(old) = &change.renamed_from {
-            cache.remove(old);
+            cache.remove(old.as_str());
         }
-        cache.insert(change.queue.name.clone(), change.queue.clone());
+        cache.insert(change.queue.name.to_string(), change.queue.clone());
     }
 
     /// The one sequence every change to instructions takes (`add`, `reply`,
@@ -141,7 +141,7 @@ impl Inner {
                     Some((_, n)) => *n,
                     None => {
                         let n = db.queue_pending_count(&item.queue)?;
-                        counted.push((item.queue.clone(), n));
+                        counted.push((item.queue.to_string(), n));
                         n
                     }
                 };

@@ -15,7 +15,7 @@
 
 use tokio::sync::mpsc::UnboundedReceiver;
 
-use crate::model::Delivery;
+use crate::model::{Delivery, InstructionId};
 use crate::store::Durability;
 use crate::sync::MutexExt as _;
 use crate::{time, Result};
@@ -99,7 +99,7 @@ impl Queue {
 
     /// A delivery sent again: `resent` (with its `instruction.updated`) if it
     /// was in doubt; whether it was.
-    pub(super) async fn mark_resent(&self, id: String) -> Result<bool> {
+    pub(super) async fn mark_resent(&self, id: InstructionId) -> Result<bool> {
         self.blocking(move |i| {
             i.commit(Durability::Full, |db, out| {
                 let now = time::now();

@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 
 use super::Queue;
-use crate::model::Listing;
+use crate::model::{Listing, QueueName};
 use crate::{time, Error, Result};
 
 impl Queue {
@@ -22,7 +22,7 @@ impl Queue {
     /// Everything of `queue` (or every queue) for an export: all pending
     /// instructions, the delivered ones since `since`, and the reports that
     /// stand alone.
-    pub async fn export(&self, queue: Option<String>, since: Option<String>) -> Result<crate::export::Export> {
+    pub async fn export(&self, queue: Option<QueueName>, since: Option<String>) -> Result<crate::export::Export> {
         let listing = Listing {
             status: crate::model::StatusFilter::All,
             queue: queue.clone(),
@@ -53,7 +53,7 @@ impl Queue {
     /// An export as a bundle written to `out`: its JSON and each attachment's original file.
     pub async fn export_bundle(
         &self,
-        queue: Option<String>,
+        queue: Option<QueueName>,
         since: Option<String>,
         out: std::path::PathBuf,
     ) -> Result<()> {

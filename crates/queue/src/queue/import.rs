@@ -26,7 +26,7 @@ use super::{validate_content, Queue};
 use crate::events::{Event, EventData, EventKind};
 use crate::export::{self, ImportSummary, Opened};
 use crate::media::Arrival;
-use crate::model::{agent_id, queue_name, time_bound, Delivery, Instruction, InstructionStatus, Report, Upload};
+use crate::model::{time_bound, Delivery, Instruction, InstructionId, InstructionStatus, QueueName, Report, Upload};
 use crate::store::Durability;
 use crate::sync::RwLockExt as _;
 use crate::{markdown, time, Error, Result};
@@ -119,11 +119,11 @@ impl Queue {
                             continue;
                         }
                         Some(_) => {
-                            item.id = uuid::Uuid::new_v4().to_string();
+                            item.id = InstructionId::fresh();
                             renewed += 1;
                         }
-                        None if !seen.insert(item.id.clone()) => {
-                            item.id = uuid::Uuid::new_v4().to_string();
+                        None if !seen.insert(item.id.to_string()) => {
+                            item.id = InstructionId::fresh();
                             renewed += 1;
                         }
                         None => {}
@@ -175,7 +175,8 @@ impl Queue {
         let known: HashSet<String> = self.inner.queues.read_anyway().keys().cloned().collect();
         queues_of(incoming, loose)
             .into_iter()
-            .filter(|q| !known.contains(q))
+            .filter(|q| !known.contains(q.as_str()))
+            .map(QueueName::into_string)
             .collect()
     }
 
@@ -189,11 +190,11 @@ impl Queue {
         incoming: Vec<Incoming>,
         loose: Vec<Report>,
         done: ImportSummary,
-    ) -> Result<BTreeSet<String>> {
+    ) -> Result<BTreeSet<QueueName>> {
         let queues_needed = queues_of(&incoming, &loose);
         self.blocking(move |i| {
             let files = i.store.files();
-            let written: Vec<String> = incoming
+            let written: Vec<InstructionId> = incoming
                 .iter()
                 .filter(|x| !x.files.is_empty())
                 .map(|x| x.item.id.clone())
@@ -251,7 +252,7 @@ impl Queue {
             });
             match result {
                 Ok(((), events)) => {
-                    let queues: BTreeSet<String> = events
+                    let queues: BTreeSet<QueueName> = events
                         .iter()
                         .filter_map(|e| e.instruction())
                         .map(|i| i.queue.clone())
@@ -341,7 +342,7 @@ async fn read_files(
             Vec::new()
         } else {
             // What an earlier version took is kept as it was (`media::Arrival`).
-            prepare(item.id.clone(), uploads, 0, 0, Arrival::Restored)
+            prepare(item.id.to_string(), uploads, 0, 0, Arrival::Restored)
                 .await
                 .map_err(|e| at(&place, e))?
         };
@@ -356,7 +357,7 @@ async fn read_files(
 }
 
 /// Every queue the import puts something in, by name.
-fn queues_of(incoming: &[Incoming], loose: &[Report]) -> BTreeSet<String> {
+fn queues_of(incoming: &[Incoming], loose: &[Report]) -> BTreeSet<QueueName> {
     incoming
         .iter()
         .map(|i| i.item.queue.clone())
@@ -366,8 +367,7 @@ fn queues_of(incoming: &[Incoming], loose: &[Report]) -> BTreeSet<String> {
 
 /// Check one exported instruction; returns it ready to write (position set later) with its report.
 fn check_instruction(raw: Instruction) -> Result<(Instruction, Option<Report>)> {
-    let queue = queue_name(&raw.queue)?;
-    let target = agent_id(raw.target.as_deref())?;
+    let (queue, target) = (raw.queue, raw.target);
     // With files the text may be blank (a screenshot says it all); whether the
     // files are in the file is known later.
     let content = if raw.attachments.is_empty() {
@@ -377,7 +377,11 @@ fn check_instruction(raw: Instruction) -> Result<(Instruction, Option<Report>)> 
     };
     let created_at = time_bound(&raw.created_at).map_err(|_| field("created_at", &raw.created_at))?;
     let updated_at = time_bound(&raw.updated_at).unwrap_or_else(|_| created_at.clone());
-    let id = kept_id(&raw.id);
+    // An odd id (it would name a folder of files) is renewed, as a report's is.
+    let id = match kept_id(&raw.id) {
+        kept if kept == raw.id.as_str() => raw.id,
+        _ => InstructionId::fresh(),
+    };
     let mut item = Instruction {
         id,
         content,
@@ -410,7 +414,7 @@ fn check_instruction(raw: Instruction) -> Result<(Instruction, Option<Report>)> 
                 Error::Invalid("a delivered instruction needs consumed_at (when it was delivered)".into())
             })?;
             item.consumed_at = Some(time_bound(at).map_err(|_| field("consumed_at", at))?);
-            item.consumed_by_agent_id = agent_id(raw.consumed_by_agent_id.as_deref())?;
+            item.consumed_by_agent_id = raw.consumed_by_agent_id;
             // A delivery the file calls open or in doubt was another
             // server's: in doubt here, and marked as from outside, so it
             // goes again only when the person sends it (never by itself to
@@ -429,12 +433,9 @@ fn check_instruction(raw: Instruction) -> Result<(Instruction, Option<Report>)> 
 }
 
 /// Check one exported report; `queue` is its instruction's, when it has one.
-fn check_report(raw: Report, queue: Option<&str>) -> Result<Report> {
-    let queue = match queue {
-        Some(q) => q.to_owned(),
-        None => queue_name(&raw.queue)?,
-    };
-    let agent = agent_id(Some(&raw.agent_id))?.ok_or_else(|| Error::Invalid("a report needs its agent_id".into()))?;
+fn check_report(raw: Report, queue: Option<&QueueName>) -> Result<Report> {
+    let queue = queue.cloned().unwrap_or(raw.queue);
+    let agent = raw.agent_id;
     let (content, options) = crate::model::report_args(Some(raw.content), Some(raw.options))?
         .ok_or_else(|| Error::Invalid("a report must not be blank".into()))?;
     let created_at = time_bound(&raw.created_at).map_err(|_| field("created_at", &raw.created_at))?;

@@ -39,7 +39,9 @@ use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 use crate::events::{Bus, LoggedEvent};
-use crate::model::{Delivery, Instruction, InstructionStatus, Listing, QueueCounts, QueueRecord, Settings};
+use crate::model::{
+    Delivery, Instruction, InstructionId, InstructionStatus, Listing, QueueCounts, QueueRecord, Settings,
+};
 use crate::store::{Db, Durability, Store};
 use crate::{time, Error, Result};
 
@@ -139,7 +141,7 @@ impl Queue {
                 bus: Bus::default(),
                 facts,
                 settings: RwLock::new(settings),
-                queues: RwLock::new(queues.into_iter().map(|q| (q.name.clone(), q)).collect()),
+                queues: RwLock::new(queues.into_iter().map(|q| (q.name.to_string(), q)).collect()),
                 dispatch: dispatch::Dispatch::default(),
                 calls: agents::Calls::default(),
                 tasks: tasks::Live::default(),
@@ -268,7 +270,7 @@ impl Queue {
             i.store.read(|db| {
                 let mut items = db.list(&listing)?;
                 db.fill_attachments(&mut items)?;
-                let consumed: Vec<String> = items
+                let consumed: Vec<InstructionId> = items
                     .iter()
                     .filter(|i| i.status == InstructionStatus::Consumed)
                     .map(|i| i.id.clone())
@@ -286,7 +288,7 @@ impl Queue {
         .await
     }
 
-    pub async fn get(&self, id: String) -> Result<Instruction> {
+    pub async fn get(&self, id: InstructionId) -> Result<Instruction> {
         self.blocking(move |i| {
             i.store.read(|db| {
                 let mut item = db.get_instruction(&id)?.ok_or_else(|| not_found(&id))?;

@@ -5,7 +5,7 @@
 
 use super::{Inner, Queue};
 use crate::events::{Event, EventData, EventKind, QueueChange};
-use crate::model::{agent_id, queue_name, QueueInfo, QueuePatch, QueueRecord, DEFAULT_QUEUE};
+use crate::model::{AgentId, QueueInfo, QueueName, QueuePatch, QueueRecord};
 use crate::store::Durability;
 use crate::sync::RwLockExt as _;
 use crate::{time, Error, Result};
@@ -33,7 +33,7 @@ impl Queue {
             .filter(|r| with_archived || !r.archived)
             .map(|r| {
                 let tally = tallies.iter().find(|t| t.queue == r.name);
-                let mut waiting_agents: Vec<String> = waiting
+                let mut waiting_agents: Vec<AgentId> = waiting
                     .iter()
                     .filter(|(q, _)| *q == r.name)
                     .map(|(_, a)| a.clone())
@@ -55,31 +55,34 @@ impl Queue {
     }
 
     /// One queue, archived or not.
-    pub async fn queue_info(&self, name: &str) -> Result<QueueInfo> {
-        let name = queue_name(name)?;
+    pub async fn queue_info(&self, name: &QueueName) -> Result<QueueInfo> {
         self.queues(true)
             .await?
             .into_iter()
-            .find(|q| q.name == name)
-            .ok_or_else(|| no_queue(&name))
+            .find(|q| q.name == *name)
+            .ok_or_else(|| no_queue(name))
     }
 
     /// Make sure `queue` exists and is not archived: queues are created on
     /// first use. Costs nothing once the queue is known.
-    pub async fn ensure_queue(&self, queue: &str) -> Result<()> {
-        let known = self.inner.queues.read_anyway().get(queue).is_some_and(|q| !q.archived);
+    pub async fn ensure_queue(&self, queue: &QueueName) -> Result<()> {
+        let known = self
+            .inner
+            .queues
+            .read_anyway()
+            .get(queue.as_str())
+            .is_some_and(|q| !q.archived);
         if known {
             return Ok(());
         }
-        let queue = queue.to_owned();
+        let queue = queue.clone();
         self.queue_write(move |db| Ok(changes(db.ensure_queue(&queue, &time::now())?)))
             .await?;
         Ok(())
     }
 
     /// Create a queue the person names; a conflict if it exists already.
-    pub async fn create_queue(&self, name: &str) -> Result<QueueInfo> {
-        let name = queue_name(name)?;
+    pub async fn create_queue(&self, name: &QueueName) -> Result<QueueInfo> {
         let wanted = name.clone();
         let created = self
             .queue_write(move |db| {
@@ -90,19 +93,14 @@ impl Queue {
             })
             .await?;
         tracing::info!(queue = %name, restored = created.is_empty(), "queue created");
-        self.queue_info(&name).await
+        self.queue_info(name).await
     }
 
     /// Rename, archive or restore, hold or release one queue.
-    pub async fn update_queue(&self, name: &str, patch: QueuePatch) -> Result<QueueInfo> {
-        let name = queue_name(name)?;
-        let new_name = patch
-            .name
-            .as_deref()
-            .map(queue_name)
-            .transpose()?
-            .filter(|n| *n != name);
-        if name == DEFAULT_QUEUE && (new_name.is_some() || patch.archived == Some(true)) {
+    pub async fn update_queue(&self, name: &QueueName, patch: QueuePatch) -> Result<QueueInfo> {
+        let name = name.clone();
+        let new_name = patch.name.clone().filter(|n| *n != name);
+        if name.is_default() && (new_name.is_some() || patch.archived == Some(true)) {
             return Err(Error::Conflict(
                 "the default queue is where plain /mcp agents go: it cannot be renamed or archived".into(),
             ));
@@ -172,8 +170,8 @@ impl Queue {
     /// Hold one queue, or every queue with `None`: calls keep waiting and
     /// end as usual, but nothing is delivered until release. Returns the
     /// queues whose state changed.
-    pub async fn set_held(&self, queue: Option<&str>, held: bool) -> Result<Vec<QueueRecord>> {
-        let queue = queue.map(queue_name).transpose()?;
+    pub async fn set_held(&self, queue: Option<&QueueName>, held: bool) -> Result<Vec<QueueRecord>> {
+        let queue = queue.cloned();
         let one = queue.clone();
         let changed = self
             .queue_write(move |db| {
@@ -202,9 +200,8 @@ impl Queue {
 
     /// End one agent's loop: its waiting call, or else its next call, returns
     /// `result_type: "stop"`. One-shot: later calls work normally.
-    pub async fn stop_agent(&self, queue: &str, agent: &str) -> Result<()> {
-        let queue = queue_name(queue)?;
-        let agent = agent_id(Some(agent))?.ok_or_else(|| Error::Invalid("agent_id must not be blank".into()))?;
+    pub async fn stop_agent(&self, queue: &QueueName, agent: &AgentId) -> Result<()> {
+        let (queue, agent) = (queue.clone(), agent.clone());
         let (q, a) = (queue.clone(), agent.clone());
         let known = self
             .blocking(move |i| {
@@ -215,7 +212,7 @@ impl Queue {
         if !known {
             return Err(Error::NotFound(format!("no agent {agent} has called in queue {queue}")));
         }
-        self.inner.stops().insert((queue.clone(), agent.clone()));
+        self.inner.stops().insert((queue.to_string(), agent.to_string()));
         self.inner.calls.stop(&queue, &agent);
         self.mark_status_dirty();
         tracing::info!(queue = %queue, agent_id = %agent, "agent stop requested");
@@ -225,12 +222,16 @@ impl Queue {
     /// Forget agents of `queue` (or every queue's): `agent`, or with `None`
     /// every one that is gone (not heard from for longer than the stale
     /// setting). One that is listening now is not forgotten (409).
-    pub async fn forget_agents(&self, queue: Option<&str>, agent: Option<&str>) -> Result<Vec<crate::model::AgentRef>> {
-        let queue = queue.map(queue_name).transpose()?;
-        let agent = agent.map(|a| agent_id(Some(a))).transpose()?.flatten();
+    pub async fn forget_agents(
+        &self,
+        queue: Option<&QueueName>,
+        agent: Option<&AgentId>,
+    ) -> Result<Vec<crate::model::AgentRef>> {
+        let queue = queue.cloned();
+        let agent = agent.cloned();
         if let Some(a) = &agent {
             let queues: Vec<String> = match &queue {
-                Some(q) => vec![q.clone()],
+                Some(q) => vec![q.to_string()],
                 None => self.inner.queues.read_anyway().keys().cloned().collect(),
             };
             let waits_in_task = self.waits_in_task();
@@ -240,7 +241,7 @@ impl Queue {
                 .calls
                 .waiting_agents()
                 .iter()
-                .any(|(q, id)| id == a && queues.contains(q));
+                .any(|(q, id)| id == a && queues.iter().any(|x| x == q.as_str()));
             if in_task || calling {
                 return Err(Error::Conflict(format!(
                     "{a} is listening now: stop it first (it would be listed again at once)"
@@ -250,7 +251,7 @@ impl Queue {
         // Without a name: exactly the agents the page and `status` call
         // offline (`agent_state`), by name — silence alone would also take
         // one still working on what it took, and miss one that was stopped.
-        let names: Vec<(String, String)> = match &agent {
+        let names: Vec<(QueueName, AgentId)> = match &agent {
             Some(a) => {
                 let q = queue.clone();
                 let a = a.clone();

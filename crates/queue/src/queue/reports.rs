@@ -5,7 +5,7 @@
 
 use super::{first, Queue};
 use crate::events::{Event, EventData, EventKind};
-use crate::model::{Instruction, Report};
+use crate::model::{AgentId, Instruction, QueueName, Report};
 use crate::store::Durability;
 use crate::{markdown, time, Error, Result};
 
@@ -21,12 +21,12 @@ impl Queue {
     /// bridge re-sending after a restart), it is not stored twice.
     pub(super) async fn record_report(
         &self,
-        queue: &str,
-        agent: &str,
+        queue: &QueueName,
+        agent: &AgentId,
         content: String,
         options: Vec<String>,
     ) -> Result<Report> {
-        let (queue, agent) = (queue.to_owned(), agent.to_owned());
+        let (queue, agent) = (queue.clone(), agent.clone());
         // Rendering is pure and can be slow on a big report: outside the write.
         let html = markdown::render(&content);
         let (report, fresh) = self
@@ -78,8 +78,8 @@ impl Queue {
     /// Reports, newest first (`before`: a `created_at` to page back from).
     pub async fn reports(
         &self,
-        queue: Option<String>,
-        agent_id: Option<String>,
+        queue: Option<QueueName>,
+        agent_id: Option<AgentId>,
         before: Option<String>,
         limit: u32,
     ) -> Result<Vec<Report>> {
@@ -91,7 +91,7 @@ impl Queue {
     }
 
     /// The newest report of each agent of `queue`.
-    pub async fn latest_reports(&self, queue: String) -> Result<Vec<Report>> {
+    pub async fn latest_reports(&self, queue: QueueName) -> Result<Vec<Report>> {
         self.blocking(move |i| i.store.read(|db| db.latest_reports(&queue)))
             .await
     }

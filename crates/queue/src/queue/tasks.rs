@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 
 use super::claim::{Bind, Claim};
 use super::Queue;
-use crate::model::{Delivery, TaskRecord, TaskStatus, TaskView};
+use crate::model::{Delivery, InstructionId, TaskRecord, TaskStatus, TaskView};
 use crate::store::Durability;
 use crate::sync::MutexExt as _;
 use crate::{time, Error, Result};
@@ -293,7 +293,7 @@ impl Queue {
     /// The instruction a completed task carries, when its delivery is not
     /// settled as written yet: this answer settles it (`sent`, or `in doubt`
     /// again if cut off).
-    async fn open_delivery(&self, record: &TaskRecord) -> Result<Option<String>> {
+    async fn open_delivery(&self, record: &TaskRecord) -> Result<Option<InstructionId>> {
         let Some(id) = record.instruction_id.clone() else {
             return Ok(None);
         };
@@ -384,7 +384,7 @@ impl Queue {
             .ok_or_else(|| Error::NotFound(format!("no task {id}")))
     }
 
-    fn view(&self, mut record: TaskRecord, carries: Option<String>) -> TaskView {
+    fn view(&self, mut record: TaskRecord, carries: Option<InstructionId>) -> TaskView {
         if record.status != TaskStatus::Working && record.status_message.as_deref() == Some(WAITING) {
             // Completed by an earlier version, which left the message as it was.
             record.status_message = None;

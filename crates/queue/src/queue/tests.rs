@@ -4,7 +4,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::wait::WaitOutcome;
 use super::*;
-use crate::model::{Caller, ResultType, Settings, UserRequestResult, MAX_INSTRUCTION_BYTES};
+use crate::model::{Caller, QueueName, ResultType, Settings, UserRequestResult, MAX_INSTRUCTION_BYTES};
 
 /// A queue on an in-memory store, waits at most `wait` seconds; and its shutdown.
 pub(crate) fn queue(wait: u32) -> (Queue, CancellationToken) {
@@ -34,15 +34,19 @@ async fn waiting_call(q: &Queue, gone: CancellationToken) -> tokio::task::JoinHa
     let call = {
         let q = q.clone();
         tokio::spawn(async move {
-            q.get_user_request(None, Some("a"), Caller::default(), None, gone, None)
+            q.get_user_request(None, Some(&aid("a")), Caller::default(), None, gone, None)
                 .await
                 .unwrap()
         })
     };
-    while q.inner.calls.waiting("default", "a") == 0 {
+    while q.inner.calls.waiting(&QueueName::default_queue(), &aid("a")) == 0 {
         tokio::task::yield_now().await;
     }
     call
+}
+
+fn aid(agent: &str) -> crate::model::AgentId {
+    crate::model::AgentId::new(agent).unwrap().unwrap()
 }
 
 #[test]
@@ -73,7 +77,14 @@ fn agent_ids_are_trimmed_and_bounded() {
 async fn an_empty_queue_waits_the_full_configured_time() {
     let (q, _s) = queue(86_400);
     let (r, outcome) = q
-        .get_user_request(None, Some("a"), Caller::default(), None, CancellationToken::new(), None)
+        .get_user_request(
+            None,
+            Some(&aid("a")),
+            Caller::default(),
+            None,
+            CancellationToken::new(),
+            None,
+        )
         .await
         .unwrap();
     assert_eq!(outcome, WaitOutcome::TimedOut);

@@ -17,8 +17,8 @@ use super::claim::{Claim, Taken};
 use super::dispatch::Place;
 use super::Queue;
 use crate::model::{
-    agent_id, client_slug, queue_or_default, Caller, DeliveredInstruction, ResultType, UserRequestResult,
-    DEFAULT_AGENT_ID, MAX_WAIT_SECONDS,
+    client_slug, AgentId, Caller, DeliveredInstruction, QueueName, ResultType, UserRequestResult, DEFAULT_AGENT_ID,
+    MAX_WAIT_SECONDS,
 };
 use crate::sync::RwLockExt as _;
 use crate::{time, Result};
@@ -90,8 +90,8 @@ impl Queue {
     /// agent its client session (or its client) already is ([`Queue::agent_for`]).
     pub fn get_user_request<'a>(
         &'a self,
-        queue: Option<&'a str>,
-        agent_id: Option<&'a str>,
+        queue: Option<&'a QueueName>,
+        agent_id: Option<&'a AgentId>,
         caller: Caller,
         report: Option<(String, Vec<String>)>,
         caller_gone: CancellationToken,
@@ -123,8 +123,8 @@ impl Queue {
     /// (`tasks.rs`). Nothing waits here.
     pub async fn get_user_request_or_task(
         &self,
-        queue: Option<&str>,
-        agent_id: Option<&str>,
+        queue: Option<&QueueName>,
+        agent_id: Option<&AgentId>,
         caller: Caller,
         report: Option<(String, Vec<String>)>,
     ) -> Result<Answer> {
@@ -138,14 +138,14 @@ impl Queue {
 
     async fn answer(
         &self,
-        queue: Option<&str>,
-        agent_id: Option<&str>,
+        queue: Option<&QueueName>,
+        agent_id: Option<&AgentId>,
         caller: Caller,
         report: Option<(String, Vec<String>)>,
         waits: Waits,
     ) -> Result<Answer> {
-        let queue = queue_or_default(queue)?;
-        let given = self::agent_id(agent_id)?;
+        let queue = queue.cloned().unwrap_or_else(QueueName::default_queue);
+        let given = agent_id.cloned();
         let call = async {
             let agent = match given {
                 Some(agent) => agent,
@@ -160,7 +160,7 @@ impl Queue {
                 let result = UserRequestResult {
                     status: "ok".into(),
                     result_type: ResultType::DefaultResponse,
-                    queue,
+                    queue: queue.into_string(),
                     instruction: None,
                     response: Some(unwritable_response(&fault)),
                     remaining_pending: 0,
@@ -177,7 +177,7 @@ impl Queue {
     /// session last was in this queue; else, for a client that sends no
     /// session id, the one agent of the same client seen in this queue
     /// recently; else a name from its client (and session).
-    pub(crate) async fn agent_for(&self, queue: &str, caller: &Caller) -> Result<String> {
+    pub(crate) async fn agent_for(&self, queue: &str, caller: &Caller) -> Result<AgentId> {
         let (queue, caller) = (queue.to_owned(), caller.clone());
         let stale = self.settings().agent_stale_after_seconds;
         self.blocking(move |i| {
@@ -196,12 +196,13 @@ impl Queue {
                         return Ok(only.clone());
                     }
                 }
-                Ok(match (&caller.client, &caller.session) {
+                let made = match (&caller.client, &caller.session) {
                     (Some(c), Some(s)) => format!("{}-{s}", client_slug(&c.name)),
                     (Some(c), None) => client_slug(&c.name),
                     (None, Some(s)) => format!("agent-{s}"),
                     (None, None) => DEFAULT_AGENT_ID.to_owned(),
-                })
+                };
+                AgentId::new(&made)?.ok_or_else(|| crate::Error::Invalid("a made agent id is blank".into()))
             })
         })
         .await
@@ -209,8 +210,8 @@ impl Queue {
 
     async fn take_or_wait(
         &self,
-        queue: &str,
-        agent: &str,
+        queue: &QueueName,
+        agent: &AgentId,
         caller: Caller,
         report: Option<(String, Vec<String>)>,
         waits: Waits,
@@ -221,7 +222,7 @@ impl Queue {
             task,
         } = waits;
         let max_wait = caller.max_wait();
-        let (queue, agent) = (queue.to_owned(), agent.to_owned());
+        let (queue, agent) = (queue.clone(), agent.clone());
         let started = Instant::now();
         self.ensure_queue(&queue).await?;
         if let Some((content, options)) = report {
@@ -289,7 +290,7 @@ impl Queue {
             .inner
             .queues
             .read_anyway()
-            .get(&queue)
+            .get(queue.as_str())
             .and_then(|r| r.suffix.clone());
         let result = delivered_result(&queue, *taken, remaining, waited, suffix.as_deref());
         Ok(Answer::Now(result, WaitOutcome::Delivered))
@@ -418,9 +419,9 @@ pub(super) fn delivered_result(
         queue: queue.to_owned(),
         instruction: Some(DeliveredInstruction {
             consumed_at: item.consumed_at.unwrap_or_default(),
-            id: item.id,
+            id: item.id.into_string(),
             content: crate::model::with_suffix(item.content, suffix),
-            target: item.target,
+            target: item.target.map(AgentId::into_string),
             attachments,
             in_reply_to,
         }),

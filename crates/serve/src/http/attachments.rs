@@ -19,7 +19,7 @@ use super::error::ErrorBody;
 use super::error::Result;
 use super::instructions::ItemBody;
 use super::{ApiPath, ApiQuery, AppState, MAX_BODY_BYTES};
-use crate::model::{NewInstruction, Upload};
+use crate::model::{InstructionId, NewInstruction, QueueName, Upload};
 use crate::Error;
 
 /// The largest upload request: the 20 MiB of files an instruction may hold,
@@ -102,7 +102,12 @@ pub async fn read_form(req: Request) -> Result<(NewInstruction, Vec<Upload>)> {
         let text = field.text().await.map_err(form_error)?;
         match name.as_str() {
             "content" => new.content = text,
-            "queue" => new.queue = Some(text).filter(|q| !q.is_empty()),
+            "queue" => {
+                new.queue = Some(text)
+                    .filter(|q| !q.is_empty())
+                    .map(|q| QueueName::new(&q))
+                    .transpose()?
+            }
             "target" => new.target = Some(text).filter(|t| !t.is_empty()),
             other => return Err(Error::Invalid(format!("unknown form field {other:?}")).into()),
         }
@@ -120,7 +125,7 @@ fn form_error(e: axum::extract::multipart::MultipartError) -> Error {
 
 /// Add files to a pending instruction.
 #[utoipa::path(post, path = "/api/instructions/{id}/attachments", tag = "attachments",
-    params(("id" = String, Path, description = "A pending instruction's id")),
+    params(("id" = InstructionId, Path, description = "A pending instruction's id")),
     request_body(content = FilesForm, content_type = "multipart/form-data"),
     responses((status = 200, description = "The instruction with its files", body = ItemBody),
         (status = 400, description = "No files, or an unreadable image or form", body = ErrorBody),
@@ -128,7 +133,11 @@ fn form_error(e: axum::extract::multipart::MultipartError) -> Error {
         (status = 409, description = "Already delivered to an agent", body = ErrorBody),
         (status = 413, description = "More than 8 files or 20 MiB, or an image over 50 megapixels or 65,535 pixels on a side", body = ErrorBody),
         (status = 415, description = "Not an accepted image or UTF-8 text, or not a multipart form", body = ErrorBody)))]
-async fn attach(State(s): State<AppState>, ApiPath(id): ApiPath<String>, req: Request) -> Result<Json<ItemBody>> {
+async fn attach(
+    State(s): State<AppState>,
+    ApiPath(id): ApiPath<InstructionId>,
+    req: Request,
+) -> Result<Json<ItemBody>> {
     let uploads = read_files(req, "PATCH /api/instructions/{id}").await?;
     let item = s.queue.attach(id, uploads).await?;
     Ok(Json(ItemBody { item }))
@@ -148,13 +157,13 @@ pub(super) async fn read_files(req: Request, text_route: &str) -> Result<Vec<Upl
 
 /// Remove a file from a pending instruction.
 #[utoipa::path(delete, path = "/api/instructions/{id}/attachments/{attachment_id}", tag = "attachments",
-    params(("id" = String, Path, description = "A pending instruction's id"), ("attachment_id" = String, Path, description = "One of its attachments")),
+    params(("id" = InstructionId, Path, description = "A pending instruction's id"), ("attachment_id" = String, Path, description = "One of its attachments")),
     responses((status = 200, description = "The instruction without that file", body = ItemBody),
         (status = 404, description = "No such instruction or attachment", body = ErrorBody),
         (status = 409, description = "Already delivered to an agent", body = ErrorBody)))]
 async fn detach(
     State(s): State<AppState>,
-    ApiPath((id, attachment_id)): ApiPath<(String, String)>,
+    ApiPath((id, attachment_id)): ApiPath<(InstructionId, String)>,
 ) -> Result<Json<ItemBody>> {
     let item = s.queue.detach(id, attachment_id).await?;
     Ok(Json(ItemBody { item }))

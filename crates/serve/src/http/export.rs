@@ -45,7 +45,7 @@ pub struct ExportQuery {
         (status = 400, description = "Not a valid queue, date or format", body = ErrorBody)))]
 async fn export(_: ArchiveRead, State(s): State<AppState>, ApiQuery(q): ApiQuery<ExportQuery>) -> Result<Response> {
     let format = q.format.unwrap_or(Format::Json);
-    let queue = q.queue.map(QueueName::into_string);
+    let queue = q.queue;
     let since = q.since.as_deref().map(crate::model::time_bound).transpose()?;
     let stamp = crate::time::now().replace([':', '.'], "-");
     let headers = [

@@ -16,7 +16,7 @@ use super::body;
 use super::error::ErrorBody;
 use super::error::Result;
 use super::{ApiJson, ApiPath, ApiQuery, AppState};
-use crate::model::QueueName;
+use crate::model::{AgentId, InstructionId, QueueName};
 use crate::model::{
     HistoryFilter, Instruction, InstructionPatch, Listing, MoveTo, NewInstruction, RequeuePlace, StatusFilter,
 };
@@ -60,7 +60,7 @@ pub struct ListQuery {
     /// Only this queue's instructions.
     queue: Option<QueueName>,
     /// Only instructions addressed to this agent id.
-    target: Option<String>,
+    target: Option<AgentId>,
     /// Delivered ones only: every word must appear in the instruction or its report
     /// (as a word or the start of one; case and accents ignored).
     #[param(max_length = 200)]
@@ -79,12 +79,11 @@ pub struct ListQuery {
 #[utoipa::path(get, path = "/api/instructions", tag = "instructions", params(ListQuery),
     responses((status = 200, description = "Pending instructions (all of them, next first), then consumed ones (newest first)", body = ItemsBody), (status = 400, description = "Malformed request", body = ErrorBody)))]
 async fn list(State(s): State<AppState>, ApiQuery(q): ApiQuery<ListQuery>) -> Result<Json<ItemsBody>> {
-    let queue = q.queue.map(QueueName::into_string);
     let listing = Listing {
         status: q.status,
         limit: q.limit,
         offset: q.offset,
-        queue,
+        queue: q.queue,
         target: q.target,
         history: HistoryFilter {
             search: q.q.as_deref().map(crate::model::search_query).transpose()?.flatten(),
@@ -129,21 +128,21 @@ async fn create(State(s): State<AppState>, req: axum::extract::Request) -> axum:
 }
 
 /// One instruction.
-#[utoipa::path(get, path = "/api/instructions/{id}", tag = "instructions", params(("id" = String, Path, description = "Instruction id")),
+#[utoipa::path(get, path = "/api/instructions/{id}", tag = "instructions", params(("id" = InstructionId, Path, description = "Instruction id")),
     responses((status = 200, description = "The instruction", body = ItemBody), (status = 404, description = "No such instruction", body = ErrorBody)))]
-async fn get_one(State(s): State<AppState>, ApiPath(id): ApiPath<String>) -> Result<Json<ItemBody>> {
+async fn get_one(State(s): State<AppState>, ApiPath(id): ApiPath<InstructionId>) -> Result<Json<ItemBody>> {
     let item = s.queue.get(id).await?;
     Ok(Json(ItemBody { item }))
 }
 
 /// Edit a pending instruction: its text, queue or target.
-#[utoipa::path(patch, path = "/api/instructions/{id}", tag = "instructions", params(("id" = String, Path, description = "Instruction id")),
+#[utoipa::path(patch, path = "/api/instructions/{id}", tag = "instructions", params(("id" = InstructionId, Path, description = "Instruction id")),
     request_body = InstructionPatch,
     responses((status = 200, description = "Edited", body = ItemBody), (status = 404, description = "No such instruction", body = ErrorBody),
         (status = 409, description = "Already delivered to an agent: it can no longer change", body = ErrorBody)))]
 async fn edit(
     State(s): State<AppState>,
-    ApiPath(id): ApiPath<String>,
+    ApiPath(id): ApiPath<InstructionId>,
     ApiJson(body): ApiJson<InstructionPatch>,
 ) -> Result<Json<ItemBody>> {
     let item = s.queue.edit(id, body).await?;
@@ -151,10 +150,10 @@ async fn edit(
 }
 
 /// Delete a pending instruction.
-#[utoipa::path(delete, path = "/api/instructions/{id}", tag = "instructions", params(("id" = String, Path, description = "Instruction id")),
+#[utoipa::path(delete, path = "/api/instructions/{id}", tag = "instructions", params(("id" = InstructionId, Path, description = "Instruction id")),
     responses((status = 204, description = "Deleted"), (status = 404, description = "No such instruction", body = ErrorBody),
         (status = 409, description = "Already delivered to an agent", body = ErrorBody)))]
-async fn delete(State(s): State<AppState>, ApiPath(id): ApiPath<String>) -> Result<StatusCode> {
+async fn delete(State(s): State<AppState>, ApiPath(id): ApiPath<InstructionId>) -> Result<StatusCode> {
     s.queue.delete(id).await?;
     Ok(StatusCode::NO_CONTENT)
 }
@@ -167,13 +166,13 @@ pub struct RequeueBody {
 }
 
 /// Send a delivered instruction again.
-#[utoipa::path(post, path = "/api/instructions/{id}/requeue", tag = "instructions", params(("id" = String, Path, description = "A consumed instruction's id")),
+#[utoipa::path(post, path = "/api/instructions/{id}/requeue", tag = "instructions", params(("id" = InstructionId, Path, description = "A consumed instruction's id")),
     request_body = RequeueBody,
     responses((status = 201, description = "A pending copy, at the front unless `to` says back", body = ItemBody),
         (status = 404, description = "No such instruction", body = ErrorBody), (status = 409, description = "Still pending", body = ErrorBody)))]
 async fn requeue(
     State(s): State<AppState>,
-    ApiPath(id): ApiPath<String>,
+    ApiPath(id): ApiPath<InstructionId>,
     ApiJson(body): ApiJson<RequeueBody>,
 ) -> Result<(StatusCode, Json<ItemBody>)> {
     let item = s.queue.requeue(id, body.to).await?;
@@ -195,19 +194,18 @@ pub struct ReleaseHeld {
     responses((status = 200, description = "The instructions released, as they are now", body = ItemsBody),
         (status = 400, description = "Not a valid queue name", body = ErrorBody)))]
 async fn release_held(State(s): State<AppState>, ApiJson(body): ApiJson<ReleaseHeld>) -> Result<Json<ItemsBody>> {
-    let queue = body.queue.map(QueueName::into_string);
-    let items = s.queue.release_held(queue.as_deref()).await?;
+    let items = s.queue.release_held(body.queue.as_ref()).await?;
     Ok(Json(ItemsBody { items }))
 }
 
 /// Reorder a pending instruction.
-#[utoipa::path(post, path = "/api/instructions/{id}/move", tag = "instructions", params(("id" = String, Path, description = "A pending instruction's id")),
+#[utoipa::path(post, path = "/api/instructions/{id}/move", tag = "instructions", params(("id" = InstructionId, Path, description = "A pending instruction's id")),
     request_body = MoveTo,
     responses((status = 200, description = "Its queue's pending instructions in their new order", body = ItemsBody),
         (status = 404, description = "No such instruction", body = ErrorBody), (status = 409, description = "Not pending", body = ErrorBody)))]
 async fn move_to(
     State(s): State<AppState>,
-    ApiPath(id): ApiPath<String>,
+    ApiPath(id): ApiPath<InstructionId>,
     ApiJson(body): ApiJson<MoveTo>,
 ) -> Result<Json<ItemsBody>> {
     let items = s.queue.move_to(id, body).await?;

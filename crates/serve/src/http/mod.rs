@@ -116,10 +116,15 @@ pub fn router(state: AppState) -> Router {
         .route("/", get(page::index))
         .route("/{*path}", get(page::asset))
         // `/mcp` is the default queue's endpoint, `/mcp/q/<name>` another queue's;
-        // the tool reads which from the request's path.
+        // the route's parameter is read once and rides on the request (`mcp::named_queue`).
         .route_service(MCP_PATH, mcp.clone())
         .route_service(&format!("{MCP_PATH}/"), mcp.clone())
-        .route_service(&format!("{MCP_PATH}/q/{{queue}}"), mcp)
+        .route_service(
+            &format!("{MCP_PATH}/q/{{queue}}"),
+            tower::ServiceBuilder::new()
+                .layer(axum::middleware::from_fn(mcp::named_queue))
+                .service(mcp),
+        )
         .fallback(error::not_found)
         .method_not_allowed_fallback(error::method_not_allowed)
         .layer(axum::middleware::from_fn_with_state(

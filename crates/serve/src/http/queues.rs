@@ -72,7 +72,7 @@ pub struct NewQueue {
         (status = 400, description = "Not a valid queue name", body = ErrorBody),
         (status = 409, description = "A queue with that name exists", body = ErrorBody)))]
 async fn create(State(s): State<AppState>, ApiJson(body): ApiJson<NewQueue>) -> Result<(StatusCode, Json<QueueBody>)> {
-    let item = s.queue.create_queue(body.name.as_str()).await?;
+    let item = s.queue.create_queue(&body.name).await?;
     Ok((StatusCode::CREATED, Json(QueueBody { item })))
 }
 
@@ -81,7 +81,7 @@ async fn create(State(s): State<AppState>, ApiJson(body): ApiJson<NewQueue>) -> 
     responses((status = 200, description = "The queue", body = QueueBody),
         (status = 400, description = "Not a valid queue name", body = ErrorBody),
         (status = 404, description = "No such queue", body = ErrorBody)))]
-async fn get_one(State(s): State<AppState>, ApiPath(name): ApiPath<String>) -> Result<Json<QueueBody>> {
+async fn get_one(State(s): State<AppState>, ApiPath(name): ApiPath<QueueName>) -> Result<Json<QueueBody>> {
     Ok(Json(QueueBody {
         item: s.queue.queue_info(&name).await?,
     }))
@@ -96,7 +96,7 @@ async fn get_one(State(s): State<AppState>, ApiPath(name): ApiPath<String>) -> R
         (status = 409, description = "The new name is taken, the queue still has pending instructions (archive), or it is `default` (never renamed or archived)", body = ErrorBody)))]
 async fn update(
     State(s): State<AppState>,
-    ApiPath(name): ApiPath<String>,
+    ApiPath(name): ApiPath<QueueName>,
     ApiJson(patch): ApiJson<QueuePatch>,
 ) -> Result<Json<QueueBody>> {
     Ok(Json(QueueBody {
@@ -126,7 +126,7 @@ pub struct ChangedBody {
         (status = 404, description = "No such queue", body = ErrorBody)))]
 async fn hold(State(s): State<AppState>, ApiJson(body): ApiJson<HoldBody>) -> Result<Json<ChangedBody>> {
     Ok(Json(ChangedBody {
-        changed: s.queue.set_held(body.queue.as_deref(), true).await?,
+        changed: s.queue.set_held(body.queue.as_ref(), true).await?,
     }))
 }
 
@@ -137,7 +137,7 @@ async fn hold(State(s): State<AppState>, ApiJson(body): ApiJson<HoldBody>) -> Re
         (status = 404, description = "No such queue", body = ErrorBody)))]
 async fn release(State(s): State<AppState>, ApiJson(body): ApiJson<HoldBody>) -> Result<Json<ChangedBody>> {
     Ok(Json(ChangedBody {
-        changed: s.queue.set_held(body.queue.as_deref(), false).await?,
+        changed: s.queue.set_held(body.queue.as_ref(), false).await?,
     }))
 }
 
@@ -150,7 +150,7 @@ pub struct StopBody {
         max_length = 128,
         pattern = "^[^\\u0000-\\u001f\\u007f-\\u009f]*[^\\s\\u0000-\\u001f\\u007f-\\u009f][^\\u0000-\\u001f\\u007f-\\u009f]*$"
     )]
-    agent_id: String,
+    agent_id: crate::model::AgentId,
     /// Its queue (default `default`).
     #[serde(default)]
     queue: Option<QueueName>,
@@ -181,9 +181,10 @@ pub struct Forgotten {
         (status = 400, description = "Invalid agent id or queue name", body = ErrorBody),
         (status = 409, description = "That agent is listening now: stop it first", body = ErrorBody)))]
 async fn forget_agents(State(s): State<AppState>, ApiJson(body): ApiJson<ForgetBody>) -> Result<Json<Forgotten>> {
-    let queue = body.queue.map(QueueName::into_string);
-    let agent = body.agent_id.map(crate::model::AgentId::into_string);
-    let forgotten = s.queue.forget_agents(queue.as_deref(), agent.as_deref()).await?;
+    let forgotten = s
+        .queue
+        .forget_agents(body.queue.as_ref(), body.agent_id.as_ref())
+        .await?;
     Ok(Json(Forgotten { forgotten }))
 }
 
@@ -193,10 +194,7 @@ async fn forget_agents(State(s): State<AppState>, ApiJson(body): ApiJson<ForgetB
         (status = 400, description = "Invalid agent id or queue name", body = ErrorBody),
         (status = 404, description = "No such agent has called in that queue", body = ErrorBody)))]
 async fn stop_agent(State(s): State<AppState>, ApiJson(body): ApiJson<StopBody>) -> Result<StatusCode> {
-    let queue = body
-        .queue
-        .map(QueueName::into_string)
-        .unwrap_or_else(|| crate::model::DEFAULT_QUEUE.to_owned());
+    let queue = body.queue.unwrap_or_else(QueueName::default_queue);
     s.queue.stop_agent(&queue, &body.agent_id).await?;
     Ok(StatusCode::NO_CONTENT)
 }

@@ -35,7 +35,7 @@ pub struct ReportsBody {
 #[into_params(parameter_in = Query)]
 pub struct ListQuery {
     /// Only this agent's reports.
-    agent_id: Option<String>,
+    agent_id: Option<crate::model::AgentId>,
     /// Only this queue's reports.
     queue: Option<QueueName>,
     /// Only reports created before this time (the `created_at` of the last one seen: the next page).
@@ -50,7 +50,7 @@ pub struct ListQuery {
     responses((status = 200, description = "Reports, newest first", body = ReportsBody),
         (status = 400, description = "Malformed request", body = ErrorBody)))]
 async fn list(State(s): State<AppState>, ApiQuery(q): ApiQuery<ListQuery>) -> Result<Json<ReportsBody>> {
-    let queue = q.queue.map(QueueName::into_string);
+    let queue = q.queue;
     let limit = q.limit.unwrap_or(50).min(500);
     let items = s.queue.reports(queue, q.agent_id, q.before, limit).await?;
     Ok(Json(ReportsBody { items }))

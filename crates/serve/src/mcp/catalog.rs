@@ -10,7 +10,7 @@ use rmcp::ErrorData as McpError;
 use serde_json::json;
 
 use super::tools::get_user_request::NAME as TOOL_NAME;
-use crate::model::Listing;
+use crate::model::{Listing, QueueName};
 use crate::queue::Queue;
 use crate::Error;
 
@@ -43,7 +43,7 @@ pub fn resources() -> Vec<Resource> {
 }
 
 /// Read a resource for a caller connected to `caller_queue`.
-pub async fn read(queue: &Queue, caller_queue: &str, uri: &str) -> Result<ReadResourceResult, McpError> {
+pub async fn read(queue: &Queue, caller_queue: &QueueName, uri: &str) -> Result<ReadResourceResult, McpError> {
     if let Some(id) = uri.strip_prefix(ATTACHMENT_URI_PREFIX) {
         return read_attachment(queue, id, uri).await;
     }
@@ -59,7 +59,7 @@ pub async fn read(queue: &Queue, caller_queue: &str, uri: &str) -> Result<ReadRe
             Ok(json!({ "queue": caller_queue, "held": info.held, "pending_count": items.len(), "items": items }))
         }
         REPORTS_URI => {
-            let items = queue.latest_reports(caller_queue.to_owned()).await.map_err(internal)?;
+            let items = queue.latest_reports(caller_queue.clone()).await.map_err(internal)?;
             Ok(json!({ "queue": caller_queue, "items": items }))
         }
         _ => {

@@ -34,7 +34,7 @@ use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, Stream
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use tokio_util::sync::CancellationToken;
 
-use crate::model::{DEFAULT_QUEUE, MAX_WAIT_SECONDS};
+use crate::model::{QueueName, MAX_WAIT_SECONDS};
 use crate::queue::Queue;
 
 pub use disconnect::DisconnectGuardLayer;
@@ -116,7 +116,7 @@ impl ServerHandler for LocalMcp {
     ) -> Result<ReadResourceResponse, McpError> {
         let queue = url_queue(ctx.extensions.get())
             .map_err(|e| McpError::invalid_params(e.to_string(), None))?
-            .unwrap_or_else(|| DEFAULT_QUEUE.to_owned());
+            .unwrap_or_else(QueueName::default_queue);
         catalog::read(&self.queue, &queue, &request.uri).await.map(Into::into)
     }
 
@@ -146,7 +146,8 @@ impl ServerHandler for LocalMcp {
         if self.sessions {
             let queue = url_queue(ctx.extensions.get())
                 .map_err(|e| McpError::invalid_params(e.to_string(), None))?
-                .unwrap_or_else(|| DEFAULT_QUEUE.to_owned());
+                .unwrap_or_else(QueueName::default_queue)
+                .into_string();
             self.log.set_level(request.level, &self.queue, queue, ctx.peer.clone());
         }
         Ok(())
@@ -216,14 +217,33 @@ impl ServerHandler for LocalMcp {
     }
 }
 
+/// The queue the route `/mcp/q/{queue}` matched, as its parameter said it
+/// (checked, or the error naming the rule). Put on the request by
+/// [`named_queue`]; absent on plain `/mcp`.
+#[derive(Clone)]
+struct EndpointQueue(Result<QueueName, String>);
+
+/// The `/mcp/q/{queue}` route's parameter, read once and kept on the
+/// request for the MCP handlers (rmcp hands them the request's parts).
+pub async fn named_queue(
+    axum::extract::Path(raw): axum::extract::Path<String>,
+    mut request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    let named = QueueName::new(&raw).map_err(|e| e.to_string());
+    request.extensions_mut().insert(EndpointQueue(named));
+    next.run(request).await
+}
+
 /// The queue named by the URL the caller was configured with:
 /// `/mcp/q/<name>`, or `None` for plain `/mcp`. Identity comes from the
 /// configuration, not from the model (`docs/ARCHITECTURE.md`, "Queues and targets").
-pub fn url_queue(head: Option<&http::request::Parts>) -> crate::Result<Option<String>> {
-    let Some(parts) = head else {
-        return Ok(None);
-    };
-    crate::model::queue_from_path(parts.uri.path())
+pub fn url_queue(head: Option<&http::request::Parts>) -> crate::Result<Option<QueueName>> {
+    match head.and_then(|parts| parts.extensions.get::<EndpointQueue>()) {
+        None => Ok(None),
+        Some(EndpointQueue(Ok(name))) => Ok(Some(name.clone())),
+        Some(EndpointQueue(Err(rule))) => Err(crate::Error::Invalid(rule.clone())),
+    }
 }
 
 /// `message` as JSON text; `None` (logged) if it cannot be: rmcp's

@@ -65,7 +65,7 @@ pub async fn get(queue: &Queue, id: &str, asked: Asked) -> Result<GetTaskResult,
                 _ => return Err(McpError::internal_error("a task's result could not be encoded", None)),
             };
             if let Some(instruction) = &view.carries {
-                settle_when_written(asked.carried.as_ref(), queue, instruction.clone());
+                settle_when_written(asked.carried.as_ref(), queue, instruction.to_string());
             }
             TaskPayload::Completed { result: object }
         }

@@ -34,7 +34,11 @@ impl<'c> Db<'c> {
 
     /// Forget one agent of `queue`: its row goes (a later call lists it
     /// again); what was forgotten, as (queue, agent id).
-    pub fn forget_agent(&self, queue: &str, agent_id: &str) -> Result<Option<(String, String)>> {
+    pub fn forget_agent(
+        &self,
+        queue: &str,
+        agent_id: &str,
+    ) -> Result<Option<(crate::model::QueueName, crate::model::AgentId)>> {
         Ok(self
             .conn
             .prepare_cached("DELETE FROM agent_activity WHERE queue = ?1 AND agent_id = ?2 RETURNING queue, agent_id")?
@@ -121,7 +125,7 @@ impl<'c> Db<'c> {
     }
 
     /// The agent most recently seen in `queue` from client session `session`.
-    pub fn agent_of_session(&self, queue: &str, session: &str) -> Result<Option<String>> {
+    pub fn agent_of_session(&self, queue: &str, session: &str) -> Result<Option<crate::model::AgentId>> {
         Ok(self
             .conn
             .prepare_cached(
@@ -134,7 +138,7 @@ impl<'c> Db<'c> {
 
     /// Up to two agents of `queue` whose client is `client` and that sent no
     /// client session, seen since `since` (one means: that is the agent).
-    pub fn agents_of_client(&self, queue: &str, client: &str, since: &str) -> Result<Vec<String>> {
+    pub fn agents_of_client(&self, queue: &str, client: &str, since: &str) -> Result<Vec<crate::model::AgentId>> {
         let mut stmt = self.conn.prepare_cached(
             "SELECT agent_id FROM agent_activity
              WHERE queue = ?1 AND client = ?2 AND session IS NULL AND last_seen_at >= ?3

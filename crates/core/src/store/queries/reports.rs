@@ -66,7 +66,7 @@ impl<'c> Db<'c> {
     }
 
     /// The reports of these instructions (for listings).
-    pub fn reports_for(&self, instruction_ids: &[String]) -> Result<Vec<Report>> {
+    pub fn reports_for(&self, instruction_ids: &[crate::model::InstructionId]) -> Result<Vec<Report>> {
         let ids = serde_json::to_string(instruction_ids).map_err(|e| crate::Error::internal("encoding ids", e))?;
         let mut stmt = self.conn.prepare_cached(&format!(
             "SELECT {REPORT_COLUMNS} FROM reports WHERE instruction_id IN (SELECT value FROM json_each(?1))"
@@ -141,7 +141,11 @@ impl<'c> Db<'c> {
     /// The instruction this agent received on its previous call, if that
     /// call delivered one: (id, consumed_at). A call whose caller left before
     /// the answer is not a call here: it records no result.
-    pub fn previous_delivery(&self, queue: &str, agent_id: &str) -> Result<Option<(String, String)>> {
+    pub fn previous_delivery(
+        &self,
+        queue: &str,
+        agent_id: &str,
+    ) -> Result<Option<(crate::model::InstructionId, String)>> {
         let last: Option<Option<String>> = self
             .conn
             .prepare_cached("SELECT last_result_type FROM agent_activity WHERE queue = ?1 AND agent_id = ?2")?

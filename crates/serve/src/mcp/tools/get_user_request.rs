@@ -32,7 +32,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::{portable, tool_error};
 use crate::mcp::disconnect::{Carried, ClientGone};
-use crate::model::UserRequestResult;
+use crate::model::{AgentId, QueueName, UserRequestResult};
 use crate::model::{Caller, Delivery};
 use crate::queue::{Answer, Queue};
 
@@ -89,7 +89,7 @@ pub fn definition() -> Tool {
 /// (by rmcp's handler, or by the direct path of `mcp::direct`).
 pub struct Asked {
     /// The queue named by the URL the caller was configured with.
-    pub queue_in_url: crate::Result<Option<String>>,
+    pub queue_in_url: crate::Result<Option<QueueName>>,
     pub progress_token: Option<ProgressToken>,
     /// Cancelled when the caller has gone (rmcp's calls: or the server
     /// stops; the queue's wait watches the shutdown itself).
@@ -185,8 +185,8 @@ pub fn call(
             // Pinned where it is made: a future moved into `tokio::pin!` keeps its
             // first place too (each waiting call held two copies, ~3 KiB each).
             let mut call = std::pin::pin!(queue.get_user_request(
-                queue_name.as_deref(),
-                agent_id.as_deref(),
+                queue_name.as_ref(),
+                agent_id.as_ref(),
                 caller,
                 report,
                 gone.clone(),
@@ -252,7 +252,7 @@ pub fn call_in_task(
     Box::pin(async move {
         let _in_flight = queue.call_in_flight();
         let answered = queue
-            .get_user_request_or_task(queue_name.as_deref(), agent_id.as_deref(), caller, report)
+            .get_user_request_or_task(queue_name.as_ref(), agent_id.as_ref(), caller, report)
             .await;
         match answered {
             Ok(Answer::Task(view)) => Ok(CallToolResponse::Task(crate::mcp::tasks::created(&view))),
@@ -287,8 +287,8 @@ fn answer(
 
 /// What a call asks of the queue.
 struct Wanted {
-    queue_name: Option<String>,
-    agent_id: Option<String>,
+    queue_name: Option<QueueName>,
+    agent_id: Option<AgentId>,
     report: Option<(String, Vec<String>)>,
 }
 
@@ -298,7 +298,7 @@ struct Wanted {
 #[allow(clippy::result_large_err)]
 fn read_arguments(
     arguments: Option<JsonObject>,
-    queue_in_url: crate::Result<Option<String>>,
+    queue_in_url: crate::Result<Option<QueueName>>,
 ) -> Result<Wanted, CallToolResult> {
     let args: Args = match arguments {
         None => Args::default(),
@@ -308,9 +308,22 @@ fn read_arguments(
     // The URL the client was configured with wins over what the model passes.
     let from_url = queue_in_url.map_err(|e| tool_error(&e.to_string()))?;
     let report = crate::model::report_args(args.report, args.options).map_err(|e| tool_error(&e.to_string()))?;
+    // A blank queue or agent argument is none given.
+    let queue_name = match from_url {
+        Some(q) => Some(q),
+        None => args
+            .queue
+            .as_deref()
+            .map(str::trim)
+            .filter(|q| !q.is_empty())
+            .map(QueueName::new)
+            .transpose()
+            .map_err(|e| tool_error(&e.to_string()))?,
+    };
+    let agent_id = crate::model::agent_id(args.agent_id.as_deref()).map_err(|e| tool_error(&e.to_string()))?;
     Ok(Wanted {
-        queue_name: from_url.or(args.queue),
-        agent_id: args.agent_id,
+        queue_name,
+        agent_id,
         report,
     })
 }
