@@ -24,6 +24,12 @@ pub const MAX_INSTRUCTION_BYTES: usize = 64 * 1024;
 /// accepted and lowered), not only dots.
 pub const QUEUE_NAME_PATTERN: &str = "^[A-Za-z0-9._-]*[A-Za-z0-9_-][A-Za-z0-9._-]*$";
 
+/// Text without control characters (Unicode's Cc, what `char::is_control` is).
+const NO_CONTROLS: &str = "^[^\\u0000-\\u001f\\u007f-\\u009f]+$";
+/// The same, and not only blanks.
+const NOT_BLANK_NO_CONTROLS: &str =
+    "^[^\\u0000-\\u001f\\u007f-\\u009f]*[^\\s\\u0000-\\u001f\\u007f-\\u009f][^\\u0000-\\u001f\\u007f-\\u009f]*$";
+
 /// How the messages of these rules begin: the API answers a body or query
 /// that breaks one with 400 and the message, as it does a handler's check.
 const RULES: &[&str] = &["queue name ", "agent id ", "instruction content ", "instruction id "];
@@ -105,7 +111,7 @@ impl AgentId {
 }
 
 /// An instruction's id: what the store made it (a UUID), or what an
-/// import kept. Not blank, at most 128 bytes, no control characters. No
+/// import kept. Not empty, at most 128 characters, no control characters. No
 /// rule on its characters beyond that: a row an older version or a hostile
 /// file left must still be listed and deletable, so what builds a path
 /// from an id checks it there (the import renews an odd one; the
@@ -121,10 +127,10 @@ impl InstructionId {
     }
 
     pub fn new(raw: &str) -> Result<InstructionId> {
-        let ok = (1..=MAX_AGENT_ID_CHARS).contains(&raw.len()) && !raw.chars().any(char::is_control);
+        let ok = !raw.is_empty() && raw.chars().count() <= MAX_AGENT_ID_CHARS && !raw.chars().any(char::is_control);
         if !ok {
             return Err(Error::Invalid(format!(
-                "instruction id {:?} is not valid: 1–{MAX_AGENT_ID_CHARS} bytes, no control characters",
+                "instruction id {:?} is not valid: 1–{MAX_AGENT_ID_CHARS} characters, no control characters",
                 raw.chars().take(40).collect::<String>()
             )));
         }
@@ -265,8 +271,12 @@ text_type!(
     AgentId,
     |raw: String| AgentId::new(&raw)?.ok_or_else(|| Error::Invalid("agent id must not be blank".into())),
     |b: ObjectBuilder| b
+        .min_length(Some(1))
         .max_length(Some(MAX_AGENT_ID_CHARS))
-        .description(Some("An agent id: at most 128 characters, no control characters"))
+        .pattern(Some(NOT_BLANK_NO_CONTROLS))
+        .description(Some(
+            "An agent id: not blank, at most 128 characters, no control characters"
+        ))
 );
 text_type!(
     InstructionId,
@@ -274,6 +284,7 @@ text_type!(
     |b: ObjectBuilder| b
         .min_length(Some(1))
         .max_length(Some(MAX_AGENT_ID_CHARS))
+        .pattern(Some(NO_CONTROLS))
         .description(Some("An instruction's id"))
 );
 text_type!(Content, Content::new, |b: ObjectBuilder| b
