@@ -34,7 +34,7 @@ pub use local_mcp_clients::{client_files, snippets};
 pub use local_mcp_core::{config, lock, model, private_fs, process, sync, time};
 use local_mcp_core::{connection_info, error, media, paths, peer, store};
 use local_mcp_queue::{events, queue};
-use local_mcp_serve::{auth, http, mcp, server};
+use local_mcp_serve::{auth, http, mcp, phone, server};
 
 mod heap;
 pub use heap::keep_arena_tops;
@@ -272,14 +272,21 @@ fn serve(
             )
             .on_refused(Arc::new(move |path, user_agent| told.note_refused(path, user_agent))),
     );
-    let router = http::router(http::AppState {
+    let phone = phone::Phone::new(queue.clone(), phone::tls::dir_beside(&config.db_path), shutdown.clone());
+    let state = http::AppState {
         queue: queue.clone(),
         guard: guard.clone(),
         credentials,
         tokens,
         mcp_stateless: config.mcp_stateless,
         shutdown: shutdown.clone(),
-    });
+        phone: phone.clone(),
+    };
+    let phone_router = http::phone_router(state.clone());
+    phone.set_listen(Arc::new(move |listener, tls, stop| {
+        tokio::spawn(server::serve_tls(listener, tls, phone_router.clone(), stop));
+    }));
+    let router = http::router(state);
     let accepted = Arc::new(std::sync::atomic::AtomicU64::new(0));
     let task = tokio::spawn(server::serve(
         listener,

@@ -125,6 +125,16 @@ export const api = {
     fileAt(`/api/templates/${enc(name)}/files/${f.ordinal}`, f.name, f.mime_type, `The template's file ${f.name} could not be fetched.`),
   /** A stored instruction's file (its original) as a File. */
   attachmentFile: (a) => fileAt(`/api/attachments/${enc(a.id)}`, a.name, a.mime_type, `The file ${a.name} could not be fetched.`),
+  phone: () => request("GET", "/api/phone"),
+  phoneStart: (address) => request("POST", "/api/phone/start", { address }),
+  phoneStop: () => request("POST", "/api/phone/stop"),
+  phoneCode: () => request("POST", "/api/phone/code"),
+  renameDevice: (id, name) => request("PATCH", `/api/phone/devices/${enc(id)}`, { name }),
+  revokeDevice: (id) => request("DELETE", `/api/phone/devices/${enc(id)}`),
+  /** On the phone listener: exchange a pairing code for this phone's own credential (a cookie). */
+  pair: (code, name) => request("POST", "/api/phone/pair", { code, name }),
+  /** On the phone listener: which paired device this is (401 when it is none). */
+  phoneMe: () => request("GET", "/api/phone/me"),
   tokenState: () => request("GET", "/api/token"),
   changeToken: (action) => request("POST", "/api/token", { action }),
 };

@@ -15,6 +15,7 @@ import { connect, disconnect } from "./events.js";
 import { initGate, showGate } from "./gate.js";
 import { initHeld } from "./held.js";
 import { initLedger } from "./ledger.js";
+import { initPhonePanel, onPhone, pairThisPhone } from "./phone.js";
 import { initQueues } from "./queues.js";
 import { initRail } from "./rail.js";
 import { initRecoveryNote, initStorageFault } from "./recovery.js";
@@ -114,9 +115,12 @@ function initConn() {
 
 /** Load the rest and go live; `loaded` is a load of the queue already under way. */
 async function start(loaded = reload()) {
-  loadClients();
-  loadToken();
-  loadSettingsForm();
+  // A phone reaches the queue only: the computer's settings and agents' configuration are not its to load.
+  if (!onPhone()) {
+    loadClients();
+    loadToken();
+    loadSettingsForm();
+  }
   await loaded;
   connect(reload);
   $("composer-text").focus();
@@ -128,6 +132,7 @@ async function start(loaded = reload()) {
  * which the gate handles); retried while the server is unreachable.
  */
 async function boot() {
+  if (onPhone()) return bootPhone();
   const loaded = reload();
   try {
     const session = await api.session();
@@ -146,6 +151,22 @@ async function boot() {
     return;
   }
   start(loaded);
+}
+
+/** On the phone listener: pair (once) or say why not, then run as the page does. */
+async function bootPhone() {
+  const refused = (text) => {
+    const b = $("banner");
+    b.textContent = text;
+    b.hidden = false;
+    disconnect();
+    setConn("offline");
+  };
+  const notPaired = await pairThisPhone();
+  if (notPaired) return refused(notPaired);
+  // Revoked from the computer: its requests are refused from then on.
+  document.addEventListener("auth:required", () => refused("This phone was unpaired on the computer. Pair it again there (Phone → Pair a phone) to use it."));
+  start();
 }
 
 initConn();
@@ -167,6 +188,7 @@ initQueues(reload, loadClients);
 initRail();
 initHeld();
 initLedger();
-initGate(start);
+if (!onPhone()) initGate(start);
+initPhonePanel();
 $("composer-text").focus();
 boot();

@@ -46,6 +46,9 @@ pub enum Error {
     /// The request came from somewhere it must not (foreign Host or Origin).
     #[error("{0}")]
     Forbidden(String),
+    /// Too many attempts (wrong pairing codes): refused until the time the message names.
+    #[error("{0}")]
+    TooMany(String),
     /// Something broke on our side while serving. `context` is safe to show a
     /// client; `source` may name paths or internals and goes to the log only.
     #[error("{context}; see the server log")]
@@ -74,6 +77,7 @@ impl Error {
             Error::Unavailable(_) => "storage_unavailable",
             Error::Unauthorized(_) => "unauthorized",
             Error::Forbidden(_) => "forbidden",
+            Error::TooMany(_) => "too_many_requests",
             Error::Internal { .. } | Error::Startup(_) => "internal",
         }
     }
@@ -112,6 +116,7 @@ impl Error {
             Error::InUse(m) => Error::InUse(m.clone()),
             Error::Unauthorized(m) => Error::Unauthorized(m.clone()),
             Error::Forbidden(m) => Error::Forbidden(m.clone()),
+            Error::TooMany(m) => Error::TooMany(m.clone()),
             Error::Startup(m) => Error::Startup(m.clone()),
             Error::Internal { context, source } => Error::internal(context.clone(), source.to_string()),
         }

@@ -24,6 +24,12 @@ pub fn now() -> String {
 }
 
 /// Parse a stored timestamp; `None` for anything that is not one.
+/// `secs` seconds from now, as stored.
+pub fn in_seconds(secs: u64) -> String {
+    let secs = i64::try_from(secs).unwrap_or(i64::MAX / 2);
+    format(OffsetDateTime::now_utc().saturating_add(::time::Duration::seconds(secs)))
+}
+
 pub fn parse(s: &str) -> Option<OffsetDateTime> {
     time::PrimitiveDateTime::parse(s, FORMAT).ok().map(|t| t.assume_utc())
 }

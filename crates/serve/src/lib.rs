@@ -1,11 +1,13 @@
 //! local-mcp's ways in over the network: the token and the page session
 //! (`auth`), the MCP tools, resources and prompt (`mcp`, with the direct fast
 //! path for `get_user_request` in `mcp/direct.rs`), the HTTP guard, API, SSE
-//! and page (`http`, with `/mcp` nested), and the listener (`server`).
+//! and page (`http`, with `/mcp` nested), the listener (`server`), and the
+//! phone's own TLS listener with its pairing and gate (`phone`).
 
 pub mod auth;
 pub mod http;
 pub mod mcp;
+pub mod phone;
 pub mod server;
 
 // The layers below, under the names the modules use (`crate::queue`, …).

@@ -404,6 +404,14 @@ async fn the_openapi_document_covers_every_api_route_and_the_docs_page_is_local(
         ("/api/session", "delete"),
         ("/api/token", "get"),
         ("/api/token", "post"),
+        ("/api/phone", "get"),
+        ("/api/phone/start", "post"),
+        ("/api/phone/stop", "post"),
+        ("/api/phone/code", "post"),
+        ("/api/phone/devices/{id}", "patch"),
+        ("/api/phone/devices/{id}", "delete"),
+        ("/api/phone/pair", "post"),
+        ("/api/phone/me", "get"),
     ];
     for (path, method) in routes {
         assert!(

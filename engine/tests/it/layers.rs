@@ -43,7 +43,7 @@ const LAYERS: &[&[&str]] = &[
         "export",
     ],
     &["queue"],
-    &["mcp", "client"],
+    &["mcp", "client", "phone"],
     &["cli", "http"],
     &["server"],
 ];

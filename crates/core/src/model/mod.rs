@@ -7,6 +7,7 @@
 mod attachments;
 mod clients;
 mod names;
+mod phone;
 mod programs;
 mod queues;
 mod reports;
@@ -26,6 +27,10 @@ pub use clients::{
 pub use names::{
     breaks_a_rule, AgentId, Content, InstructionId, QueueName, MAX_AGENT_ID_CHARS, MAX_INSTRUCTION_BYTES,
     MAX_QUEUE_NAME_CHARS, QUEUE_NAME_PATTERN,
+};
+pub use phone::{
+    device_name, Device, DeviceRename, PairRequest, PairingCode, PhoneStart, PhoneStatus, RefusedCode,
+    MAX_DEVICE_NAME_CHARS,
 };
 pub use programs::{McpClient, Program, CALLERS_ONLY};
 pub use queues::{

@@ -393,6 +393,8 @@ fn hold_pending(path: &Path) -> Result<u64> {
     super::untrusted::guard(&conn)?;
     super::migrations::migrate(&mut conn)?;
     let held = super::Db::new(&conn).hold_all_pending("restore")?;
+    // A phone is paired on this machine, never brought in by a file.
+    super::Db::new(&conn).forget_all_devices()?;
     conn.close().map_err(|(_, e)| e)?;
     Ok(held)
 }
@@ -472,6 +474,44 @@ mod tests {
             .filter(|e| e.file_name().to_string_lossy().starts_with(".local-mcp-"))
             .collect();
         assert!(leftovers.is_empty(), "{leftovers:?}");
+    }
+
+    /// A backup carries the paired phones (hashes only); a restore brings
+    /// none back: a device is paired on this machine, never let in by a file.
+    #[test]
+    fn a_restore_brings_no_paired_phone_along() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("q.sqlite3")).unwrap();
+        add(&store, "kept", 1);
+        let device = crate::model::Device {
+            id: "d1".into(),
+            name: "someone's phone".into(),
+            created_at: crate::time::now(),
+            last_seen_at: None,
+            last_address: None,
+        };
+        store
+            .write(
+                Durability::Full,
+                |db| db.insert_device(&device, &"ab".repeat(32)),
+                |_| (),
+            )
+            .unwrap();
+        let archive = dir.path().join("backup.tar");
+        store.backup_to(&archive).unwrap();
+        let elsewhere = dir.path().join("restored").join("q.sqlite3");
+        std::fs::create_dir(elsewhere.parent().unwrap()).unwrap();
+        restore(&archive, &elsewhere).unwrap();
+        let back = Store::open(&elsewhere).unwrap();
+        assert_eq!(
+            back.read(|db| db.list(&crate::model::Listing::default()))
+                .unwrap()
+                .len(),
+            1
+        );
+        assert!(back.read(|db| db.devices()).unwrap().is_empty(), "no device came back");
+        assert!(back.read(|db| db.device_credentials()).unwrap().is_empty());
+        assert_eq!(store.read(|db| db.devices()).unwrap().len(), 1, "the backup held it");
     }
 
     #[test]

@@ -291,6 +291,21 @@ const MIGRATIONS: &[&str] = &[
     CREATE INDEX tasks_of_instruction ON tasks(instruction_id) WHERE instruction_id IS NOT NULL;
     CREATE INDEX tasks_by_poll ON tasks(polled_at);
     "#,
+    // 13: phones paired to the LAN listener (issue 43). A device is known by
+    // the SHA-256 of its credential (the cookie holds the credential; a
+    // copy of this table gives no one a way in). Revoking deletes the row.
+    // A restore forgets every device (`backup::hold_pending`): credentials
+    // come from pairing on this machine, never from a file.
+    r#"
+    CREATE TABLE phone_devices (
+        id TEXT PRIMARY KEY NOT NULL,
+        name TEXT NOT NULL,
+        credential_sha256 TEXT NOT NULL UNIQUE,
+        created_at TEXT NOT NULL,
+        last_seen_at TEXT,
+        last_address TEXT
+    );
+    "#,
 ];
 
 /// The schema version this build writes.

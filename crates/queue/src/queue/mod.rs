@@ -17,6 +17,7 @@ mod changes;
 mod claim;
 mod commit;
 mod delivery;
+mod devices;
 mod dispatch;
 mod export;
 mod import;

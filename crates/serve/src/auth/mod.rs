@@ -16,7 +16,7 @@ use sha2::Sha256;
 use subtle::ConstantTimeEq;
 
 use crate::sync::RwLockExt as _;
-pub use tokens::{TokenOrigin, TokenState, Tokens};
+pub use tokens::{generate as new_secret, TokenOrigin, TokenState, Tokens};
 
 /// The page's session cookie, by name: this plus the first characters of the
 /// database's instance id, so two local-mcp on one host (a browser sends a

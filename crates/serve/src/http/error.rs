@@ -36,6 +36,7 @@ pub fn status_of(e: &Error) -> StatusCode {
         Error::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
         Error::Unauthorized(_) => StatusCode::UNAUTHORIZED,
         Error::Forbidden(_) => StatusCode::FORBIDDEN,
+        Error::TooMany(_) => StatusCode::TOO_MANY_REQUESTS,
         Error::Internal { .. } | Error::Startup(_) => StatusCode::INTERNAL_SERVER_ERROR,
     }
 }

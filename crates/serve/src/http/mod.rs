@@ -23,6 +23,8 @@ mod lookups;
 mod mcp_errors;
 mod openapi;
 mod page;
+mod phone;
+mod phone_gate;
 mod queues;
 mod reports;
 mod security;
@@ -44,8 +46,9 @@ use crate::auth::{Credentials, Tokens};
 use crate::mcp;
 use crate::queue::Queue;
 
+pub use error::error_response;
 pub use extract::{ApiJson, ApiPath, ApiQuery};
-pub use security::{Admission, Guard, Peer};
+pub use security::{Admission, Guard, Peer, CONTENT_SECURITY_POLICY};
 
 /// The largest request body accepted anywhere: far above any instruction
 /// (64 KiB), far below what could hurt.
@@ -67,6 +70,8 @@ pub struct AppState {
     pub tokens: Arc<Tokens>,
     pub mcp_stateless: bool,
     pub shutdown: CancellationToken,
+    /// The phone listener (off until the person starts it).
+    pub phone: Arc<crate::phone::Phone>,
 }
 
 /// Every documented route, with its OpenAPI document.
@@ -85,6 +90,7 @@ fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .merge(templates::routes())
         .merge(sse::routes())
         .merge(session::routes())
+        .merge(phone::routes())
         .split_for_parts();
     (router, openapi::finish(doc))
 }
@@ -134,4 +140,25 @@ pub fn router(state: AppState) -> Router {
     api.merge(rest)
         .with_state(state.clone())
         .layer(axum::middleware::from_fn_with_state(state.guard, security::guard))
+}
+
+/// What the phone listener serves: the same API and page, no MCP and no
+/// API documents, behind the listener's own gate (`crate::phone`), which
+/// decides what a phone may reach. The loopback guard is not in front of
+/// it: its token and page session count for nothing here.
+pub fn phone_router(state: AppState) -> Router {
+    let (api, _) = api();
+    let rest = Router::new()
+        .route("/", get(page::index))
+        .route("/{*path}", get(page::asset))
+        .fallback(error::not_found)
+        .method_not_allowed_fallback(error::method_not_allowed)
+        .layer(axum::middleware::from_fn_with_state(
+            body::BodyPolicy::JSON,
+            body::enforce,
+        ));
+    api.merge(rest)
+        .with_state(state.clone())
+        .layer(axum::Extension(phone::OnPhoneListener))
+        .layer(axum::middleware::from_fn_with_state(state.phone, phone_gate::gate))
 }

@@ -7,6 +7,7 @@
 mod agents;
 mod attachments;
 mod deliveries;
+mod devices;
 mod events;
 mod instructions;
 mod queues;

@@ -1,0 +1,264 @@
+//! The phone listener's gate (`crate::phone`): the one layer in front of everything it
+//! serves. In order: `Host` must be the listener's own address (no DNS
+//! rebinding), an `Origin` must be its own `https://` origin, a request a
+//! browser marks cross-site is refused (reads too); then the route must be
+//! one a phone may use at all ([`allowed`]) — anything else is 403 whatever
+//! the request carries — and, past the page's own files and the pairing
+//! exchange, it must carry a paired device's credential cookie. A revoked
+//! device's open streams end when it is revoked.
+//!
+//! The loopback server's bearer token and page session count for nothing
+//! here: a phone has only its device credential.
+
+use std::net::IpAddr;
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::extract::connect_info::ConnectInfo;
+use axum::extract::{Request, State};
+use axum::http::{header, HeaderName, HeaderValue, Method, StatusCode};
+use axum::middleware::Next;
+use axum::response::Response;
+use futures::StreamExt as _;
+
+use super::error::error_response;
+use super::security::CONTENT_SECURITY_POLICY;
+use super::Peer;
+use crate::phone::{Known, Phone, DEVICE_COOKIE};
+
+/// What a request may reach on the phone listener.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    /// The page's own files and the pairing exchange: anyone who reached the listener.
+    Open,
+    /// A paired device's.
+    Device,
+    /// Not from a phone at all.
+    Refused,
+}
+
+/// The routes a phone may use, by method and path (`*` is one segment).
+/// Seeing queues, agents and their states; queueing, editing, reordering and
+/// deleting instructions, with photos; answering questions; history and
+/// reports; the templates, read only (the composer offers them). Nothing
+/// else: no `/mcp`, settings, tokens, client files,
+/// connecting, backups, exports, imports, restores or pairing another device.
+const DEVICE_ROUTES: &[(Method, &str)] = &[
+    (Method::GET, "/api/status"),
+    (Method::GET, "/api/events"),
+    (Method::GET, "/api/queues"),
+    (Method::GET, "/api/queues/*"),
+    (Method::GET, "/api/instructions"),
+    (Method::POST, "/api/instructions"),
+    (Method::GET, "/api/instructions/*"),
+    (Method::PATCH, "/api/instructions/*"),
+    (Method::DELETE, "/api/instructions/*"),
+    (Method::POST, "/api/instructions/*/move"),
+    (Method::POST, "/api/instructions/*/requeue"),
+    (Method::POST, "/api/instructions/*/attachments"),
+    (Method::DELETE, "/api/instructions/*/attachments/*"),
+    (Method::GET, "/api/attachments/*"),
+    (Method::GET, "/api/reports"),
+    (Method::POST, "/api/reports/*/reply"),
+    (Method::GET, "/api/templates"),
+    (Method::GET, "/api/templates/*"),
+    (Method::GET, "/api/templates/*/files/*"),
+    (Method::GET, "/api/phone/me"),
+];
+
+/// What `method path` may reach from a phone.
+pub fn allowed(method: &Method, path: &str) -> Access {
+    if *method == Method::POST && path == "/api/phone/pair" {
+        return Access::Open;
+    }
+    if DEVICE_ROUTES
+        .iter()
+        .any(|(m, pattern)| m == method && matches(pattern, path))
+    {
+        return Access::Device;
+    }
+    // The page's files: anything under neither the API nor MCP, read only.
+    let api_or_mcp = ["/api", "/mcp", "/healthz"]
+        .iter()
+        .any(|p| path == *p || path.starts_with(&format!("{p}/")));
+    if (*method == Method::GET || *method == Method::HEAD) && !api_or_mcp {
+        return Access::Open;
+    }
+    Access::Refused
+}
+
+fn matches(pattern: &str, path: &str) -> bool {
+    let (mut p, mut s) = (pattern.split('/'), path.split('/'));
+    loop {
+        match (p.next(), s.next()) {
+            (None, None) => return true,
+            (Some("*"), Some(seg)) if !seg.is_empty() => {}
+            (Some(a), Some(b)) if a == b => {}
+            _ => return false,
+        }
+    }
+}
+
+/// The middleware (state: the phone controller).
+pub async fn gate(State(phone): State<Arc<Phone>>, mut req: Request, next: Next) -> Response {
+    let path = req.uri().path().to_owned();
+    let from = req
+        .extensions()
+        .get::<ConnectInfo<Peer>>()
+        .map_or(IpAddr::from([0, 0, 0, 0]), |c| c.0.addr.ip());
+    if let Some(refused) = origin_refusal(&phone, &req) {
+        tracing::warn!(%from, path, "the phone listener refused a request: {refused}");
+        return error_response(StatusCode::FORBIDDEN, "forbidden", refused);
+    }
+    let access = allowed(req.method(), &path);
+    let device = match access {
+        Access::Refused => {
+            tracing::info!(%from, method = %req.method(), path, "a route a phone may not use");
+            return secured(error_response(
+                StatusCode::FORBIDDEN,
+                "forbidden",
+                "not available from a phone: use the computer",
+            ));
+        }
+        Access::Open => None,
+        Access::Device => match credential(&req).and_then(|c| phone.device(&c)) {
+            Some(device) => Some(device),
+            None => {
+                tracing::info!(%from, path, "a phone request without a paired device's credential");
+                return secured(error_response(
+                    StatusCode::UNAUTHORIZED,
+                    "unpaired",
+                    "this phone is not paired (or was revoked): scan the pairing QR code on the computer again",
+                ));
+            }
+        },
+    };
+    if let Some(device) = &device {
+        phone.seen(device, from);
+        req.extensions_mut().insert(device.clone());
+    }
+    let response = next.run(req).await;
+    let response = match device {
+        Some(device) => cut_on_revoke(response, device),
+        None => response,
+    };
+    secured(response)
+}
+
+/// Why a request's `Host`, `Origin` or `Sec-Fetch-Site` is refused, if it is.
+fn origin_refusal(phone: &Phone, req: &Request) -> Option<&'static str> {
+    let headers = req.headers();
+    for name in [header::HOST, header::ORIGIN, HeaderName::from_static("sec-fetch-site")] {
+        if headers.get_all(&name).iter().nth(1).is_some() {
+            return Some("a Host, Origin or Sec-Fetch-Site header sent twice");
+        }
+    }
+    let authority = phone.authority()?;
+    let host = headers.get(header::HOST).and_then(|v| v.to_str().ok()).unwrap_or("");
+    if !host.eq_ignore_ascii_case(&authority) {
+        return Some("this listener answers only to its own address (Host header refused)");
+    }
+    if let Some(origin) = headers.get(header::ORIGIN) {
+        let ours = origin
+            .to_str()
+            .ok()
+            .and_then(|o| o.strip_prefix("https://"))
+            .is_some_and(|o| o.eq_ignore_ascii_case(&authority));
+        if !ours {
+            return Some("requests from other web origins are refused");
+        }
+    }
+    let cross_site = headers
+        .get("sec-fetch-site")
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| !matches!(v, "same-origin" | "none"));
+    cross_site.then_some("requests from other web sites are refused")
+}
+
+/// The device credential the request's cookies carry (the first of our name).
+fn credential(req: &Request) -> Option<String> {
+    req.headers()
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|pair| pair.trim().split_once('='))
+        .find(|(k, _)| *k == DEVICE_COOKIE)
+        .map(|(_, v)| v.to_owned())
+}
+
+/// A revoked device's response ends when it is revoked (its live stream above all).
+fn cut_on_revoke(response: Response, device: Known) -> Response {
+    let (parts, body) = response.into_parts();
+    let revoked = device.revoked.clone();
+    let stream = body
+        .into_data_stream()
+        .take_until(async move { revoked.cancelled_owned().await });
+    Response::from_parts(parts, Body::from_stream(stream))
+}
+
+/// The page's headers, and nothing stored: a phone is easier to lose than a desk.
+fn secured(mut response: Response) -> Response {
+    let h = response.headers_mut();
+    h.entry(header::CONTENT_SECURITY_POLICY)
+        .or_insert(HeaderValue::from_static(CONTENT_SECURITY_POLICY));
+    h.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
+    h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    h.insert(header::REFERRER_POLICY, HeaderValue::from_static("no-referrer"));
+    h.entry(header::CACHE_CONTROL)
+        .or_insert(HeaderValue::from_static("no-store"));
+    response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_phone_reaches_its_routes_and_nothing_else() {
+        let yes = [
+            (Method::GET, "/api/status"),
+            (Method::GET, "/api/events"),
+            (Method::POST, "/api/instructions"),
+            (Method::PATCH, "/api/instructions/abc"),
+            (Method::POST, "/api/instructions/abc/move"),
+            (Method::POST, "/api/instructions/abc/attachments"),
+            (Method::POST, "/api/reports/r1/reply"),
+        ];
+        for (m, p) in &yes {
+            assert_eq!(allowed(m, p), Access::Device, "{m} {p}");
+        }
+        let no = [
+            (Method::POST, "/mcp"),
+            (Method::GET, "/mcp"),
+            (Method::POST, "/mcp/q/work"),
+            (Method::GET, "/api/config"),
+            (Method::PATCH, "/api/config"),
+            (Method::GET, "/api/token"),
+            (Method::POST, "/api/token"),
+            (Method::GET, "/api/backup"),
+            (Method::GET, "/api/export"),
+            (Method::POST, "/api/import"),
+            (Method::POST, "/api/connect"),
+            (Method::GET, "/api/clients"),
+            (Method::POST, "/api/session"),
+            (Method::POST, "/api/phone/code"),
+            (Method::POST, "/api/phone/start"),
+            (Method::GET, "/api/phone"),
+            (Method::DELETE, "/api/phone/devices/x"),
+            (Method::POST, "/api/hold"),
+            (Method::POST, "/api/agents/stop"),
+            (Method::PUT, "/api/templates/x"),
+            (Method::GET, "/api/instructions/a/b/c"),
+            (Method::GET, "/api/instructions//move"),
+            (Method::GET, "/healthz"),
+            (Method::POST, "/"),
+        ];
+        for (m, p) in &no {
+            assert_eq!(allowed(m, p), Access::Refused, "{m} {p}");
+        }
+        assert_eq!(allowed(&Method::GET, "/"), Access::Open);
+        assert_eq!(allowed(&Method::GET, "/js/app.js"), Access::Open);
+        assert_eq!(allowed(&Method::POST, "/api/phone/pair"), Access::Open);
+    }
+}

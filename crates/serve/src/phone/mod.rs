@@ -1,0 +1,379 @@
+//! The phone's listener (issue 43): off until the person starts it, a
+//! second server on an address of this machine they pick (a LAN, Tailscale
+//! or WireGuard address), over TLS with a certificate made for this install
+//! (`tls`). A phone pairs by a one-time code in a QR code's link
+//! (`pairing`) and gets a credential of its own, kept as an HttpOnly,
+//! Secure, SameSite=Strict cookie; the store keeps only its SHA-256.
+//! What a phone may reach is decided by the listener's own gate (`gate`),
+//! not by what the page shows: instructions, questions, history, reports
+//! and the live status, never `/mcp`, settings, tokens, client files,
+//! backups or pairing another device. The loopback server is unchanged.
+//!
+//! `docs/ARCHITECTURE.md`, "Phone"; the threats in `docs/RELIABILITY.md`.
+
+pub mod pairing;
+pub mod tls;
+
+use std::collections::HashMap;
+use std::net::{IpAddr, SocketAddr};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use base64::Engine as _;
+use sha2::{Digest, Sha256};
+use tokio_util::sync::CancellationToken;
+
+use crate::model::{Device, PairRequest, PairingCode, PhoneStart, PhoneStatus, RefusedCode};
+use crate::queue::Queue;
+use crate::sync::MutexExt as _;
+use crate::{time, Error, Result};
+
+/// The cookie that carries a device's credential.
+pub const DEVICE_COOKIE: &str = "local-mcp-device";
+
+/// Serves the phone listener's connections (TLS, then HTTP behind the
+/// listener's gate) until the token is cancelled: `server::serve_tls` with
+/// the phone router, given by the engine (this module sits below both).
+pub type Listen = Arc<dyn Fn(tokio::net::TcpListener, Arc<rustls::ServerConfig>, CancellationToken) + Send + Sync>;
+
+/// The port a phone's bookmark keeps working on, unless the person picks another.
+pub const DEFAULT_PORT: u16 = 8443;
+/// A device's last-seen time is written at most this often.
+const SEEN_EVERY: Duration = Duration::from_secs(60);
+
+/// A paired device as the gate knows it: its id, and a token cancelled when
+/// it is revoked (its live streams end with it).
+#[derive(Debug, Clone)]
+pub struct Known {
+    pub id: String,
+    pub revoked: CancellationToken,
+}
+
+/// The listener while it runs.
+struct Listening {
+    url: String,
+    /// `host:port` as the phone's browser sends it in `Host`.
+    authority: String,
+    fingerprint: String,
+    stop: CancellationToken,
+}
+
+#[derive(Default)]
+struct State {
+    listening: Option<Listening>,
+    codes: pairing::Codes,
+    refused: u64,
+    last_refused: Option<RefusedCode>,
+    /// SHA-256 (hex) of each device's credential → the device.
+    devices: HashMap<String, Known>,
+    /// When each device's last-seen time was last written.
+    written: HashMap<String, Instant>,
+}
+
+/// The phone listener's controller, shared by the loopback API (which starts,
+/// stops and pairs) and the listener's gate (which checks devices).
+pub struct Phone {
+    queue: Queue,
+    /// Where the key and certificates live (`<database>-phone/`).
+    dir: PathBuf,
+    /// The engine's: the listener stops with it.
+    shutdown: CancellationToken,
+    /// How the listener serves (set once the router is built).
+    listen: OnceLock<Listen>,
+    state: Mutex<State>,
+}
+
+impl Phone {
+    pub fn new(queue: Queue, dir: PathBuf, shutdown: CancellationToken) -> Arc<Phone> {
+        Arc::new(Phone {
+            queue,
+            dir,
+            shutdown,
+            listen: OnceLock::new(),
+            state: Mutex::default(),
+        })
+    }
+
+    /// How the listener serves (the API and the page, behind its gate).
+    pub fn set_listen(&self, listen: Listen) {
+        let _ = self.listen.set(listen);
+    }
+
+    /// This machine's addresses a phone could reach: not loopback, not link-local.
+    pub fn addresses() -> Vec<IpAddr> {
+        let mut addresses: Vec<IpAddr> = if_addrs::get_if_addrs()
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|i| !i.is_loopback() && !i.is_link_local())
+            .map(|i| i.ip())
+            .collect();
+        addresses.sort_by_key(|a| (a.is_ipv6(), *a));
+        addresses.dedup();
+        addresses
+    }
+
+    pub async fn status(&self) -> Result<PhoneStatus> {
+        let devices = self.queue.devices().await?;
+        let state = self.state.lock_anyway();
+        let listening = state.listening.as_ref();
+        Ok(PhoneStatus {
+            running: listening.is_some(),
+            url: listening.map(|l| l.url.clone()),
+            fingerprint: listening.map(|l| l.fingerprint.clone()),
+            addresses: Phone::addresses().iter().map(IpAddr::to_string).collect(),
+            devices,
+            refused_codes: state.refused,
+            last_refused: state.last_refused.clone(),
+            locked_until: state.codes.locked_for(Instant::now()).map(time::in_seconds),
+        })
+    }
+
+    /// Start listening on `start.address` (stopping first if it listens elsewhere).
+    pub async fn start(&self, start: PhoneStart) -> Result<PhoneStatus> {
+        let address: IpAddr = start
+            .address
+            .trim()
+            .parse()
+            .map_err(|_| Error::Invalid(format!("{:?} is not an IP address", start.address)))?;
+        let ours = Phone::addresses();
+        if !ours.contains(&address) {
+            let listed = ours.iter().map(IpAddr::to_string).collect::<Vec<_>>().join(", ");
+            return Err(Error::Invalid(format!(
+                "{address} is not one of this machine's network addresses ({listed}): pick one a phone can reach"
+            )));
+        }
+        let Some(listen) = self.listen.get().cloned() else {
+            return Err(Error::Unavailable("the phone listener is not ready yet".into()));
+        };
+        self.stop_listening();
+        let port = start.port.unwrap_or(DEFAULT_PORT);
+        let (dir, at) = (self.dir.clone(), address);
+        let identity = tokio::task::spawn_blocking(move || tls::identity(&dir, at))
+            .await
+            .map_err(|e| Error::internal("making the phone listener's certificate", e.to_string()))??;
+        let listener = tokio::net::TcpListener::bind(SocketAddr::new(address, port))
+            .await
+            .map_err(|e| match e.kind() {
+                std::io::ErrorKind::AddrInUse => {
+                    Error::Conflict(format!("port {port} on {address} is in use: pick another port"))
+                }
+                _ => Error::Invalid(format!("cannot listen on {address}:{port}: {e}")),
+            })?;
+        let bound = listener
+            .local_addr()
+            .map_err(|e| Error::internal("reading the phone listener's address", e))?;
+        // `192.0.2.7:8443`, `[2001:db8::7]:8443`: as a browser sends it in `Host`.
+        let authority = bound.to_string();
+        let url = format!("https://{authority}");
+        let devices = self.queue.device_credentials().await?;
+        let stop = self.shutdown.child_token();
+        {
+            let mut state = self.state.lock_anyway();
+            state.devices = devices
+                .into_iter()
+                .map(|(id, hash)| {
+                    let known = Known {
+                        id,
+                        revoked: stop.child_token(),
+                    };
+                    (hash, known)
+                })
+                .collect();
+            state.listening = Some(Listening {
+                url: url.clone(),
+                authority,
+                fingerprint: identity.fingerprint.clone(),
+                stop: stop.clone(),
+            });
+        }
+        listen(listener, identity.config, stop);
+        tracing::info!(%url, fingerprint = %identity.fingerprint, "the phone listener is on");
+        self.status().await
+    }
+
+    /// Stop listening: every phone connection closes; pairings stay.
+    pub async fn stop(&self) -> Result<PhoneStatus> {
+        if self.stop_listening() {
+            tracing::info!("the phone listener is off");
+        }
+        self.status().await
+    }
+
+    fn stop_listening(&self) -> bool {
+        let mut state = self.state.lock_anyway();
+        state.codes.clear();
+        match state.listening.take() {
+            Some(listening) => {
+                listening.stop.cancel();
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// `host:port` the listener answers to, while it runs.
+    pub fn authority(&self) -> Option<String> {
+        self.state.lock_anyway().listening.as_ref().map(|l| l.authority.clone())
+    }
+
+    /// A one-time pairing link (and its QR code) for the running listener.
+    pub fn code(&self) -> Result<PairingCode> {
+        let mut state = self.state.lock_anyway();
+        let Some(listening) = state.listening.as_ref() else {
+            return Err(Error::Conflict("start the phone listener first".into()));
+        };
+        let (url, fingerprint) = (listening.url.clone(), listening.fingerprint.clone());
+        let now = Instant::now();
+        let (code, until) = state
+            .codes
+            .issue(now)
+            .map_err(|secs| Error::TooMany(format!("too many wrong codes: pairing is locked for {secs} s")))?;
+        let link = format!("{url}/#pair={code}");
+        let svg = qrcode::QrCode::new(link.as_bytes())
+            .map_err(|e| Error::internal("drawing the pairing QR code", e.to_string()))?
+            .render::<qrcode::render::svg::Color<'_>>()
+            .min_dimensions(256, 256)
+            .quiet_zone(true)
+            .build();
+        let qr = format!(
+            "data:image/svg+xml;base64,{}",
+            base64::engine::general_purpose::STANDARD.encode(svg)
+        );
+        Ok(PairingCode {
+            link,
+            qr,
+            expires_at: time::in_seconds((until - now).as_secs()),
+            fingerprint,
+        })
+    }
+
+    /// A phone's code exchanged for its own credential (returned once, for its cookie).
+    pub async fn pair(&self, request: PairRequest, from: IpAddr) -> Result<(Device, String)> {
+        let tried = self.state.lock_anyway().codes.try_code(&request.code, Instant::now());
+        match tried {
+            pairing::Tried::Paired => {}
+            pairing::Tried::Locked { for_secs } => {
+                self.note_refused(from);
+                tracing::warn!(%from, "a pairing code while pairing is locked");
+                return Err(Error::TooMany(format!(
+                    "too many wrong codes: pairing is locked for {for_secs} s; make a new code on the computer then"
+                )));
+            }
+            pairing::Tried::Wrong { locked_now } => {
+                let refused = self.note_refused(from);
+                tracing::warn!(%from, locked_now, refused, "refused a wrong or used pairing code");
+                return Err(if locked_now {
+                    Error::TooMany("too many wrong codes: pairing is locked for a minute".into())
+                } else {
+                    Error::Forbidden(
+                        "this pairing code is wrong, used or expired: make a new one on the computer".into(),
+                    )
+                });
+            }
+        }
+        let name = match request.name.as_deref().map(str::trim).filter(|n| !n.is_empty()) {
+            Some(name) => crate::model::device_name(name)?,
+            None => "Phone".to_owned(),
+        };
+        let credential = crate::auth::new_secret();
+        let hash = credential_hash(&credential);
+        let now = time::now();
+        let device = Device {
+            id: uuid::Uuid::new_v4().to_string(),
+            name,
+            created_at: now.clone(),
+            last_seen_at: Some(now),
+            last_address: Some(from.to_string()),
+        };
+        let device = self.queue.add_device(device, hash.clone()).await?;
+        let mut state = self.state.lock_anyway();
+        let revoked = match &state.listening {
+            Some(l) => l.stop.child_token(),
+            None => CancellationToken::new(),
+        };
+        state.devices.insert(
+            hash,
+            Known {
+                id: device.id.clone(),
+                revoked,
+            },
+        );
+        tracing::info!(device = %device.id, name = %device.name, %from, "a phone paired");
+        Ok((device, credential))
+    }
+
+    /// Count a refused code (shown on the computer's page); returns how many so far.
+    fn note_refused(&self, from: IpAddr) -> u64 {
+        let mut state = self.state.lock_anyway();
+        state.refused += 1;
+        state.last_refused = Some(RefusedCode {
+            at: time::now(),
+            address: from.to_string(),
+        });
+        state.refused
+    }
+
+    /// The device whose credential this is, if it is paired.
+    pub fn device(&self, credential: &str) -> Option<Known> {
+        let hash = credential_hash(credential);
+        self.state.lock_anyway().devices.get(&hash).cloned()
+    }
+
+    /// Note that `device` was seen from `from` (written at most once a minute).
+    pub fn seen(&self, device: &Known, from: IpAddr) {
+        let due = {
+            let mut state = self.state.lock_anyway();
+            let now = Instant::now();
+            let due = state
+                .written
+                .get(&device.id)
+                .is_none_or(|at| now.duration_since(*at) >= SEEN_EVERY);
+            if due {
+                state.written.insert(device.id.clone(), now);
+            }
+            due
+        };
+        if due {
+            let (queue, id) = (self.queue.clone(), device.id.clone());
+            tokio::spawn(async move {
+                if let Err(e) = queue.touch_device(id, time::now(), from.to_string()).await {
+                    tracing::debug!(error = %e, "could not note when a phone was last seen");
+                }
+            });
+        }
+    }
+
+    pub async fn rename(&self, id: String, name: &str) -> Result<Device> {
+        let name = crate::model::device_name(name)?;
+        self.queue
+            .rename_device(id.clone(), name)
+            .await?
+            .ok_or_else(|| Error::NotFound(format!("no paired device {id}")))
+    }
+
+    /// Revoke a device: its next request is refused and its live streams end now.
+    pub async fn revoke(&self, id: String) -> Result<Device> {
+        let device = self
+            .queue
+            .revoke_device(id.clone())
+            .await?
+            .ok_or_else(|| Error::NotFound(format!("no paired device {id}")))?;
+        let mut state = self.state.lock_anyway();
+        state.devices.retain(|_, known| {
+            let keep = known.id != id;
+            if !keep {
+                known.revoked.cancel();
+            }
+            keep
+        });
+        state.written.remove(&id);
+        tracing::info!(device = %id, "a phone was revoked");
+        Ok(device)
+    }
+}
+
+/// The SHA-256 (hex) of a device credential: what the store keeps.
+fn credential_hash(credential: &str) -> String {
+    hex::encode(Sha256::digest(credential.as_bytes()))
+}

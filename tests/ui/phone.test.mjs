@@ -1,0 +1,347 @@
+// The phone (issue 43), for real: the phone listener on an address of this
+// machine that is not loopback, reached from other hosts — network
+// namespaces of their own, each joined to this machine by a veth pair —
+// by a phone (Debian's Chromium in mobile emulation, run inside the
+// "phone" namespace) and by an attacker (curl inside the "attacker"
+// namespace, and as another local account).
+//
+// The phone accepts the self-signed certificate only by its key
+// (--ignore-certificate-errors-spki-list), after the test checked the
+// certificate's SHA-256 against the fingerprint the computer's page shows,
+// as a person compares them. It pairs by the link, queues with a photo,
+// answers a question, sees the agent take it; revoked, it is refused.
+// The attacker reaches nothing but the page's files and the pairing
+// exchange; used and guessed codes are refused and guessing locks pairing;
+// a revoked cookie is refused; cross-site and foreign-Host requests are
+// refused; `/mcp` and every documented route a phone may not use are
+// refused even with a valid device cookie.
+//
+// Needs root (network namespaces); fails, naming why, without it.
+
+import assert from "node:assert/strict";
+import { spawn, spawnSync } from "node:child_process";
+import { createHash, X509Certificate } from "node:crypto";
+import { chmodSync, mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, before, test } from "node:test";
+import tls from "node:tls";
+
+import jsQR from "jsqr";
+import { chromium } from "playwright-core";
+
+import { artifacts, launchBrowser, openPage, startServer, until } from "./harness.mjs";
+
+/** Each namespace: its name, the veth pair, and the /24 it shares with this machine. */
+const tag = String(process.pid % 10000);
+const NETS = {
+  phone: { ns: `lmcp-phone-${tag}`, here: `lmp${tag}a`, there: `lmp${tag}b`, net: "10.77.1" },
+  attacker: { ns: `lmcp-att-${tag}`, here: `lma${tag}a`, there: `lma${tag}b`, net: "10.77.2" },
+};
+/** This machine's address on the phone's network: where the listener listens. */
+const LAN = `${NETS.phone.net}.1`;
+
+function sh(cmd, args, { ok = true } = {}) {
+  const r = spawnSync(cmd, args, { encoding: "utf8", timeout: 30000 });
+  if (ok && r.status !== 0) throw new Error(`${cmd} ${args.join(" ")}: exit ${r.status}: ${r.stderr || r.error}`);
+  return r;
+}
+
+function makeNet({ ns, here, there, net }) {
+  sh("ip", ["netns", "add", ns]);
+  sh("ip", ["link", "add", here, "type", "veth", "peer", "name", there]);
+  sh("ip", ["link", "set", there, "netns", ns]);
+  sh("ip", ["addr", "add", `${net}.1/24`, "dev", here]);
+  sh("ip", ["link", "set", here, "up"]);
+  sh("ip", ["netns", "exec", ns, "ip", "addr", "add", `${net}.2/24`, "dev", there]);
+  sh("ip", ["netns", "exec", ns, "ip", "link", "set", there, "up"]);
+  sh("ip", ["netns", "exec", ns, "ip", "link", "set", "lo", "up"]);
+  sh("ip", ["netns", "exec", ns, "ip", "route", "add", "default", "via", `${net}.1`]);
+}
+
+function dropNet({ ns, here }) {
+  sh("ip", ["link", "del", here], { ok: false });
+  sh("ip", ["netns", "del", ns], { ok: false });
+}
+
+let server, phoneUrl, fingerprint, browser, context, page;
+const work = mkdtempSync(join(tmpdir(), "local-mcp-phone-"));
+
+before(async () => {
+  if (process.getuid?.() !== 0) throw new Error("the phone tests make network namespaces: run them as root (CI does)");
+  if (sh("ip", ["netns", "list"], { ok: false }).status !== 0) throw new Error("`ip netns` is missing: install iproute2 (scripts/setup-system.sh test)");
+  for (const n of Object.values(NETS)) {
+    dropNet(n);
+    makeNet(n);
+  }
+  server = await startServer({ waitSeconds: 60 });
+});
+
+after(async () => {
+  await browser?.close();
+  await desk?.close();
+  await server?.stop();
+  for (const n of Object.values(NETS)) dropNet(n);
+});
+
+/**
+ * curl from a namespace (the attacker's by default): { status, headers, body }.
+ * `args` are curl's own (-X, -H, --data…); -k because an attacker does not
+ * care whose certificate it is.
+ */
+function curlFrom(ns, path, args = [], base = phoneUrl) {
+  const r = sh("ip", ["netns", "exec", ns, "curl", "-sk", "-i", "--max-time", "10", ...args, base + path], { ok: false });
+  if (r.status !== 0) return { status: 0, headers: "", body: r.stderr };
+  const [head, ...rest] = r.stdout.split(/\r\n\r\n/);
+  return { status: Number(/^HTTP\/\S+ (\d+)/.exec(head)?.[1] ?? 0), headers: head, body: rest.join("\r\n\r\n") };
+}
+const attacker = (path, args) => curlFrom(NETS.attacker.ns, path, args);
+
+/** The listener's certificate as this machine sees it (DER). */
+function peerCertificate(url) {
+  const { hostname, port } = new URL(url);
+  return new Promise((ok, fail) => {
+    const s = tls.connect({ host: hostname, port: Number(port), rejectUnauthorized: false }, () => {
+      const raw = s.getPeerCertificate().raw;
+      s.end();
+      ok(raw);
+    });
+    s.on("error", fail);
+  });
+}
+
+let desk, deskPage, pairingLink;
+
+test("the computer's page starts the listener on a LAN address and shows a pairing QR code beside the certificate's fingerprint", async () => {
+  const off = await server.api("GET", "/api/phone");
+  assert.equal(off.status, 200);
+  assert.equal(off.body.running, false, "off by default");
+  assert.ok(off.body.addresses.includes(LAN), `${LAN} is offered: ${off.body.addresses}`);
+  const bad = await server.api("POST", "/api/phone/start", { address: "203.0.113.9" });
+  assert.equal(bad.status, 400, "not an address of this machine");
+  assert.equal((await server.api("POST", "/api/phone/code")).status, 409, "no code while off");
+
+  desk = await launchBrowser();
+  ({ page: deskPage } = await openPage(desk, server, { width: 1280, height: 1000 }));
+  await deskPage.locator("#phone-details summary").click();
+  await deskPage.locator("#phone-address").selectOption(LAN);
+  await deskPage.locator("#phone-start").click();
+  await until(async () => (await deskPage.locator("#phone-state").textContent()).startsWith("Listening at https://"), { what: "the panel to say it listens" });
+  const on = (await server.api("GET", "/api/phone")).body;
+  assert.equal(on.running, true);
+  phoneUrl = on.url;
+  fingerprint = on.fingerprint;
+  assert.match(phoneUrl, new RegExp(`^https://${LAN.replaceAll(".", "\\.")}:8443$`), "on the default port");
+  const der = await peerCertificate(phoneUrl);
+  const seen = createHash("sha256").update(der).digest("hex").toUpperCase().match(/../g).join(":");
+  assert.equal(seen, fingerprint, "the certificate served is the one the page names");
+
+  await deskPage.locator("#phone-pair").click();
+  await until(() => deskPage.locator("#phone-pairing").isVisible(), { what: "the pairing QR code" });
+  assert.equal(await deskPage.locator("#phone-fingerprint").textContent(), fingerprint, "the fingerprint beside the QR code");
+  pairingLink = await deskPage.locator("#phone-link").textContent();
+  assert.ok(pairingLink.startsWith(`${phoneUrl}/#pair=`), pairingLink);
+  // What a camera reads from the QR code, as drawn: the link, exactly.
+  const drawn = await deskPage.locator("#phone-qr").evaluate((img) => {
+    const c = document.createElement("canvas");
+    [c.width, c.height] = [img.naturalWidth, img.naturalHeight];
+    const g = c.getContext("2d");
+    g.fillStyle = "#fff";
+    g.fillRect(0, 0, c.width, c.height);
+    g.drawImage(img, 0, 0);
+    return { w: c.width, h: c.height, rgba: [...g.getImageData(0, 0, c.width, c.height).data] };
+  });
+  const read = jsQR(Uint8ClampedArray.from(drawn.rgba), drawn.w, drawn.h);
+  assert.equal(read?.data, pairingLink, "the QR code carries the link");
+  await deskPage.locator(".phone").screenshot({ path: join(artifacts, "screenshots", "phone-pairing.png") });
+  // The loopback server is unchanged: no phone route opens there.
+  assert.equal((await server.api("POST", "/api/phone/pair", { code: "X" })).status, 404);
+});
+
+test("the phone pairs by the link, queues with a photo, answers a question and sees the agent take it", async () => {
+  // Chromium runs inside the phone's namespace; it trusts the certificate by its key only.
+  const spki = createHash("sha256")
+    .update(new X509Certificate(await peerCertificate(phoneUrl)).publicKey.export({ type: "spki", format: "der" }))
+    .digest("base64");
+  const chromiumInNs = join(work, "chromium-in-phone-ns.sh");
+  writeFileSync(chromiumInNs, `#!/bin/sh\nexec ip netns exec ${NETS.phone.ns} ${process.env.CHROMIUM_PATH ?? "/usr/bin/chromium"} "$@"\n`);
+  chmodSync(chromiumInNs, 0o755);
+  browser = await chromium.launch({
+    executablePath: chromiumInNs,
+    args: ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--no-first-run", "--disable-sync", "--disable-quic", `--ignore-certificate-errors-spki-list=${spki}`],
+  });
+  context = await browser.newContext({
+    viewport: { width: 390, height: 844 },
+    deviceScaleFactor: 3,
+    isMobile: true,
+    hasTouch: true,
+    reducedMotion: "reduce",
+    userAgent: "Mozilla/5.0 (Linux; Android 14; Pixel 8) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/156.0 Mobile Safari/537.36",
+  });
+  page = await context.newPage();
+  const errors = [];
+  page.on("pageerror", (e) => errors.push(String(e)));
+  await page.goto(pairingLink);
+  await until(async () => (await page.evaluate(() => document.body.dataset.phone)) === "paired", { what: "the phone paired" });
+  await until(async () => (await page.locator("#conn").getAttribute("data-conn")) === "live", { what: "the phone's page live" });
+  assert.equal(new URL(page.url()).hash, "", "the code is out of the address bar");
+  const cookie = (await context.cookies()).find((c) => c.name === "local-mcp-device");
+  assert.ok(cookie, "the device cookie is set");
+  assert.deepEqual([cookie.httpOnly, cookie.secure, cookie.sameSite], [true, true, "Strict"]);
+  const devices = (await server.api("GET", "/api/phone")).body.devices;
+  assert.equal(devices.length, 1);
+  assert.equal(devices[0].name, "Android phone");
+  assert.equal(devices[0].last_address, `${NETS.phone.net}.2`, "seen from the phone's own host");
+  // The computer's panel lists it and puts the spent code away.
+  await until(async () => (await deskPage.locator("#phone-devices").textContent()).includes("Android phone"), { what: "the phone listed on the computer" });
+  assert.equal(await deskPage.locator("#phone-pairing").isVisible(), false, "the spent code is put away");
+
+  // Queue with a photo (the camera's picture is a file to the page).
+  const photo = spawnSync("python3", ["-c", "import sys,zlib,struct\nw=h=8\nraw=b''.join(b'\\x00'+b'\\xff\\x00\\x00'*w for _ in range(h))\nc=lambda t,d:struct.pack('>I',len(d))+t+d+struct.pack('>I',zlib.crc32(t+d))\nsys.stdout.buffer.write(b'\\x89PNG\\r\\n\\x1a\\n'+c(b'IHDR',struct.pack('>IIBBBBB',w,h,8,2,0,0,0))+c(b'IDAT',zlib.compress(raw))+c(b'IEND',b''))"]).stdout;
+  await page.locator("#composer-pick").setInputFiles({ name: "photo.png", mimeType: "image/png", buffer: photo });
+  await page.locator("#composer-text").fill("fix the layout in this photo");
+  await page.locator("#composer-submit").tap();
+  const queued = await until(async () => (await server.pending()).find((i) => i.content === "fix the layout in this photo"), { what: "the phone's instruction queued" });
+  assert.equal(queued.attachments.length, 1, "with its photo");
+  assert.equal(queued.attachments[0].mime_type, "image/png");
+
+  // The agent takes it; the phone sees it delivered.
+  const taken = await server.consume("phone-agent");
+  assert.equal(taken.instruction?.content, "fix the layout in this photo");
+  await until(async () => (await page.locator("#ledger").textContent()).includes("fix the layout in this photo"), { what: "the delivery in the phone's ledger" });
+
+  // A question: answered from the phone with one tap.
+  const asked = server.consume("phone-agent", null, { report: "Ship it now?", options: ["Ship", "Wait"] });
+  const ship = page.locator("#asks-list .report__options button", { hasText: "Ship" });
+  await until(async () => (await ship.count()) > 0, { what: "the question on the phone" });
+  await ship.tap();
+  const answered = await asked;
+  assert.equal(answered.instruction?.content, "Ship");
+  assert.equal(answered.instruction?.in_reply_to?.question, "Ship it now?");
+
+  // Made for fingers: every control a phone shows is at least 44 × 44 px, and nothing overflows 360 px.
+  await until(async () => (await page.locator(".ticket--leaving").count()) === 0, { what: "the delivered ticket off the rail" });
+  for (const width of [430, 360]) {
+    await page.setViewportSize({ width, height: 800 });
+    const small = await page.evaluate(() =>
+      [...document.querySelectorAll("button, .btn, select, summary, input:not([type=hidden]), textarea, [role=tab]")]
+        .filter((e) => e.offsetParent !== null && getComputedStyle(e).visibility !== "hidden")
+        .map((e) => ({ e, r: e.getBoundingClientRect() }))
+        .filter(({ r }) => r.width > 0 && (r.width < 44 || r.height < 44))
+        .map(({ e, r }) => `${e.tagName.toLowerCase()}#${e.id}.${e.className} ${Math.round(r.width)}×${Math.round(r.height)}`),
+    );
+    assert.deepEqual(small, [], `controls under 44 px at ${width} px`);
+    const overflow = await page.evaluate(() => document.scrollingElement.scrollWidth - innerWidth);
+    const past = await page.evaluate(() =>
+      [...document.querySelectorAll("body *")]
+        .filter((e) => e.offsetParent !== null && e.getBoundingClientRect().right > innerWidth + 0.5)
+        .map((e) => `${e.tagName.toLowerCase()}#${e.id}.${e.className}`)
+        .slice(0, 8),
+    );
+    assert.ok(overflow <= 0, `${overflow} px wider than the screen at ${width} px: ${past.join(", ")}`);
+    // What a phone may not do is not offered.
+    for (const id of ["settings-details", "clients-details", "phone-details", "queue-add", "queue-hold-all", "agents-forget-gone"]) {
+      assert.equal(await page.locator(`#${id}`).isVisible(), false, id);
+    }
+  }
+  await page.setViewportSize({ width: 390, height: 844 });
+  await page.screenshot({ path: join(artifacts, "screenshots", "phone-page.png") });
+  assert.deepEqual(errors, []);
+});
+
+test("from another host, without a credential, nothing but the page's files and the pairing exchange answers", async () => {
+  assert.equal(attacker("/").status, 200, "the page's own files (nothing in them is private)");
+  for (const path of ["/api/status", "/api/instructions", "/api/events", "/api/reports"]) assert.equal(attacker(path).status, 401, path);
+  for (const path of ["/api/config", "/api/token", "/api/backup", "/api/export", "/api/clients", "/api/phone"]) assert.equal(attacker(path).status, 403, path);
+  const mcp = attacker("/mcp", ["-X", "POST", "-H", "content-type: application/json", "--data", '{"jsonrpc":"2.0","id":1,"method":"tools/list"}']);
+  assert.equal(mcp.status, 403, "no MCP on the phone listener");
+  // DNS rebinding: a name that resolves here is still not this listener's address.
+  assert.equal(attacker("/", ["-H", "Host: evil.example"]).status, 403);
+  // The loopback server is not reachable from another host at all.
+  assert.equal(curlFrom(NETS.attacker.ns, "/healthz", [], server.url).status, 0);
+});
+
+test("a used code is refused; a cookie from another site's page or a foreign origin counts for nothing; every route a phone may not use is refused with a valid device cookie", async () => {
+  // A device of the test's own, paired over curl from the attacker's host, to hold a valid cookie.
+  const code = (await server.api("POST", "/api/phone/code")).body.link.split("#pair=")[1];
+  const paired = attacker("/api/phone/pair", ["-X", "POST", "-H", "content-type: application/json", "--data", JSON.stringify({ code, name: "curl" })]);
+  assert.equal(paired.status, 200, paired.body);
+  const credential = /set-cookie: local-mcp-device=([^;]+)/i.exec(paired.headers)?.[1];
+  assert.ok(credential, paired.headers);
+  assert.match(paired.headers, /set-cookie: [^\r\n]*HttpOnly[^\r\n]*Secure[^\r\n]*SameSite=Strict/i);
+  const again = attacker("/api/phone/pair", ["-X", "POST", "-H", "content-type: application/json", "--data", JSON.stringify({ code, name: "twice" })]);
+  assert.equal(again.status, 403, "a code works once");
+  const cookie = ["-H", `Cookie: local-mcp-device=${credential}`];
+  assert.equal(attacker("/api/status", cookie).status, 200, "the credential works");
+  assert.equal(attacker("/api/status", [...cookie, "-H", "Sec-Fetch-Site: cross-site"]).status, 403, "not from another site's page");
+  assert.equal(attacker("/api/instructions", [...cookie, "-X", "POST", "-H", "Origin: https://evil.example", "-H", "content-type: application/json", "--data", '{"content":"x"}']).status, 403);
+  // Every documented route the gate does not let a phone use, with the valid cookie.
+  const doc = (await server.api("GET", "/api/openapi.json")).body;
+  const allowed = new Set(["GET /api/status", "GET /api/events", "GET /api/queues", "GET /api/queues/{name}", "GET /api/instructions", "POST /api/instructions", "GET /api/instructions/{id}", "PATCH /api/instructions/{id}", "DELETE /api/instructions/{id}", "POST /api/instructions/{id}/move", "POST /api/instructions/{id}/requeue", "POST /api/instructions/{id}/attachments", "DELETE /api/instructions/{id}/attachments/{attachment_id}", "GET /api/attachments/{attachment_id}", "GET /api/reports", "POST /api/reports/{id}/reply", "GET /api/templates", "GET /api/templates/{name}", "GET /api/templates/{name}/files/{ordinal}", "GET /api/phone/me", "POST /api/phone/pair"]);
+  const refused = [];
+  let tried = 0;
+  for (const [path, ops] of Object.entries(doc.paths)) {
+    for (const method of Object.keys(ops)) {
+      const key = `${method.toUpperCase()} ${path}`;
+      if (allowed.has(key)) continue;
+      tried++;
+      const concrete = path.replace(/\{[^}]+\}/g, "x");
+      const r = attacker(concrete, [...cookie, "-X", method.toUpperCase(), "-H", "content-type: application/json", "--data", "{}"]);
+      if (r.status !== 403) refused.push(`${key}: ${r.status}`);
+    }
+  }
+  assert.ok(tried > 25, `the documented routes were tried (${tried})`);
+  assert.deepEqual(refused, [], "routes a phone reached");
+  for (const path of ["/mcp", "/mcp/q/default", "/api/openapi.json", "/api/docs", "/healthz"]) {
+    assert.equal(attacker(path, [...cookie, "-X", "POST"]).status, 403, path);
+  }
+  // Another account of this machine gains nothing new: the listener is the network's, and it has no credential.
+  const other = sh("setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups", "curl", "-sk", "-o", "/dev/null", "-w", "%{http_code}", "--max-time", "10", `${phoneUrl}/api/status`], { ok: false });
+  assert.equal(other.stdout, "401", `another account: ${other.stdout} ${other.stderr}`);
+});
+
+test("revoked from the computer: the phone's stream closes, its next request is refused, and its cookie replayed is refused", async () => {
+  const devices = (await server.api("GET", "/api/phone")).body.devices;
+  const phone = devices.find((d) => d.name === "Android phone");
+  const credential = (await context.cookies()).find((c) => c.name === "local-mcp-device").value;
+  // The phone's live stream, held open from the phone's host as its browser holds it.
+  const stream = spawn("ip", ["netns", "exec", NETS.phone.ns, "curl", "-skN", "--max-time", "60", "-H", `Cookie: local-mcp-device=${credential}`, `${phoneUrl}/api/events`]);
+  let streamed = "";
+  stream.stdout.on("data", (d) => (streamed += d));
+  const ended = new Promise((r) => stream.once("exit", () => r(Date.now())));
+  await until(() => streamed.length > 0, { what: "the stream open (its first bytes)" });
+  const revokedAt = Date.now();
+  const revoked = await server.api("DELETE", `/api/phone/devices/${phone.id}`);
+  assert.equal(revoked.status, 200);
+  const closedAt = await Promise.race([ended, new Promise((r) => setTimeout(() => r(null), 15000))]);
+  assert.ok(closedAt, "the revoked phone's live stream closed (within 15 s)");
+  assert.ok(closedAt - revokedAt < 15000);
+  await until(async () => (await page.locator("#banner").textContent()).includes("unpaired") || (await page.locator("#conn").getAttribute("data-conn")) !== "live", {
+    what: "the phone's live stream closed",
+  });
+  const status = await page.evaluate(async () => (await fetch("/api/status")).status);
+  assert.equal(status, 401);
+  assert.equal(attacker("/api/status", ["-H", `Cookie: local-mcp-device=${credential}`]).status, 401, "the revoked cookie, replayed");
+});
+
+test("guessed codes lock pairing: after five wrong ones even a fresh right code is refused, and the computer's page says so", async () => {
+  const code = (await server.api("POST", "/api/phone/code")).body.link.split("#pair=")[1];
+  const guess = (c) => attacker("/api/phone/pair", ["-X", "POST", "-H", "content-type: application/json", "--data", JSON.stringify({ code: c })]).status;
+  // Five wrong in a row lock it (the used code the test before sent counts as one).
+  const statuses = [];
+  for (let n = 0; n < 5 && statuses.at(-1) !== 429; n++) statuses.push(guess(`GUESS${n}GUESSX`));
+  assert.equal(statuses.at(-1), 429, `locked within five guesses: ${statuses}`);
+  assert.ok(statuses.slice(0, -1).every((s) => s === 403), `each wrong guess before it refused: ${statuses}`);
+  assert.equal(guess(code), 429, "locked: the right code too");
+  assert.equal((await server.api("POST", "/api/phone/code")).status, 429, "no new code while locked");
+  const seen = (await server.api("GET", "/api/phone")).body;
+  assert.ok(seen.refused_codes >= 6, JSON.stringify(seen));
+  assert.equal(seen.last_refused.address, `${NETS.attacker.net}.2`);
+  assert.ok(seen.locked_until);
+});
+
+test("stopping the listener closes it", async () => {
+  const off = await server.api("POST", "/api/phone/stop");
+  assert.equal(off.body.running, false);
+  await until(() => attacker("/").status === 0, { what: "the listener closed" });
+});
