@@ -21,7 +21,8 @@
 import assert from "node:assert/strict";
 import { spawn, spawnSync } from "node:child_process";
 import { createHash, X509Certificate } from "node:crypto";
-import { chmodSync, mkdtempSync, writeFileSync } from "node:fs";
+import { chmodSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import https from "node:https";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
@@ -123,7 +124,10 @@ test("the computer's page starts the listener on a LAN address and shows a pairi
 
   desk = await launchBrowser();
   ({ page: deskPage } = await openPage(desk, server, { width: 1280, height: 1000 }));
-  await deskPage.locator("#phone-details summary").click();
+  // Where the tray's "Phone…" opens the queue window: the panel opens by itself.
+  await deskPage.goto(`${server.url}/#phone`);
+  await until(() => deskPage.locator("#phone-details").evaluate((d) => d.open), { what: "the Phone panel open at /#phone" });
+  await until(async () => (await deskPage.locator("#phone-address option").count()) > 0, { what: "the addresses listed" });
   await deskPage.locator("#phone-address").selectOption(LAN);
   await deskPage.locator("#phone-start").click();
   await until(async () => (await deskPage.locator("#phone-state").textContent()).startsWith("Listening at https://"), { what: "the panel to say it listens" });
@@ -131,7 +135,7 @@ test("the computer's page starts the listener on a LAN address and shows a pairi
   assert.equal(on.running, true);
   phoneUrl = on.url;
   fingerprint = on.fingerprint;
-  assert.match(phoneUrl, new RegExp(`^https://${LAN.replaceAll(".", "\\.")}:8443$`), "on the default port");
+  assert.match(phoneUrl, new RegExp(`^https://${LAN.replaceAll(".", "\\.")}:8443/p/[0-9a-f]{32}$`), "on the default port, under the install's secret path");
   const der = await peerCertificate(phoneUrl);
   const seen = createHash("sha256").update(der).digest("hex").toUpperCase().match(/../g).join(":");
   assert.equal(seen, fingerprint, "the certificate served is the one the page names");
@@ -159,16 +163,19 @@ test("the computer's page starts the listener on a LAN address and shows a pairi
 });
 
 test("the phone pairs by the link, queues with a photo, answers a question and sees the agent take it", async () => {
-  // Chromium runs inside the phone's namespace; it trusts the certificate by its key only.
-  const spki = createHash("sha256")
-    .update(new X509Certificate(await peerCertificate(phoneUrl)).publicKey.export({ type: "spki", format: "der" }))
-    .digest("base64");
+  // Chromium runs inside the phone's namespace; it trusts the certificate by its key only —
+  // and, for the cookie check below, another server's on this address that it was (wrongly) told to trust.
+  const spkiOf = (der) => createHash("sha256").update(new X509Certificate(der).publicKey.export({ type: "spki", format: "der" })).digest("base64");
+  const spki = spkiOf(await peerCertificate(phoneUrl));
+  sh("openssl", ["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-days", "1", "-subj", "/CN=other", "-addext", `subjectAltName=IP:${LAN}`, "-keyout", join(work, "other.key"), "-out", join(work, "other.pem")]);
+  const otherPem = readFileSync(join(work, "other.pem"), "utf8");
+  const otherSpki = spkiOf(new X509Certificate(otherPem).raw);
   const chromiumInNs = join(work, "chromium-in-phone-ns.sh");
   writeFileSync(chromiumInNs, `#!/bin/sh\nexec ip netns exec ${NETS.phone.ns} ${process.env.CHROMIUM_PATH ?? "/usr/bin/chromium"} "$@"\n`);
   chmodSync(chromiumInNs, 0o755);
   browser = await chromium.launch({
     executablePath: chromiumInNs,
-    args: ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--no-first-run", "--disable-sync", "--disable-quic", `--ignore-certificate-errors-spki-list=${spki}`],
+    args: ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--no-first-run", "--disable-sync", "--disable-quic", `--ignore-certificate-errors-spki-list=${spki},${otherSpki}`],
   });
   context = await browser.newContext({
     viewport: { width: 390, height: 844 },
@@ -188,6 +195,21 @@ test("the phone pairs by the link, queues with a photo, answers a question and s
   const cookie = (await context.cookies()).find((c) => c.name === "local-mcp-device");
   assert.ok(cookie, "the device cookie is set");
   assert.deepEqual([cookie.httpOnly, cookie.secure, cookie.sameSite], [true, true, "Strict"]);
+  assert.equal(cookie.path, `${new URL(phoneUrl).pathname}/`, "the cookie is sent only under the secret path");
+  // Another account's HTTPS server on another port of this address (browsers send a host's cookies
+  // to every port): the phone's browser visits it, and the device cookie does not go along.
+  const heard = [];
+  const other = https.createServer({ key: readFileSync(join(work, "other.key")), cert: otherPem }, (req, res) => {
+    heard.push(`${req.url} ${req.headers.cookie ?? ""}`);
+    res.end("hello");
+  });
+  await new Promise((r) => other.listen(9443, LAN, r));
+  for (const path of ["/", "/p/", "/api/status"]) await page.goto(`https://${LAN}:9443${path}`);
+  other.close();
+  assert.ok(heard.length >= 3, heard.join("\n"));
+  assert.ok(!heard.some((h) => h.includes("local-mcp-device")), `the device cookie went to another server: ${heard.join("\n")}`);
+  await page.goto(`${phoneUrl}/`);
+  await until(async () => (await page.locator("#conn").getAttribute("data-conn")) === "live", { what: "the phone's page live again" });
   const devices = (await server.api("GET", "/api/phone")).body.devices;
   assert.equal(devices.length, 1);
   assert.equal(devices[0].name, "Android phone");
@@ -218,6 +240,16 @@ test("the phone pairs by the link, queues with a photo, answers a question and s
   const answered = await asked;
   assert.equal(answered.instruction?.content, "Ship");
   assert.equal(answered.instruction?.in_reply_to?.question, "Ship it now?");
+
+  // The connection drops (the phone slept, the listener was restarted): the page comes back by itself.
+  assert.equal((await server.api("POST", "/api/phone/stop")).status, 200);
+  await until(async () => (await page.locator("#conn").getAttribute("data-conn")) !== "live", { what: "the phone's page to see its connection gone" });
+  const again = await server.api("POST", "/api/phone/start", { address: LAN });
+  assert.equal(again.body.url, phoneUrl, "the same address and port");
+  assert.equal(again.body.fingerprint, fingerprint, "the same certificate: nothing to accept again");
+  await until(async () => (await page.locator("#conn").getAttribute("data-conn")) === "live", { what: "the phone's page live again", timeout: 45000 });
+  await server.add("queued while the phone looked away");
+  await until(async () => (await page.locator("#rail").textContent()).includes("queued while the phone looked away"), { what: "a change shown after the reconnect" });
 
   // Made for fingers: every control a phone shows is at least 44 × 44 px, and nothing overflows 360 px.
   await until(async () => (await page.locator(".ticket--leaving").count()) === 0, { what: "the delivered ticket off the rail" });
@@ -250,6 +282,11 @@ test("the phone pairs by the link, queues with a photo, answers a question and s
 });
 
 test("from another host, without a credential, nothing but the page's files and the pairing exchange answers", async () => {
+  // Without the install's secret path (in the QR code's link), nothing at all answers.
+  const origin = new URL(phoneUrl).origin;
+  for (const path of ["/", "/api/status", "/p/00000000000000000000000000000000/api/status", "/mcp"]) {
+    assert.equal(curlFrom(NETS.attacker.ns, path, [], origin).status, 404, path);
+  }
   assert.equal(attacker("/").status, 200, "the page's own files (nothing in them is private)");
   for (const path of ["/api/status", "/api/instructions", "/api/events", "/api/reports"]) assert.equal(attacker(path).status, 401, path);
   for (const path of ["/api/config", "/api/token", "/api/backup", "/api/export", "/api/clients", "/api/phone"]) assert.equal(attacker(path).status, 403, path);
@@ -319,25 +356,45 @@ test("revoked from the computer: the phone's stream closes, its next request is 
   await until(async () => (await page.locator("#banner").textContent()).includes("unpaired") || (await page.locator("#conn").getAttribute("data-conn")) !== "live", {
     what: "the phone's live stream closed",
   });
-  const status = await page.evaluate(async () => (await fetch("/api/status")).status);
+  const status = await page.evaluate(async () => (await fetch("api/status")).status);
   assert.equal(status, 401);
   assert.equal(attacker("/api/status", ["-H", `Cookie: local-mcp-device=${credential}`]).status, 401, "the revoked cookie, replayed");
 });
 
-test("guessed codes lock pairing: after five wrong ones even a fresh right code is refused, and the computer's page says so", async () => {
+test("guessed codes lock the guessing address out — even a right code from it — and nobody else: the phone still pairs", async () => {
   const code = (await server.api("POST", "/api/phone/code")).body.link.split("#pair=")[1];
-  const guess = (c) => attacker("/api/phone/pair", ["-X", "POST", "-H", "content-type: application/json", "--data", JSON.stringify({ code: c })]).status;
-  // Five wrong in a row lock it (the used code the test before sent counts as one).
+  const pair = (ns, c) => curlFrom(ns, "/api/phone/pair", ["-X", "POST", "-H", "content-type: application/json", "--data", JSON.stringify({ code: c })]).status;
+  // Five wrong in a row from one address lock it (the used code the test before sent counts as one).
   const statuses = [];
-  for (let n = 0; n < 5 && statuses.at(-1) !== 429; n++) statuses.push(guess(`GUESS${n}GUESSX`));
+  for (let n = 0; n < 5 && statuses.at(-1) !== 429; n++) statuses.push(pair(NETS.attacker.ns, `GUESS${n}GUESSX`));
   assert.equal(statuses.at(-1), 429, `locked within five guesses: ${statuses}`);
   assert.ok(statuses.slice(0, -1).every((s) => s === 403), `each wrong guess before it refused: ${statuses}`);
-  assert.equal(guess(code), 429, "locked: the right code too");
-  assert.equal((await server.api("POST", "/api/phone/code")).status, 429, "no new code while locked");
+  assert.equal(pair(NETS.attacker.ns, code), 429, "locked: the right code too, from that address");
   const seen = (await server.api("GET", "/api/phone")).body;
   assert.ok(seen.refused_codes >= 6, JSON.stringify(seen));
   assert.equal(seen.last_refused.address, `${NETS.attacker.net}.2`);
-  assert.ok(seen.locked_until);
+  assert.ok(seen.locked_until, "the panel says until when");
+  // The person's own phone, elsewhere on the network, is not kept out.
+  assert.equal((await server.api("POST", "/api/phone/code")).status, 200, "codes are still made");
+  assert.equal(pair(NETS.phone.ns, code), 200, "the phone pairs with the live code");
+});
+
+test("a stranger holding connections open keeps no paired phone out, and fills no log", async () => {
+  const code = (await server.api("POST", "/api/phone/code")).body.link.split("#pair=")[1];
+  const paired = curlFrom(NETS.phone.ns, "/api/phone/pair", ["-X", "POST", "-H", "content-type: application/json", "--data", JSON.stringify({ code, name: "held" })]);
+  assert.equal(paired.status, 200, paired.body);
+  const cookie = ["-H", `Cookie: local-mcp-device=${/set-cookie: local-mcp-device=([^;]+)/i.exec(paired.headers)[1]}`];
+  const { hostname, port } = new URL(phoneUrl);
+  const logged = server.log.length;
+  // 100 connections from the attacker's host that never finish their handshake, held 20 s.
+  const hold = spawn("ip", ["netns", "exec", NETS.attacker.ns, "python3", "-c", `import socket,time\ns=[]\nfor _ in range(100):\n  try: s.append(socket.create_connection(("${hostname}", ${port}), timeout=5))\n  except OSError: pass\nprint(len(s), flush=True)\ntime.sleep(20)`]);
+  const opened = await new Promise((r) => hold.stdout.once("data", (d) => r(Number(String(d).trim()))));
+  assert.equal(opened, 100, "the attacker's connections were accepted (each taking the place of its host's oldest)");
+  const started = Date.now();
+  const r = curlFrom(NETS.phone.ns, "/api/status", cookie);
+  assert.equal(r.status, 200, `the paired phone got in while they were held (${Date.now() - started} ms)`);
+  hold.kill();
+  assert.ok(server.log.length - logged < 10, `the log grew by ${server.log.length - logged} lines: ${server.log.slice(logged, logged + 5).join("\n")}`);
 });
 
 test("stopping the listener closes it", async () => {

@@ -1,5 +1,7 @@
 // The one way the page talks to the engine: fetch with JSON in and out, and
-// errors as ApiError carrying the server's {code, message}.
+// errors as ApiError carrying the server's {code, message}. Paths are
+// relative to the page ("api/…"): the same page is served at "/" on the
+// computer and under the phone listener's "/p/<secret>/" (issue 43).
 
 export class ApiError extends Error {
   constructor(status, code, message) {
@@ -58,19 +60,19 @@ async function fileAt(path, name, type, failed) {
 const q = (queue) => `queue=${enc(queue)}`;
 
 export const api = {
-  session: () => request("GET", "/api/session"),
-  login: (token) => request("POST", "/api/session", { token }),
-  status: () => request("GET", "/api/status"),
-  pending: (queue) => request("GET", `/api/instructions?status=pending&${q(queue)}`),
+  session: () => request("GET", "api/session"),
+  login: (token) => request("POST", "api/session", { token }),
+  status: () => request("GET", "api/status"),
+  pending: (queue) => request("GET", `api/instructions?status=pending&${q(queue)}`),
   /** A queue's pending instructions for one agent (the answers queued to its questions among them). */
-  pendingFor: (queue, target) => request("GET", `/api/instructions?status=pending&${q(queue)}&target=${enc(target)}`),
-  consumed: (queue, limit, offset = 0) => request("GET", `/api/instructions?status=consumed&${q(queue)}&limit=${limit}&offset=${offset}`),
+  pendingFor: (queue, target) => request("GET", `api/instructions?status=pending&${q(queue)}&target=${enc(target)}`),
+  consumed: (queue, limit, offset = 0) => request("GET", `api/instructions?status=consumed&${q(queue)}&limit=${limit}&offset=${offset}`),
   /** Delivered instructions whose text or report has every word of `text` (and of `agent`, if given). */
   searchLedger: (queue, text, agent, limit, since = null, until = null) => {
     const more = [text ? `&q=${enc(text)}` : "", agent ? `&agent=${enc(agent)}` : "", since ? `&since=${enc(since)}` : "", until ? `&until=${enc(until)}` : ""];
-    return request("GET", `/api/instructions?status=consumed&${q(queue)}&limit=${limit}${more.join("")}`);
+    return request("GET", `api/instructions?status=consumed&${q(queue)}&limit=${limit}${more.join("")}`);
   },
-  add: (content, queue, target = null) => request("POST", "/api/instructions", { content, queue, target }),
+  add: (content, queue, target = null) => request("POST", "api/instructions", { content, queue, target }),
   /** Queue text with files (File or Blob objects). */
   addWithFiles: (content, queue, target, files) => {
     const form = new FormData();
@@ -78,63 +80,63 @@ export const api = {
     form.append("queue", queue);
     if (target) form.append("target", target);
     for (const f of files) form.append("files", f, f.name);
-    return request("POST", "/api/instructions", form);
+    return request("POST", "api/instructions", form);
   },
   attach: (id, files) => {
     const form = new FormData();
     for (const f of files) form.append("files", f, f.name);
-    return request("POST", `/api/instructions/${enc(id)}/attachments`, form);
+    return request("POST", `api/instructions/${enc(id)}/attachments`, form);
   },
-  detach: (id, attachmentId) => request("DELETE", `/api/instructions/${enc(id)}/attachments/${enc(attachmentId)}`),
-  edit: (id, patch) => request("PATCH", `/api/instructions/${enc(id)}`, patch),
-  remove: (id) => request("DELETE", `/api/instructions/${enc(id)}`),
-  move: (id, where) => request("POST", `/api/instructions/${enc(id)}/move`, where),
-  requeue: (id) => request("POST", `/api/instructions/${enc(id)}/requeue`, {}),
-  createQueue: (name) => request("POST", "/api/queues", { name }),
-  patchQueue: (name, patch) => request("PATCH", `/api/queues/${enc(name)}`, patch),
-  hold: (queue) => request("POST", "/api/hold", queue ? { queue } : {}),
-  release: (queue) => request("POST", "/api/release", queue ? { queue } : {}),
+  detach: (id, attachmentId) => request("DELETE", `api/instructions/${enc(id)}/attachments/${enc(attachmentId)}`),
+  edit: (id, patch) => request("PATCH", `api/instructions/${enc(id)}`, patch),
+  remove: (id) => request("DELETE", `api/instructions/${enc(id)}`),
+  move: (id, where) => request("POST", `api/instructions/${enc(id)}/move`, where),
+  requeue: (id) => request("POST", `api/instructions/${enc(id)}/requeue`, {}),
+  createQueue: (name) => request("POST", "api/queues", { name }),
+  patchQueue: (name, patch) => request("PATCH", `api/queues/${enc(name)}`, patch),
+  hold: (queue) => request("POST", "api/hold", queue ? { queue } : {}),
+  release: (queue) => request("POST", "api/release", queue ? { queue } : {}),
   /** Release the instructions held since an import or a restore, of `queue` or of every queue. */
-  releaseHeld: (queue) => request("POST", "/api/instructions/release", queue ? { queue } : {}),
+  releaseHeld: (queue) => request("POST", "api/instructions/release", queue ? { queue } : {}),
   reports: (queue, limit = 50, agent = null) =>
-    request("GET", `/api/reports?${q(queue)}&limit=${limit}${agent ? `&agent_id=${enc(agent)}` : ""}`),
-  reply: (reportId, content) => request("POST", `/api/reports/${enc(reportId)}/reply`, { content }),
-  stopAgent: (queue, agent_id) => request("POST", "/api/agents/stop", { queue, agent_id }),
+    request("GET", `api/reports?${q(queue)}&limit=${limit}${agent ? `&agent_id=${enc(agent)}` : ""}`),
+  reply: (reportId, content) => request("POST", `api/reports/${enc(reportId)}/reply`, { content }),
+  stopAgent: (queue, agent_id) => request("POST", "api/agents/stop", { queue, agent_id }),
   /** Take agents off the lists: one (its queue and id), or, with no argument, every one that is gone. */
-  forgetAgents: (one = null) => request("POST", "/api/agents/forget", one ? { agent_id: one.agent_id, queue: one.queue } : {}),
-  config: () => request("GET", "/api/config"),
-  configFields: () => request("GET", "/api/config/fields"),
-  saveConfig: (patch) => request("PATCH", "/api/config", patch),
-  clients: (queue) => request("GET", `/api/clients?${q(queue)}`),
-  connections: (project) => request("GET", `/api/connect${project ? `?project=${enc(project)}` : ""}`),
-  connectClient: (body) => request("POST", "/api/connect", body),
-  disconnectClient: (body) => request("POST", "/api/disconnect", body),
-  updateClients: () => request("POST", "/api/connect/update", {}),
-  openInstallLink: (client, queue) => request("POST", "/api/connect/link", { client, queue }),
-  templates: () => request("GET", "/api/templates"),
-  saveTemplate: (name, content) => request("PUT", `/api/templates/${enc(name)}`, { content }),
-  deleteTemplate: (name) => request("DELETE", `/api/templates/${enc(name)}`),
+  forgetAgents: (one = null) => request("POST", "api/agents/forget", one ? { agent_id: one.agent_id, queue: one.queue } : {}),
+  config: () => request("GET", "api/config"),
+  configFields: () => request("GET", "api/config/fields"),
+  saveConfig: (patch) => request("PATCH", "api/config", patch),
+  clients: (queue) => request("GET", `api/clients?${q(queue)}`),
+  connections: (project) => request("GET", `api/connect${project ? `?project=${enc(project)}` : ""}`),
+  connectClient: (body) => request("POST", "api/connect", body),
+  disconnectClient: (body) => request("POST", "api/disconnect", body),
+  updateClients: () => request("POST", "api/connect/update", {}),
+  openInstallLink: (client, queue) => request("POST", "api/connect/link", { client, queue }),
+  templates: () => request("GET", "api/templates"),
+  saveTemplate: (name, content) => request("PUT", `api/templates/${enc(name)}`, { content }),
+  deleteTemplate: (name) => request("DELETE", `api/templates/${enc(name)}`),
   addTemplateFiles: (name, files) => {
     const form = new FormData();
     for (const f of files) form.append("files", f, f.name);
-    return request("POST", `/api/templates/${enc(name)}/files`, form);
+    return request("POST", `api/templates/${enc(name)}/files`, form);
   },
-  removeTemplateFile: (name, ordinal) => request("DELETE", `/api/templates/${enc(name)}/files/${ordinal}`),
+  removeTemplateFile: (name, ordinal) => request("DELETE", `api/templates/${enc(name)}/files/${ordinal}`),
   /** A template's file as a File, to stage like a pasted one. */
   templateFile: (name, f) =>
-    fileAt(`/api/templates/${enc(name)}/files/${f.ordinal}`, f.name, f.mime_type, `The template's file ${f.name} could not be fetched.`),
+    fileAt(`api/templates/${enc(name)}/files/${f.ordinal}`, f.name, f.mime_type, `The template's file ${f.name} could not be fetched.`),
   /** A stored instruction's file (its original) as a File. */
-  attachmentFile: (a) => fileAt(`/api/attachments/${enc(a.id)}`, a.name, a.mime_type, `The file ${a.name} could not be fetched.`),
-  phone: () => request("GET", "/api/phone"),
-  phoneStart: (address) => request("POST", "/api/phone/start", { address }),
-  phoneStop: () => request("POST", "/api/phone/stop"),
-  phoneCode: () => request("POST", "/api/phone/code"),
-  renameDevice: (id, name) => request("PATCH", `/api/phone/devices/${enc(id)}`, { name }),
-  revokeDevice: (id) => request("DELETE", `/api/phone/devices/${enc(id)}`),
+  attachmentFile: (a) => fileAt(`api/attachments/${enc(a.id)}`, a.name, a.mime_type, `The file ${a.name} could not be fetched.`),
+  phone: () => request("GET", "api/phone"),
+  phoneStart: (address) => request("POST", "api/phone/start", { address }),
+  phoneStop: () => request("POST", "api/phone/stop"),
+  phoneCode: () => request("POST", "api/phone/code"),
+  renameDevice: (id, name) => request("PATCH", `api/phone/devices/${enc(id)}`, { name }),
+  revokeDevice: (id) => request("DELETE", `api/phone/devices/${enc(id)}`),
   /** On the phone listener: exchange a pairing code for this phone's own credential (a cookie). */
-  pair: (code, name) => request("POST", "/api/phone/pair", { code, name }),
+  pair: (code, name) => request("POST", "api/phone/pair", { code, name }),
   /** On the phone listener: which paired device this is (401 when it is none). */
-  phoneMe: () => request("GET", "/api/phone/me"),
-  tokenState: () => request("GET", "/api/token"),
-  changeToken: (action) => request("POST", "/api/token", { action }),
+  phoneMe: () => request("GET", "api/phone/me"),
+  tokenState: () => request("GET", "api/token"),
+  changeToken: (action) => request("POST", "api/token", { action }),
 };

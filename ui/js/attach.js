@@ -171,7 +171,7 @@ function thumb(name, src, open) {
   return li;
 }
 
-const fileUrl = (a, variant) => `/api/attachments/${encodeURIComponent(a.id)}${variant ? `?variant=${variant}` : ""}`;
+const fileUrl = (a, variant) => `api/attachments/${encodeURIComponent(a.id)}${variant ? `?variant=${variant}` : ""}`;
 
 /**
  * The strip of a stored instruction's files. `removable` adds × buttons

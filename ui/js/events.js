@@ -31,7 +31,7 @@ export function connect(reload) {
     return;
   }
   source?.close();
-  source = new EventSource("/api/events");
+  source = new EventSource("api/events");
   setConn("connecting");
   source.addEventListener("open", () => {
     clearTimeout(fallbackTimer);

@@ -169,6 +169,15 @@ export function initPhonePanel() {
   if (onPhone()) return;
   const details = $("phone-details");
   details.addEventListener("toggle", () => details.open && refresh());
+  // Asked for by address (`/#phone`: the tray's "Phone…"): open there.
+  const openIfAsked = () => {
+    if (location.hash !== "#phone") return;
+    details.open = true;
+    details.scrollIntoView({ block: "start" });
+    $("phone-address").focus();
+  };
+  window.addEventListener("hashchange", openIfAsked);
+  openIfAsked();
   $("phone-form").addEventListener("submit", async (e) => {
     e.preventDefault();
     try {

@@ -21,12 +21,17 @@ pub struct Device {
 }
 
 /// A device name as the person gives it: trimmed, 1–64 characters, no
-/// control characters.
+/// control characters and none of the invisible ones that reorder or hide
+/// text ("Owner\u{202e}gnp.exe" would show as another name).
 pub fn device_name(raw: &str) -> crate::Result<String> {
     let name = raw.trim();
-    if name.is_empty() || name.chars().count() > MAX_DEVICE_NAME_CHARS || name.chars().any(char::is_control) {
+    let hidden = |c: char| {
+        c.is_control()
+            || matches!(c, '\u{061c}' | '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2060}'..='\u{2069}' | '\u{feff}')
+    };
+    if name.is_empty() || name.chars().count() > MAX_DEVICE_NAME_CHARS || name.chars().any(hidden) {
         return Err(crate::Error::Invalid(format!(
-            "a device name is 1–{MAX_DEVICE_NAME_CHARS} characters without control characters"
+            "a device name is 1–{MAX_DEVICE_NAME_CHARS} characters, without control or invisible formatting characters"
         )));
     }
     Ok(name.to_owned())

@@ -48,6 +48,7 @@ use crate::queue::Queue;
 
 pub use error::error_response;
 pub use extract::{ApiJson, ApiPath, ApiQuery};
+pub use phone_gate::Trust;
 pub use security::{Admission, Guard, Peer, CONTENT_SECURITY_POLICY};
 
 /// The largest request body accepted anywhere: far above any instruction
@@ -157,8 +158,14 @@ pub fn phone_router(state: AppState) -> Router {
             body::BodyPolicy::JSON,
             body::enforce,
         ));
-    api.merge(rest)
+    let routes = api
+        .merge(rest)
         .with_state(state.clone())
-        .layer(axum::Extension(phone::OnPhoneListener))
+        .layer(axum::Extension(phone::OnPhoneListener));
+    // The gate around the routing, not inside it: it takes the listener's
+    // secret prefix off the path before the routes see it.
+    let gated = tower::ServiceBuilder::new()
         .layer(axum::middleware::from_fn_with_state(state.phone, phone_gate::gate))
+        .service(routes);
+    Router::new().fallback_service(gated)
 }

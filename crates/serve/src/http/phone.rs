@@ -111,8 +111,11 @@ async fn pair(
     }
     let from = peer.map_or(IpAddr::from([0, 0, 0, 0]), |Extension(ConnectInfo(p))| p.addr.ip());
     let (device, credential) = s.phone.pair(body, from).await?;
+    // Sent only under the listener's secret prefix: a server another account
+    // runs on another port of this address is never sent it (it cannot know the path).
+    let path = s.phone.prefix().unwrap_or_default();
     let cookie = format!(
-        "{DEVICE_COOKIE}={credential}; Path=/; Max-Age={DEVICE_COOKIE_SECONDS}; HttpOnly; Secure; SameSite=Strict"
+        "{DEVICE_COOKIE}={credential}; Path={path}/; Max-Age={DEVICE_COOKIE_SECONDS}; HttpOnly; Secure; SameSite=Strict"
     );
     let mut response = (StatusCode::OK, Json(device)).into_response();
     if let Ok(v) = HeaderValue::from_str(&cookie) {

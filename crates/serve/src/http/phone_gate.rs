@@ -11,20 +11,59 @@
 //! here: a phone has only its device credential.
 
 use std::net::IpAddr;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use axum::body::Body;
 use axum::extract::connect_info::ConnectInfo;
 use axum::extract::{Request, State};
 use axum::http::{header, HeaderName, HeaderValue, Method, StatusCode};
 use axum::middleware::Next;
-use axum::response::Response;
+use axum::response::{IntoResponse, Response};
 use futures::StreamExt as _;
 
 use super::error::error_response;
 use super::security::CONTENT_SECURITY_POLICY;
 use super::Peer;
 use crate::phone::{Known, Phone, DEVICE_COOKIE};
+use crate::sync::MutexExt as _;
+
+/// Whether a paired device has used this connection (set here, read by the
+/// listener's accept loop: `server::serve_tls` keeps such connections).
+#[derive(Debug, Clone, Default)]
+pub struct Trust(pub Arc<AtomicBool>);
+
+/// One kind of refusal, said in the log at most every ten seconds with how
+/// many there were: anyone on the network can send them as fast as they like.
+struct Said {
+    count: AtomicU64,
+    at: Mutex<Option<Instant>>,
+}
+
+impl Said {
+    const fn new() -> Said {
+        Said {
+            count: AtomicU64::new(0),
+            at: Mutex::new(None),
+        }
+    }
+
+    /// How many so far, when it is time to say so.
+    fn due(&self) -> Option<u64> {
+        let n = self.count.fetch_add(1, Ordering::Relaxed) + 1;
+        let mut at = self.at.lock_anyway();
+        if at.is_some_and(|t| t.elapsed() < Duration::from_secs(10)) {
+            return None;
+        }
+        *at = Some(Instant::now());
+        Some(n)
+    }
+}
+
+static REFUSED_ORIGIN: Said = Said::new();
+static REFUSED_ROUTE: Said = Said::new();
+static UNPAIRED: Said = Said::new();
 
 /// What a request may reach on the phone listener.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -99,21 +138,69 @@ fn matches(pattern: &str, path: &str) -> bool {
     }
 }
 
-/// The middleware (state: the phone controller).
+/// The middleware (state: the phone controller), in front of the routing:
+/// everything is served under the listener's secret prefix (`/p/<secret>/`,
+/// which the cookie's path names too), taken off here before the routes see
+/// the request; anything else is 404.
 pub async fn gate(State(phone): State<Arc<Phone>>, mut req: Request, next: Next) -> Response {
-    let path = req.uri().path().to_owned();
+    let Some(prefix) = phone.prefix() else {
+        return secured(error_response(StatusCode::NOT_FOUND, "not_found", "no such route"));
+    };
+    let full = req.uri().path();
+    let rest = full
+        .strip_prefix(prefix.as_str())
+        .filter(|r| r.is_empty() || r.starts_with('/'));
+    let path = match rest {
+        // The page's address without its slash: its relative links need one.
+        Some("") => {
+            let mut to = format!("{prefix}/");
+            if let Some(q) = req.uri().query() {
+                to = format!("{to}?{q}");
+            }
+            let mut response = StatusCode::PERMANENT_REDIRECT.into_response();
+            if let Ok(v) = HeaderValue::from_str(&to) {
+                response.headers_mut().insert(header::LOCATION, v);
+            }
+            return secured(response);
+        }
+        Some(rest) => rest.to_owned(),
+        None => return secured(error_response(StatusCode::NOT_FOUND, "not_found", "no such route")),
+    };
+    let path_and_query = match req.uri().query() {
+        Some(q) => format!("{path}?{q}"),
+        None => path.clone(),
+    };
+    match path_and_query.parse::<axum::http::Uri>() {
+        Ok(uri) => *req.uri_mut() = uri,
+        Err(_) => {
+            return secured(error_response(
+                StatusCode::BAD_REQUEST,
+                "bad_request",
+                "not a valid path",
+            ))
+        }
+    }
     let from = req
         .extensions()
         .get::<ConnectInfo<Peer>>()
         .map_or(IpAddr::from([0, 0, 0, 0]), |c| c.0.addr.ip());
     if let Some(refused) = origin_refusal(&phone, &req) {
-        tracing::warn!(%from, path, "the phone listener refused a request: {refused}");
-        return error_response(StatusCode::FORBIDDEN, "forbidden", refused);
+        if let Some(n) = REFUSED_ORIGIN.due() {
+            tracing::warn!(%from, path, refused_so_far = n, "the phone listener refused a request: {refused}");
+        }
+        return secured(error_response(StatusCode::FORBIDDEN, "forbidden", refused));
     }
     let access = allowed(req.method(), &path);
+    // A paired device's credential, wherever it goes: its connection is kept (`serve_tls`).
+    let device = credential(&req).and_then(|c| phone.device(&c));
+    if let (Some(_), Some(trust)) = (&device, req.extensions().get::<Trust>()) {
+        trust.0.store(true, Ordering::Release);
+    }
     let device = match access {
         Access::Refused => {
-            tracing::info!(%from, method = %req.method(), path, "a route a phone may not use");
+            if let Some(n) = REFUSED_ROUTE.due() {
+                tracing::info!(%from, method = %req.method(), path, refused_so_far = n, "a route a phone may not use");
+            }
             return secured(error_response(
                 StatusCode::FORBIDDEN,
                 "forbidden",
@@ -121,10 +208,12 @@ pub async fn gate(State(phone): State<Arc<Phone>>, mut req: Request, next: Next)
             ));
         }
         Access::Open => None,
-        Access::Device => match credential(&req).and_then(|c| phone.device(&c)) {
+        Access::Device => match device {
             Some(device) => Some(device),
             None => {
-                tracing::info!(%from, path, "a phone request without a paired device's credential");
+                if let Some(n) = UNPAIRED.due() {
+                    tracing::info!(%from, path, refused_so_far = n, "a phone request without a paired device's credential");
+                }
                 return secured(error_response(
                     StatusCode::UNAUTHORIZED,
                     "unpaired",
@@ -139,7 +228,14 @@ pub async fn gate(State(phone): State<Arc<Phone>>, mut req: Request, next: Next)
     }
     let response = next.run(req).await;
     let response = match device {
-        Some(device) => cut_on_revoke(response, device),
+        Some(device) => {
+            let mut response = cut_on_revoke(response, device);
+            // Nothing a phone was shown stays in its cache (an attachment says "a year" on the desk).
+            response
+                .headers_mut()
+                .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+            response
+        }
         None => response,
     };
     secured(response)

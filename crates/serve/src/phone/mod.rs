@@ -52,7 +52,10 @@ pub struct Known {
 
 /// The listener while it runs.
 struct Listening {
+    /// `https://<address>:<port>/p/<secret>`: where the phone's page is.
     url: String,
+    /// `/p/<secret>`: the path everything is served under (see [`Phone::prefix`]).
+    prefix: String,
     /// `host:port` as the phone's browser sends it in `Host`.
     authority: String,
     fingerprint: String,
@@ -125,11 +128,17 @@ impl Phone {
             devices,
             refused_codes: state.refused,
             last_refused: state.last_refused.clone(),
-            locked_until: state.codes.locked_for(Instant::now()).map(time::in_seconds),
+            locked_until: state
+                .codes
+                .locked(Instant::now())
+                .1
+                .map(|d| time::in_seconds(d.as_secs().max(1))),
         })
     }
 
-    /// Start listening on `start.address` (stopping first if it listens elsewhere).
+    /// Start listening on `start.address`, in place of where it listens now:
+    /// the new port is bound before the old listener stops, so a start that
+    /// fails (the port is taken) leaves the running one as it was.
     pub async fn start(&self, start: PhoneStart) -> Result<PhoneStatus> {
         let address: IpAddr = start
             .address
@@ -146,13 +155,13 @@ impl Phone {
         let Some(listen) = self.listen.get().cloned() else {
             return Err(Error::Unavailable("the phone listener is not ready yet".into()));
         };
-        self.stop_listening();
         let port = start.port.unwrap_or(DEFAULT_PORT);
-        let (dir, at) = (self.dir.clone(), address);
-        let identity = tokio::task::spawn_blocking(move || tls::identity(&dir, at))
-            .await
-            .map_err(|e| Error::internal("making the phone listener's certificate", e.to_string()))??;
-        let listener = tokio::net::TcpListener::bind(SocketAddr::new(address, port))
+        let wanted = SocketAddr::new(address, port);
+        // The same place again: the running listener holds the port, so it goes first.
+        if self.authority().is_some_and(|a| a == wanted.to_string()) {
+            self.stop_listening();
+        }
+        let listener = tokio::net::TcpListener::bind(wanted)
             .await
             .map_err(|e| match e.kind() {
                 std::io::ErrorKind::AddrInUse => {
@@ -160,12 +169,18 @@ impl Phone {
                 }
                 _ => Error::Invalid(format!("cannot listen on {address}:{port}: {e}")),
             })?;
+        let (dir, at) = (self.dir.clone(), address);
+        let identity = tokio::task::spawn_blocking(move || tls::identity(&dir, at))
+            .await
+            .map_err(|e| Error::internal("making the phone listener's certificate", e.to_string()))??;
+        self.stop_listening();
         let bound = listener
             .local_addr()
             .map_err(|e| Error::internal("reading the phone listener's address", e))?;
         // `192.0.2.7:8443`, `[2001:db8::7]:8443`: as a browser sends it in `Host`.
         let authority = bound.to_string();
-        let url = format!("https://{authority}");
+        let prefix = format!("/p/{}", tls::path_secret(&self.dir)?);
+        let url = format!("https://{authority}{prefix}");
         let devices = self.queue.device_credentials().await?;
         let stop = self.shutdown.child_token();
         {
@@ -182,6 +197,7 @@ impl Phone {
                 .collect();
             state.listening = Some(Listening {
                 url: url.clone(),
+                prefix,
                 authority,
                 fingerprint: identity.fingerprint.clone(),
                 stop: stop.clone(),
@@ -212,6 +228,14 @@ impl Phone {
         }
     }
 
+    /// The path prefix the listener serves under, while it runs. A secret of
+    /// this install's: browsers send a cookie to every port of a host, so a
+    /// server another account runs on this address would be sent the device
+    /// cookie — but only for a path under the cookie's, which it cannot know.
+    pub fn prefix(&self) -> Option<String> {
+        self.state.lock_anyway().listening.as_ref().map(|l| l.prefix.clone())
+    }
+
     /// `host:port` the listener answers to, while it runs.
     pub fn authority(&self) -> Option<String> {
         self.state.lock_anyway().listening.as_ref().map(|l| l.authority.clone())
@@ -225,10 +249,7 @@ impl Phone {
         };
         let (url, fingerprint) = (listening.url.clone(), listening.fingerprint.clone());
         let now = Instant::now();
-        let (code, until) = state
-            .codes
-            .issue(now)
-            .map_err(|secs| Error::TooMany(format!("too many wrong codes: pairing is locked for {secs} s")))?;
+        let (code, until) = state.codes.issue(now);
         let link = format!("{url}/#pair={code}");
         let svg = qrcode::QrCode::new(link.as_bytes())
             .map_err(|e| Error::internal("drawing the pairing QR code", e.to_string()))?
@@ -250,21 +271,30 @@ impl Phone {
 
     /// A phone's code exchanged for its own credential (returned once, for its cookie).
     pub async fn pair(&self, request: PairRequest, from: IpAddr) -> Result<(Device, String)> {
-        let tried = self.state.lock_anyway().codes.try_code(&request.code, Instant::now());
+        // The name first: a code is spent only on a pairing that can happen.
+        let name = match request.name.as_deref().map(str::trim).filter(|n| !n.is_empty()) {
+            Some(name) => crate::model::device_name(name)?,
+            None => "Phone".to_owned(),
+        };
+        let tried = self
+            .state
+            .lock_anyway()
+            .codes
+            .try_code(&request.code, from, Instant::now());
         match tried {
             pairing::Tried::Paired => {}
             pairing::Tried::Locked { for_secs } => {
                 self.note_refused(from);
                 tracing::warn!(%from, "a pairing code while pairing is locked");
                 return Err(Error::TooMany(format!(
-                    "too many wrong codes: pairing is locked for {for_secs} s; make a new code on the computer then"
+                    "too many wrong codes from this address: try again in {for_secs} s"
                 )));
             }
             pairing::Tried::Wrong { locked_now } => {
                 let refused = self.note_refused(from);
                 tracing::warn!(%from, locked_now, refused, "refused a wrong or used pairing code");
                 return Err(if locked_now {
-                    Error::TooMany("too many wrong codes: pairing is locked for a minute".into())
+                    Error::TooMany("too many wrong codes from this address: try again in a minute".into())
                 } else {
                     Error::Forbidden(
                         "this pairing code is wrong, used or expired: make a new one on the computer".into(),
@@ -272,10 +302,6 @@ impl Phone {
                 });
             }
         }
-        let name = match request.name.as_deref().map(str::trim).filter(|n| !n.is_empty()) {
-            Some(name) => crate::model::device_name(name)?,
-            None => "Phone".to_owned(),
-        };
         let credential = crate::auth::new_secret();
         let hash = credential_hash(&credential);
         let now = time::now();

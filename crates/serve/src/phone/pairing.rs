@@ -1,22 +1,28 @@
-//! One-time pairing codes and the lockout that keeps them from being
-//! guessed: a code is 12 characters of base32 (60 bits), lives two minutes
-//! and works once; five wrong codes in a row burn every code outstanding
-//! and lock pairing for a minute, whoever sends them (an attacker can
-//! change address; the person just makes a new code). Pure: the time is
-//! given, so the tests need no clock.
+//! One-time pairing codes and what keeps them from being guessed: a code is
+//! 12 characters of base32 (60 bits), lives two minutes and works once; an
+//! address that sends five wrong codes in a row is locked out for a minute.
+//! The lock is per address, so nobody on the network can keep the person's
+//! own phone from pairing (or the computer from making codes); the 60 bits
+//! are what stops guessing from many addresses (a million guesses a second
+//! for a code's two minutes would find it once in ten thousand years).
+//! Pure: the time is given, so the tests need no clock.
 
+use std::collections::HashMap;
+use std::net::IpAddr;
 use std::time::{Duration, Instant};
 
 use subtle::ConstantTimeEq;
 
 /// How long a code works.
 pub const CODE_LIFE: Duration = Duration::from_secs(120);
-/// Wrong codes in a row before pairing locks.
+/// Wrong codes in a row from one address before it is locked out.
 pub const WRONG_BEFORE_LOCK: u32 = 5;
-/// How long it stays locked.
+/// How long an address stays locked out.
 pub const LOCKED_FOR: Duration = Duration::from_secs(60);
 /// Codes outstanding at once (a new one past this retires the oldest).
 const OUTSTANDING: usize = 4;
+/// Addresses remembered for their wrong codes (the oldest are forgotten past this).
+const REMEMBERED: usize = 4096;
 /// Crockford's base32: no I, L, O, U (nothing a person misreads when typing the link).
 const ALPHABET: &[u8; 32] = b"0123456789ABCDEFGHJKMNPQRSTVWXYZ";
 const CODE_CHARS: usize = 12;
@@ -29,19 +35,23 @@ pub enum Tried {
     Locked { for_secs: u64 },
 }
 
+/// One address's wrong codes in a row, and its lock.
+#[derive(Debug, Clone, Copy)]
+struct Misses {
+    in_a_row: u32,
+    locked_until: Option<Instant>,
+    last: Instant,
+}
+
 #[derive(Default)]
 pub struct Codes {
     live: Vec<(String, Instant)>,
-    wrong_in_a_row: u32,
-    locked_until: Option<Instant>,
+    misses: HashMap<IpAddr, Misses>,
 }
 
 impl Codes {
-    /// A new code, or how long pairing stays locked.
-    pub fn issue(&mut self, now: Instant) -> Result<(String, Instant), u64> {
-        if let Some(secs) = self.locked_for(now) {
-            return Err(secs);
-        }
+    /// A new code, valid for [`CODE_LIFE`] from `now`.
+    pub fn issue(&mut self, now: Instant) -> (String, Instant) {
         self.live.retain(|(_, until)| *until > now);
         if self.live.len() >= OUTSTANDING {
             self.live.remove(0);
@@ -49,12 +59,13 @@ impl Codes {
         let code = new_code();
         let until = now + CODE_LIFE;
         self.live.push((code.clone(), until));
-        Ok((code, until))
+        (code, until)
     }
 
-    /// Try `given`: a live code pairs once; anything else counts as wrong.
-    pub fn try_code(&mut self, given: &str, now: Instant) -> Tried {
-        if let Some(for_secs) = self.locked_for(now) {
+    /// `from` tries `given`: a live code pairs once; anything else counts
+    /// against that address.
+    pub fn try_code(&mut self, given: &str, from: IpAddr, now: Instant) -> Tried {
+        if let Some(for_secs) = self.locked_for(from, now) {
             return Tried::Locked { for_secs };
         }
         let given = given.trim().to_ascii_uppercase();
@@ -65,29 +76,58 @@ impl Codes {
             .position(|(code, until)| *until > now && bool::from(code.as_bytes().ct_eq(given.as_bytes())));
         if let Some(at) = hit {
             self.live.remove(at);
-            self.wrong_in_a_row = 0;
+            self.misses.remove(&from);
             return Tried::Paired;
         }
-        self.wrong_in_a_row += 1;
-        let locked_now = self.wrong_in_a_row >= WRONG_BEFORE_LOCK;
+        self.forget_old(now);
+        let misses = self.misses.entry(from).or_insert(Misses {
+            in_a_row: 0,
+            locked_until: None,
+            last: now,
+        });
+        misses.in_a_row += 1;
+        misses.last = now;
+        let locked_now = misses.in_a_row >= WRONG_BEFORE_LOCK;
         if locked_now {
-            self.live.clear();
-            self.wrong_in_a_row = 0;
-            self.locked_until = Some(now + LOCKED_FOR);
+            misses.in_a_row = 0;
+            misses.locked_until = Some(now + LOCKED_FOR);
         }
         Tried::Wrong { locked_now }
     }
 
-    /// Whole seconds pairing stays locked, if it is.
-    pub fn locked_for(&self, now: Instant) -> Option<u64> {
-        self.locked_until
+    /// Whole seconds `from` stays locked out, if it is.
+    pub fn locked_for(&self, from: IpAddr, now: Instant) -> Option<u64> {
+        self.misses
+            .get(&from)
+            .and_then(|m| m.locked_until)
             .filter(|until| *until > now)
             .map(|until| (until - now).as_secs().max(1))
+    }
+
+    /// How many addresses are locked out now, and the last lock's end.
+    pub fn locked(&self, now: Instant) -> (usize, Option<Duration>) {
+        let ends: Vec<Duration> = self
+            .misses
+            .values()
+            .filter_map(|m| m.locked_until.filter(|u| *u > now).map(|u| u - now))
+            .collect();
+        (ends.len(), ends.into_iter().max())
     }
 
     /// Forget every code (the listener stopped).
     pub fn clear(&mut self) {
         self.live.clear();
+    }
+
+    /// Addresses quiet for longer than a lock are forgotten; the map stays bounded.
+    fn forget_old(&mut self, now: Instant) {
+        self.misses
+            .retain(|_, m| m.locked_until.is_some_and(|u| u > now) || now.duration_since(m.last) < LOCKED_FOR);
+        if self.misses.len() >= REMEMBERED {
+            if let Some(oldest) = self.misses.iter().min_by_key(|(_, m)| m.last).map(|(a, _)| *a) {
+                self.misses.remove(&oldest);
+            }
+        }
     }
 }
 
@@ -107,67 +147,75 @@ fn new_code() -> String {
 mod tests {
     use super::*;
 
+    const PHONE: IpAddr = IpAddr::V4(std::net::Ipv4Addr::new(10, 0, 0, 2));
+    const ATTACKER: IpAddr = IpAddr::V4(std::net::Ipv4Addr::new(10, 0, 0, 9));
+
     #[test]
     fn a_code_pairs_once_within_its_life() {
         let mut codes = Codes::default();
         let t0 = Instant::now();
-        let (code, until) = codes.issue(t0).unwrap();
+        let (code, until) = codes.issue(t0);
         assert_eq!(code.len(), CODE_CHARS);
         assert_eq!(until, t0 + CODE_LIFE);
         assert_eq!(
-            codes.try_code(&code.to_lowercase(), t0),
+            codes.try_code(&code.to_lowercase(), PHONE, t0),
             Tried::Paired,
             "case does not matter"
         );
         assert_eq!(
-            codes.try_code(&code, t0),
+            codes.try_code(&code, PHONE, t0),
             Tried::Wrong { locked_now: false },
             "used: gone"
         );
-        let (late, _) = codes.issue(t0).unwrap();
+        let (late, _) = codes.issue(t0);
         assert_eq!(
-            codes.try_code(&late, t0 + CODE_LIFE),
+            codes.try_code(&late, PHONE, t0 + CODE_LIFE),
             Tried::Wrong { locked_now: false },
             "expired"
         );
     }
 
     #[test]
-    fn five_wrong_codes_burn_the_live_ones_and_lock_pairing() {
+    fn five_wrong_codes_lock_that_address_out_and_no_one_else() {
         let mut codes = Codes::default();
         let t0 = Instant::now();
-        let (code, _) = codes.issue(t0).unwrap();
+        let (code, _) = codes.issue(t0);
         for n in 1..WRONG_BEFORE_LOCK {
             assert_eq!(
-                codes.try_code("AAAAAAAAAAAA", t0),
+                codes.try_code("AAAAAAAAAAAA", ATTACKER, t0),
                 Tried::Wrong { locked_now: false },
                 "{n}"
             );
         }
-        assert_eq!(codes.try_code("AAAAAAAAAAAA", t0), Tried::Wrong { locked_now: true });
         assert_eq!(
-            codes.try_code(&code, t0),
+            codes.try_code("AAAAAAAAAAAA", ATTACKER, t0),
+            Tried::Wrong { locked_now: true }
+        );
+        assert_eq!(
+            codes.try_code(&code, ATTACKER, t0),
             Tried::Locked { for_secs: 60 },
             "even the right code"
         );
-        assert_eq!(codes.issue(t0), Err(60), "no new code while locked");
+        assert_eq!(codes.locked(t0).0, 1);
+        // The person's phone, elsewhere, pairs with the same live code; new codes are made as usual.
+        assert_eq!(codes.try_code(&code, PHONE, t0), Tried::Paired);
+        let (fresh, _) = codes.issue(t0);
         let later = t0 + LOCKED_FOR;
-        assert_eq!(
-            codes.try_code(&code, later),
-            Tried::Wrong { locked_now: false },
-            "it was burned"
-        );
-        let (fresh, _) = codes.issue(later).unwrap();
-        assert_eq!(codes.try_code(&fresh, later), Tried::Paired);
+        assert_eq!(codes.locked(later).0, 0, "the lock ends");
+        assert_eq!(codes.try_code(&fresh, ATTACKER, later), Tried::Paired);
     }
 
     #[test]
-    fn codes_differ_and_use_the_alphabet() {
+    fn codes_differ_use_the_alphabet_and_the_memory_of_misses_stays_bounded() {
         let mut codes = Codes::default();
         let t0 = Instant::now();
-        let a = codes.issue(t0).unwrap().0;
-        let b = codes.issue(t0).unwrap().0;
+        let a = codes.issue(t0).0;
+        let b = codes.issue(t0).0;
         assert_ne!(a, b);
         assert!(a.bytes().all(|c| ALPHABET.contains(&c)));
+        for n in 0..(REMEMBERED as u32 + 100) {
+            codes.try_code("X", IpAddr::V4(n.into()), t0);
+        }
+        assert!(codes.misses.len() <= REMEMBERED);
     }
 }

@@ -65,14 +65,13 @@ fn key(dir: &Path) -> Result<rcgen::KeyPair> {
     Ok(key)
 }
 
-/// The certificate for `address`: the one kept if it was made for it, else a new one.
+/// The certificate for `address`: the one kept for it (one file per address,
+/// so moving back to an address a phone trusted asks nothing again), else a new one.
 fn certificate(dir: &Path, address: IpAddr, key: &rcgen::KeyPair) -> Result<CertificateDer<'static>> {
-    let (path, for_path) = (dir.join("cert.der"), dir.join("cert.address"));
-    let kept_for = private_fs::read_ours(&for_path, 64).ok();
-    if kept_for.as_deref() == Some(address.to_string().as_bytes()) {
-        if let Ok(der) = private_fs::read_ours(&path, MAX_PEM_BYTES) {
-            return Ok(CertificateDer::from(der));
-        }
+    // `cert-192.0.2.7.der`, `cert-fd00__2.der`: one plain file name whatever the address.
+    let path = dir.join(format!("cert-{}.der", address.to_string().replace(':', "_")));
+    if let Ok(der) = private_fs::read_ours(&path, MAX_PEM_BYTES) {
+        return Ok(CertificateDer::from(der));
     }
     let mut params = rcgen::CertificateParams::new(vec![address.to_string()])
         .map_err(|e| Error::internal("describing the phone listener's certificate", e.to_string()))?;
@@ -86,13 +85,28 @@ fn certificate(dir: &Path, address: IpAddr, key: &rcgen::KeyPair) -> Result<Cert
         .map_err(|e| Error::internal("making the phone listener's certificate", e.to_string()))?;
     let der = cert.der().clone();
     private_fs::replace(&path, der.as_ref(), Mode::Private).map_err(io(&path, "cannot write"))?;
-    private_fs::replace(&for_path, address.to_string().as_bytes(), Mode::Private)
-        .map_err(io(&for_path, "cannot write"))?;
     Ok(der)
 }
 
 fn io<'a>(path: &'a Path, what: &'static str) -> impl Fn(std::io::Error) -> Error + 'a {
     move |e| Error::internal(format!("{what} {}", path.display()), e)
+}
+
+/// This install's path secret (made on first use, kept owner-only): 32 hex digits.
+pub fn path_secret(dir: &Path) -> Result<String> {
+    let path = dir.join("path");
+    if let Ok(bytes) = private_fs::read_ours(&path, 64) {
+        if let Ok(text) = std::str::from_utf8(&bytes) {
+            let text = text.trim();
+            if text.len() == 32 && text.bytes().all(|b| b.is_ascii_hexdigit()) {
+                return Ok(text.to_ascii_lowercase());
+            }
+        }
+    }
+    private_fs::private_dir(dir).map_err(io(dir, "cannot create"))?;
+    let secret = uuid::Uuid::new_v4().simple().to_string();
+    private_fs::replace(&path, secret.as_bytes(), Mode::Private).map_err(io(&path, "cannot write"))?;
+    Ok(secret)
 }
 
 /// Where the key and certificates live: `<database>-phone/`.
@@ -122,6 +136,11 @@ mod tests {
         assert_ne!(
             moved.fingerprint, first.fingerprint,
             "a new certificate for a new address"
+        );
+        let back = identity(dir.path(), a).unwrap();
+        assert_eq!(
+            back.fingerprint, first.fingerprint,
+            "back on the first address: its certificate again"
         );
         let key = std::fs::read_to_string(dir.path().join("key.pem")).unwrap();
         assert!(key.contains("PRIVATE KEY"));

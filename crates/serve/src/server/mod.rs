@@ -1,7 +1,7 @@
 //! Binding and serving: port fallback with an actionable message, the
 //! account check as each connection is accepted, a bound on idle
 //! connections, graceful shutdown that cannot hang on open streams; and the
-//! phone listener's TLS accept loop (`serve_tls`).
+//! phone listener's TLS accept loop (`tls.rs`).
 
 use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -17,6 +17,10 @@ use hyper_util::service::TowerToHyperService;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use tower::ServiceExt as _;
+
+mod tls;
+
+pub use tls::serve_tls;
 
 use crate::http::{Admission, Guard, Peer};
 use crate::written::Watched;
@@ -216,92 +220,6 @@ impl OtherConnection {
 }
 
 impl Drop for OtherConnection {
-    fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::AcqRel);
-    }
-}
-
-/// How long a connection may take over its TLS handshake.
-const TLS_HANDSHAKE_WITHIN: Duration = Duration::from_secs(10);
-/// How long a connection may take to send a request's headers (and so sit idle).
-const TLS_HEADERS_WITHIN: Duration = Duration::from_secs(30);
-/// Connections open at once: a phone needs a handful (the page, its stream).
-const TLS_CONNECTIONS: usize = 64;
-/// How long stopping waits for open requests.
-const TLS_GRACE: Duration = Duration::from_secs(2);
-
-/// The phone listener (`crate::phone`): TLS first (a bounded handshake),
-/// then HTTP/1.1 with the peer's address on each request for its gate.
-/// Whoever is on the network can connect, so connections are bounded in
-/// number and in the time they may take to say anything; `stop` closes them.
-pub async fn serve_tls(listener: TcpListener, tls: Arc<rustls::ServerConfig>, router: Router, stop: CancellationToken) {
-    let acceptor = tokio_rustls::TlsAcceptor::from(tls);
-    let graceful = GracefulShutdown::new();
-    let open = Arc::new(AtomicUsize::new(0));
-    let mut connections = tokio::task::JoinSet::new();
-    loop {
-        let (tcp, addr) = tokio::select! {
-            Some(_) = connections.join_next(), if !connections.is_empty() => continue,
-            accepted = listener.accept() => match accepted {
-                Ok(pair) => pair,
-                Err(e) => {
-                    tracing::warn!(error = %e, "the phone listener could not accept a connection");
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                    continue;
-                }
-            },
-            () = stop.cancelled() => break,
-        };
-        let Some(slot) = TlsSlot::take(&open) else {
-            tracing::warn!(peer = %addr, "the phone listener closed a connection: {TLS_CONNECTIONS} are open");
-            continue;
-        };
-        let _ = tcp.set_nodelay(true);
-        let peer = Peer::new(addr, tcp.local_addr().ok());
-        let (acceptor, router, watcher) = (acceptor.clone(), router.clone(), graceful.watcher());
-        connections.spawn(async move {
-            let _slot = slot;
-            let tls = match tokio::time::timeout(TLS_HANDSHAKE_WITHIN, acceptor.accept(tcp)).await {
-                Ok(Ok(tls)) => tls,
-                Ok(Err(e)) => {
-                    tracing::debug!(peer = %addr, error = %e, "a TLS handshake with the phone listener failed");
-                    return;
-                }
-                Err(_) => {
-                    tracing::debug!(peer = %addr, "a TLS handshake with the phone listener took too long");
-                    return;
-                }
-            };
-            let service = TowerToHyperService::new(router.map_request(move |req: axum::http::Request<Incoming>| {
-                let mut req = req.map(axum::body::Body::new);
-                req.extensions_mut().insert(ConnectInfo(peer.clone()));
-                req
-            }));
-            let mut http = hyper::server::conn::http1::Builder::new();
-            http.timer(TokioTimer::new()).header_read_timeout(TLS_HEADERS_WITHIN);
-            let connection = http.serve_connection(TokioIo::new(tls), service);
-            if let Err(e) = watcher.watch(connection).await {
-                tracing::debug!(error = %e, "a phone connection ended with an error");
-            }
-        });
-    }
-    drop(listener);
-    let _ = tokio::time::timeout(TLS_GRACE, graceful.shutdown()).await;
-    connections.shutdown().await;
-}
-
-/// One open connection, counted while it lives.
-struct TlsSlot(Arc<AtomicUsize>);
-
-impl TlsSlot {
-    fn take(open: &Arc<AtomicUsize>) -> Option<TlsSlot> {
-        let before = open.fetch_add(1, Ordering::AcqRel);
-        let slot = TlsSlot(open.clone());
-        (before < TLS_CONNECTIONS).then_some(slot)
-    }
-}
-
-impl Drop for TlsSlot {
     fn drop(&mut self) {
         self.0.fetch_sub(1, Ordering::AcqRel);
     }
