@@ -14,4 +14,17 @@ npm ci --prefix tests/desktop --no-audit --no-fund --silent
 # waited for). --test-force-exit: once every file has reported, the runner
 # ends even if a process a test left behind still holds a file's output (it
 # would otherwise wait for that process for ever).
-exec xvfb-run -a -s "-screen 0 1280x900x24" dbus-run-session -- node --test --test-force-exit --test-concurrency=1 --test-timeout=300000 tests/desktop/
+# The private session bus may start the system's services on demand — except a
+# notification server: the tests run their own (notifyd.mjs), and one the bus
+# started first (xfce4-notifyd, which scripts/screenshots-desktop.sh installs,
+# is activatable) would own org.freedesktop.Notifications before it.
+bus="$(mktemp -d)"
+trap 'rm -rf "$bus"' EXIT
+mkdir "$bus/services"
+for f in /usr/share/dbus-1/services/*.service; do
+  [ -e "$f" ] || continue
+  grep -q '^Name=org.freedesktop.Notifications$' "$f" || ln -s "$f" "$bus/services/"
+done
+sed "s|<standard_session_servicedirs */>|<servicedir>$bus/services</servicedir>|" /usr/share/dbus-1/session.conf >"$bus/session.conf"
+grep -q "<servicedir>$bus/services</servicedir>" "$bus/session.conf" || { echo "could not make the tests' session bus configuration" >&2; exit 1; }
+xvfb-run -a -s "-screen 0 1280x900x24" dbus-run-session --config-file="$bus/session.conf" -- node --test --test-force-exit --test-concurrency=1 --test-timeout=300000 tests/desktop/

@@ -23,6 +23,7 @@ pub const TRAY_ID: &str = "local-mcp";
 pub const QUICK_ADD: &str = "quick-add";
 pub const QUEUE_CLIPBOARD: &str = "queue-clipboard";
 pub const OPEN: &str = "open";
+pub const PHONE: &str = "phone";
 pub const PENDING: &str = "pending";
 pub const HOLD_ALL: &str = "hold-all";
 /// Prefix of the "Copy MCP config" items; the client id follows.
@@ -81,6 +82,7 @@ pub fn create(app: &AppHandle) -> tauri::Result<TrayItems> {
             )?,
             &MenuItem::with_id(app, QUEUE_CLIPBOARD, "Queue clipboard", true, None::<&str>)?,
             &MenuItem::with_id(app, OPEN, "Open queue", true, None::<&str>)?,
+            &MenuItem::with_id(app, PHONE, "Phone…", true, None::<&str>)?,
             &pending,
             &queues,
             &hold_all,
@@ -185,6 +187,8 @@ fn on_menu(app: &AppHandle, event: tauri::menu::MenuEvent) {
             }
         }
         OPEN => windows::show_main(app),
+        // The page's Phone panel: start the listener, pair, revoke.
+        PHONE => windows::show_main_at(app, Some("phone")),
         NOTIFY_CONSUMED => {
             shell.prefs.update(|p| p.notify_consumed = !p.notify_consumed);
         }

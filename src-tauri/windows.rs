@@ -16,18 +16,27 @@ pub const QUICK_ADD: &str = "quick-add";
 
 /// Show the queue window, creating it if needed.
 pub fn show_main(app: &AppHandle) {
+    show_main_at(app, None);
+}
+
+/// Show the queue window at one of the page's panels (`phone`: the page
+/// opens the panel its address's fragment names).
+pub fn show_main_at(app: &AppHandle, panel: Option<&str>) {
     if let Some(w) = app.get_webview_window(MAIN) {
         let _ = w.unminimize();
         let _ = w.show();
         let _ = w.set_focus();
+        if let Some(panel) = panel.filter(|p| p.bytes().all(|b| b.is_ascii_lowercase())) {
+            let _ = w.eval(format!("location.hash = '{panel}'"));
+        }
         return;
     }
-    if let Err(e) = create_main(app) {
+    if let Err(e) = create_main(app, panel) {
         tracing::error!(error = %e, "could not open the queue window");
     }
 }
 
-fn create_main(app: &AppHandle) -> tauri::Result<()> {
+fn create_main(app: &AppHandle, panel: Option<&str>) -> tauri::Result<()> {
     let began = std::time::Instant::now();
     let shell = app.state::<Shell>();
     let origin = shell.origin.clone();
@@ -66,7 +75,9 @@ fn create_main(app: &AppHandle) -> tauri::Result<()> {
     let _ = window.restore_state(StateFlags::all());
     sign_in(&window, &shell);
     let signed_in = began.elapsed();
-    window.navigate(shell.page_url.clone())?;
+    let mut page = shell.page_url.clone();
+    page.set_fragment(panel);
+    window.navigate(page)?;
     tracing::debug!(
         built_ms = built.as_millis() as u64,
         signed_in_ms = signed_in.as_millis() as u64,

@@ -21,7 +21,8 @@
 // - Queue clipboard: what the clipboard holds is queued (the tray's click is
 //   the person's gesture; only a *launch* with --queue-clipboard must not
 //   queue, desktop.test.mjs) and a notification says what;
-// - Open queue: the queue window is mapped on the X server;
+// - Open queue: the queue window is mapped on the X server; Phone… too (the
+//   page opens its Phone panel at /#phone: tests/ui/phone.test.mjs);
 // - Quick add…: its window is mapped; what is typed into it is queued; while
 //   an agent waits on a question (the needs-you icon in the tray), the same
 //   entry opens it answering that agent, whose waiting call gets the answer;
@@ -232,7 +233,7 @@ test("the app's item is on the panel, and its menu has every entry tray.rs build
   ({ base, env, run, item } = await startApp("a"));
   const menu = await item.menu();
   for (const e of flatten(menu)) if (e.type !== "separator") t.diagnostic(`${e.id} ${e.path.join(" ▸ ")}${e.toggleType ? ` [${e.toggleState}]` : ""}${e.enabled ? "" : " (disabled)"}`);
-  for (const label of ["Quick add…", "Queue clipboard", "Open queue", "Hold all queues", "Start at login", "Open log folder", "Quit local-mcp"]) assert.equal(findEntry(menu, label).enabled, true, label);
+  for (const label of ["Quick add…", "Queue clipboard", "Open queue", "Phone…", "Hold all queues", "Start at login", "Open log folder", "Quit local-mcp"]) assert.equal(findEntry(menu, label).enabled, true, label);
   // Connect ▸ is filled from the client files off the main thread, just after start.
   await item.waitForMenu((m) => flatten(findEntry(m, "Connect")).some((e) => e.label === "Cursor: connect"), "Connect ▸ to list Cursor", ACT);
 });
@@ -441,6 +442,15 @@ test("Open queue maps the queue window", async () => {
   assert.ok(closeWindow(MAIN));
   await waitFor(() => !shownWindows().includes(MAIN), "the queue window closed", run);
   assert.equal(run.exited, null);
+});
+
+test("Phone… maps the queue window (at its Phone panel: /#phone, which tests/ui/phone.test.mjs opens)", async () => {
+  assert.ok(!shownWindows().includes(MAIN), "no queue window before");
+  await item.click("Phone…");
+  await waitFor(() => shownWindows().includes(MAIN), `the "${MAIN}" window mapped`, run);
+  await waitFor(() => windowColors(MAIN) > 10, "the queue page drawn in it", run, 30000);
+  assert.ok(closeWindow(MAIN));
+  await waitFor(() => !shownWindows().includes(MAIN), "the queue window closed", run);
 });
 
 test("Quick add… opens its window, and what is typed there is queued", async () => {
