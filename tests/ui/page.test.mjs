@@ -255,8 +255,10 @@ describe("the queue page", () => {
   });
 
   test("opening the side panel's sections opens no gap between the composer, the rail and the ledger", async () => {
-    const { page, errors, context } = await openPage(browser, server, { width: 1280, height: 800 });
-    await page.locator(".rail").waitFor();
+    const { page, errors, context, settled } = await openPage(browser, server, { width: 1280, height: 800 });
+    // Loaded and live first: the rail's content arriving between the two
+    // measurements would move the ledger by itself (seen once on a slow CI run).
+    await settled();
     // Where the rail and the ledger start, from the composer's top (a grid row
     // that grows stretches its section's box, so the boxes' gaps would not show it).
     const gaps = () =>

@@ -29,10 +29,14 @@ use super::Peer;
 use crate::phone::{Known, Phone, DEVICE_COOKIE};
 use crate::sync::MutexExt as _;
 
-/// Whether a paired device has used this connection (set here, read by the
-/// listener's accept loop: `server::serve_tls` keeps such connections).
+/// A phone listener connection as the gate sees it: whether a paired device
+/// has used it (`server::serve_tls` keeps such connections), and how to
+/// close it (when that device is revoked).
 #[derive(Debug, Clone, Default)]
-pub struct Trust(pub Arc<AtomicBool>);
+pub struct Trust {
+    pub trusted: Arc<AtomicBool>,
+    pub cut: tokio_util::sync::CancellationToken,
+}
 
 /// One kind of refusal, said in the log at most every ten seconds with how
 /// many there were: anyone on the network can send them as fast as they like.
@@ -193,8 +197,17 @@ pub async fn gate(State(phone): State<Arc<Phone>>, mut req: Request, next: Next)
     let access = allowed(req.method(), &path);
     // A paired device's credential, wherever it goes: its connection is kept (`serve_tls`).
     let device = credential(&req).and_then(|c| phone.device(&c));
-    if let (Some(_), Some(trust)) = (&device, req.extensions().get::<Trust>()) {
-        trust.0.store(true, Ordering::Release);
+    if let (Some(known), Some(trust)) = (&device, req.extensions().get::<Trust>()) {
+        // Trusted from now on; closed when its device is revoked (or it ends).
+        if !trust.trusted.swap(true, Ordering::AcqRel) {
+            let (revoked, cut) = (known.revoked.clone(), trust.cut.clone());
+            tokio::spawn(async move {
+                tokio::select! {
+                    () = revoked.cancelled() => cut.cancel(),
+                    () = cut.cancelled() => {}
+                }
+            });
+        }
     }
     let device = match access {
         Access::Refused => {

@@ -68,6 +68,8 @@ struct State {
     codes: pairing::Codes,
     refused: u64,
     last_refused: Option<RefusedCode>,
+    /// When a refused code was last logged.
+    refused_said: Option<Instant>,
     /// SHA-256 (hex) of each device's credential → the device.
     devices: HashMap<String, Known>,
     /// When each device's last-seen time was last written.
@@ -204,7 +206,8 @@ impl Phone {
             });
         }
         listen(listener, identity.config, stop);
-        tracing::info!(%url, fingerprint = %identity.fingerprint, "the phone listener is on");
+        // Not the URL: its path is a secret of this install's (the page shows it).
+        tracing::info!(%bound, fingerprint = %identity.fingerprint, "the phone listener is on");
         self.status().await
     }
 
@@ -284,15 +287,17 @@ impl Phone {
         match tried {
             pairing::Tried::Paired => {}
             pairing::Tried::Locked { for_secs } => {
-                self.note_refused(from);
-                tracing::warn!(%from, "a pairing code while pairing is locked");
+                if let Some(refused) = self.note_refused(from) {
+                    tracing::warn!(%from, refused, "pairing codes from an address locked out");
+                }
                 return Err(Error::TooMany(format!(
                     "too many wrong codes from this address: try again in {for_secs} s"
                 )));
             }
             pairing::Tried::Wrong { locked_now } => {
-                let refused = self.note_refused(from);
-                tracing::warn!(%from, locked_now, refused, "refused a wrong or used pairing code");
+                if let Some(refused) = self.note_refused(from) {
+                    tracing::warn!(%from, locked_now, refused, "refused a wrong or used pairing code");
+                }
                 return Err(if locked_now {
                     Error::TooMany("too many wrong codes from this address: try again in a minute".into())
                 } else {
@@ -329,15 +334,23 @@ impl Phone {
         Ok((device, credential))
     }
 
-    /// Count a refused code (shown on the computer's page); returns how many so far.
-    fn note_refused(&self, from: IpAddr) -> u64 {
+    /// Count a refused code (shown on the computer's page); how many so far
+    /// when it is time to log it (at most every 10 s: anyone who has the
+    /// link's path can send codes as fast as they like).
+    fn note_refused(&self, from: IpAddr) -> Option<u64> {
         let mut state = self.state.lock_anyway();
         state.refused += 1;
         state.last_refused = Some(RefusedCode {
             at: time::now(),
             address: from.to_string(),
         });
-        state.refused
+        let due = state
+            .refused_said
+            .is_none_or(|at| at.elapsed() >= Duration::from_secs(10));
+        if due {
+            state.refused_said = Some(Instant::now());
+        }
+        due.then_some(state.refused)
     }
 
     /// The device whose credential this is, if it is paired.

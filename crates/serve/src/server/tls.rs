@@ -2,13 +2,18 @@
 //! handshake), then HTTP/1.1 with the peer's address and the connection's
 //! trust on each request for the listener's gate.
 //!
-//! Whoever is on the network can connect, so nothing a stranger opens may
+//! Whoever is on the network can connect, so what strangers open must not
 //! keep a paired phone out: a connection is *trusted* once a request on it
-//! carried a paired device's credential (the gate says so). An untrusted one
-//! lives at most [`UNTRUSTED_LIFE`] whatever it does (slow bodies, unread
-//! answers, silence), one host holds at most [`PER_HOST`] connections, and
-//! when the listener is full a new connection takes the place of the oldest
-//! untrusted one — so a paired phone always gets in.
+//! carried a paired device's credential (the gate says so; a revoked
+//! device's connections are closed). An untrusted one lives at most
+//! [`UNTRUSTED_LIFE`] whatever it does (slow bodies, unread answers,
+//! silence); one address holds at most [`PER_HOST`] connections and opens at
+//! most [`NEW_PER_SECOND`] a second; when the listener is full a newcomer
+//! takes the place of an untrusted connection of the address holding the
+//! most of them, its oldest past its first seconds (a phone's new connection
+//! has time to show its credential). Trusted connections are never the ones
+//! to go. What is left: enough addresses at once can still slow a phone's
+//! *new* connections; its open ones (the live stream) stay.
 
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -35,9 +40,15 @@ const HEADERS_WITHIN: Duration = Duration::from_secs(30);
 /// How long a connection no paired device has used may live, whatever it does.
 pub const UNTRUSTED_LIFE: Duration = Duration::from_secs(60);
 /// Connections open at once: a phone needs a handful (the page, its stream).
-const CONNECTIONS: usize = 64;
+const CONNECTIONS: usize = 256;
 /// Connections one address may hold at once.
 const PER_HOST: usize = 16;
+/// New connections one address may open a second (and in a burst, twice that).
+const NEW_PER_SECOND: f64 = 20.0;
+/// A connection this young is not made to give way while an older one could.
+const GRACE_TO_SHOW: Duration = Duration::from_secs(2);
+/// Addresses remembered for their rate (the quietest are forgotten past this).
+const RATED: usize = 4096;
 /// How long stopping waits for open requests.
 const GRACE: Duration = Duration::from_secs(2);
 /// At most one line a while about connections turned away (a flood must not fill the log).
@@ -47,6 +58,7 @@ const SAY_EVERY: Duration = Duration::from_secs(10);
 struct Open {
     id: u64,
     host: IpAddr,
+    since: Instant,
     trusted: Arc<AtomicBool>,
     cut: CancellationToken,
 }
@@ -55,6 +67,8 @@ struct Open {
 #[derive(Default)]
 struct Table {
     open: Mutex<Vec<Open>>,
+    /// Each address's allowance of new connections: (tokens, when last filled).
+    rates: Mutex<std::collections::HashMap<IpAddr, (f64, Instant)>>,
     next: AtomicU64,
     turned_away: AtomicU64,
     said_at: Mutex<Option<Instant>>,
@@ -64,21 +78,16 @@ impl Table {
     /// Make room for a connection from `host` (closing the oldest untrusted
     /// one of that host, or of all, if need be) and register it; `None` when
     /// every connection in the way is a paired device's.
-    fn admit(&self, host: IpAddr) -> Option<(u64, Arc<AtomicBool>, CancellationToken)> {
-        let mut open = self.open.lock_anyway();
-        let of_host = open.iter().filter(|c| c.host == host).count();
-        let evict = |open: &mut Vec<Open>, same_host: bool| {
-            let at = open
-                .iter()
-                .position(|c| !c.trusted.load(Ordering::Acquire) && (!same_host || c.host == host))?;
-            let gone = open.remove(at);
-            gone.cut.cancel();
-            Some(())
-        };
-        if of_host >= PER_HOST && evict(&mut open, true).is_none() {
+    fn admit(&self, host: IpAddr, now: Instant) -> Option<(u64, Arc<AtomicBool>, CancellationToken)> {
+        if !self.within_rate(host, now) {
             return None;
         }
-        if open.len() >= CONNECTIONS && evict(&mut open, false).is_none() {
+        let mut open = self.open.lock_anyway();
+        let of_host = open.iter().filter(|c| c.host == host).count();
+        if of_host >= PER_HOST && !evict(&mut open, Some(host), now) {
+            return None;
+        }
+        if open.len() >= CONNECTIONS && !evict(&mut open, None, now) {
             return None;
         }
         let id = self.next.fetch_add(1, Ordering::Relaxed);
@@ -86,10 +95,29 @@ impl Table {
         open.push(Open {
             id,
             host,
+            since: now,
             trusted: trusted.clone(),
             cut: cut.clone(),
         });
         Some((id, trusted, cut))
+    }
+
+    /// Whether `host` may open another connection now ([`NEW_PER_SECOND`]).
+    fn within_rate(&self, host: IpAddr, now: Instant) -> bool {
+        let mut rates = self.rates.lock_anyway();
+        if rates.len() >= RATED && !rates.contains_key(&host) {
+            rates.retain(|_, (tokens, at)| {
+                *tokens < 2.0 * NEW_PER_SECOND && now.duration_since(*at) < Duration::from_secs(10)
+            });
+        }
+        let (tokens, at) = rates.entry(host).or_insert((2.0 * NEW_PER_SECOND, now));
+        *tokens = (*tokens + now.duration_since(*at).as_secs_f64() * NEW_PER_SECOND).min(2.0 * NEW_PER_SECOND);
+        *at = now;
+        if *tokens < 1.0 {
+            return false;
+        }
+        *tokens -= 1.0;
+        true
     }
 
     fn closed(&self, id: u64) {
@@ -105,6 +133,35 @@ impl Table {
             tracing::warn!(%host, turned_away = n, "the phone listener is full of paired devices' connections; turned one away");
         }
     }
+}
+
+/// Close one untrusted connection to make room: of `host` if given, else of
+/// the address holding the most (connections past [`GRACE_TO_SHOW`] first);
+/// its oldest. `false` when every connection in the way is trusted.
+fn evict(open: &mut Vec<Open>, host: Option<IpAddr>, now: Instant) -> bool {
+    let may_go = |c: &Open, settled: bool| {
+        !c.trusted.load(Ordering::Acquire)
+            && host.is_none_or(|h| c.host == h)
+            && (!settled || now.duration_since(c.since) >= GRACE_TO_SHOW)
+    };
+    for settled in [true, false] {
+        let mut held: std::collections::HashMap<IpAddr, usize> = std::collections::HashMap::new();
+        for c in open.iter().filter(|c| may_go(c, settled)) {
+            *held.entry(c.host).or_default() += 1;
+        }
+        let Some(most) = held.values().max().copied() else {
+            continue;
+        };
+        // The oldest connection of an address holding the most.
+        if let Some(at) = open
+            .iter()
+            .position(|c| may_go(c, settled) && held.get(&c.host) == Some(&most))
+        {
+            open.remove(at).cut.cancel();
+            return true;
+        }
+    }
+    false
 }
 
 /// Serve `router` over TLS on `listener` until `stop`.
@@ -127,7 +184,7 @@ pub async fn serve_tls(listener: TcpListener, tls: Arc<rustls::ServerConfig>, ro
             () = stop.cancelled() => break,
         };
         let host = addr.ip().to_canonical();
-        let Some((id, trusted, cut)) = table.admit(host) else {
+        let Some((id, trusted, cut)) = table.admit(host, Instant::now()) else {
             table.turn_away(host);
             continue;
         };
@@ -135,7 +192,10 @@ pub async fn serve_tls(listener: TcpListener, tls: Arc<rustls::ServerConfig>, ro
         let peer = Peer::new(addr, tcp.local_addr().ok());
         let (acceptor, router, watcher, table) = (acceptor.clone(), router.clone(), graceful.watcher(), table.clone());
         connections.spawn(async move {
-            let trust = Trust(trusted.clone());
+            let trust = Trust {
+                trusted: trusted.clone(),
+                cut: cut.clone(),
+            };
             let served = async {
                 let tls = match tokio::time::timeout(HANDSHAKE_WITHIN, acceptor.accept(tcp)).await {
                     Ok(Ok(tls)) => tls,
@@ -164,9 +224,11 @@ pub async fn serve_tls(listener: TcpListener, tls: Arc<rustls::ServerConfig>, ro
             };
             tokio::select! {
                 () = served => {}
-                () = cut.cancelled() => tracing::debug!(peer = %addr, "a phone listener connection gave its place to a newer one"),
+                () = cut.cancelled() => tracing::debug!(peer = %addr, "a phone listener connection was closed (room made, or its device revoked)"),
                 () = expiry => tracing::debug!(peer = %addr, "a phone listener connection no paired device used was closed"),
             }
+            // Whatever ended it: the watch on its device's revocation ends too.
+            cut.cancel();
             table.closed(id);
         });
     }
@@ -180,38 +242,66 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_full_listener_makes_room_by_closing_the_oldest_untrusted_connection() {
+    fn room_is_made_from_the_address_holding_the_most_never_from_a_paired_device() {
         let table = Table::default();
+        let t0 = Instant::now();
         let phone: IpAddr = [10, 0, 0, 2].into();
-        let (_, trusted, phone_cut) = table.admit(phone).unwrap();
+        let (_, trusted, phone_cut) = table.admit(phone, t0).unwrap();
         trusted.store(true, Ordering::Release);
-        // One host fills its share: its own oldest goes first, never the phone's.
+        // One address fills its share: its own oldest goes first.
         let attacker: IpAddr = [10, 0, 0, 9].into();
-        let first = table.admit(attacker).unwrap().2;
+        let first = table.admit(attacker, t0).unwrap().2;
         for _ in 1..PER_HOST {
-            table.admit(attacker).unwrap();
+            table.admit(attacker, t0).unwrap();
         }
-        assert!(!first.is_cancelled());
-        table.admit(attacker).unwrap();
-        assert!(first.is_cancelled(), "the host's oldest gave way");
-        // Many hosts fill the listener: the phone's connection stays, a new one still gets in.
+        table.admit(attacker, t0 + GRACE_TO_SHOW).unwrap();
+        assert!(first.is_cancelled(), "the address's oldest gave way");
+        // Many addresses fill the listener, slowly enough for the rate.
+        let mut later = t0 + GRACE_TO_SHOW * 2;
         for n in 0..CONNECTIONS * 2 {
-            table.admit([10, 1, (n / 200) as u8, (n % 200) as u8].into()).unwrap();
+            later += Duration::from_millis(60);
+            table.admit([10, 1, (n / 200) as u8, (n % 200) as u8].into(), later);
         }
         assert!(
             !phone_cut.is_cancelled(),
             "a paired device's connection is never the one to go"
         );
         assert_eq!(table.open.lock_anyway().len(), CONNECTIONS);
-        assert!(table.admit(phone).is_some(), "the phone gets in");
+        // The phone's new connection, young, survives strangers' newcomers for its first seconds.
+        let (_, _, young) = table.admit(phone, later).unwrap();
+        for n in 0..40u8 {
+            table.admit([10, 3, 0, n].into(), later + Duration::from_millis(10));
+        }
+        assert!(
+            !young.is_cancelled(),
+            "a young connection is not the one made to give way"
+        );
         // Every connection a paired device's: a stranger is turned away.
         let full = Table::default();
         for n in 0..CONNECTIONS {
-            full.admit([10, 2, 0, n as u8].into())
+            full.admit([10, 2, (n / 200) as u8, (n % 200) as u8].into(), t0)
                 .unwrap()
                 .1
                 .store(true, Ordering::Release);
         }
-        assert!(full.admit(attacker).is_none());
+        assert!(full.admit(attacker, t0).is_none());
+    }
+
+    #[test]
+    fn an_address_opens_at_most_its_rate() {
+        let table = Table::default();
+        let t0 = Instant::now();
+        let host: IpAddr = [10, 0, 0, 9].into();
+        let admitted = (0..100).filter(|_| table.within_rate(host, t0)).count();
+        assert_eq!(admitted, (2.0 * NEW_PER_SECOND) as usize, "a burst of twice the rate");
+        assert!(!table.within_rate(host, t0));
+        assert!(
+            table.within_rate(host, t0 + Duration::from_millis(100)),
+            "refilled as time passes"
+        );
+        assert!(
+            table.within_rate([10, 0, 0, 10].into(), t0),
+            "another address has its own"
+        );
     }
 }
