@@ -18,13 +18,13 @@ use std::time::{Duration, Instant};
 use axum::body::Body;
 use axum::extract::connect_info::ConnectInfo;
 use axum::extract::{Request, State};
-use axum::http::{header, HeaderName, HeaderValue, Method, StatusCode};
+use axum::http::{header, HeaderValue, Method, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use futures::StreamExt as _;
 
 use super::error::error_response;
-use super::security::CONTENT_SECURITY_POLICY;
+use super::security::{cookies, cross_site, page_headers, sent_twice};
 use super::Peer;
 use crate::phone::{Known, Phone, DEVICE_COOKIE};
 use crate::sync::MutexExt as _;
@@ -257,10 +257,8 @@ pub async fn gate(State(phone): State<Arc<Phone>>, mut req: Request, next: Next)
 /// Why a request's `Host`, `Origin` or `Sec-Fetch-Site` is refused, if it is.
 fn origin_refusal(phone: &Phone, req: &Request) -> Option<&'static str> {
     let headers = req.headers();
-    for name in [header::HOST, header::ORIGIN, HeaderName::from_static("sec-fetch-site")] {
-        if headers.get_all(&name).iter().nth(1).is_some() {
-            return Some("a Host, Origin or Sec-Fetch-Site header sent twice");
-        }
+    if sent_twice(headers).is_some() {
+        return Some("a Host, Origin or Sec-Fetch-Site header sent twice");
     }
     let authority = phone.authority()?;
     let host = headers.get(header::HOST).and_then(|v| v.to_str().ok()).unwrap_or("");
@@ -277,23 +275,12 @@ fn origin_refusal(phone: &Phone, req: &Request) -> Option<&'static str> {
             return Some("requests from other web origins are refused");
         }
     }
-    let cross_site = headers
-        .get("sec-fetch-site")
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| !matches!(v, "same-origin" | "none"));
-    cross_site.then_some("requests from other web sites are refused")
+    cross_site(headers).then_some("requests from other web sites are refused")
 }
 
 /// The device credential the request's cookies carry (the first of our name).
 fn credential(req: &Request) -> Option<String> {
-    req.headers()
-        .get_all(header::COOKIE)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(';'))
-        .filter_map(|pair| pair.trim().split_once('='))
-        .find(|(k, _)| *k == DEVICE_COOKIE)
-        .map(|(_, v)| v.to_owned())
+    cookies(req.headers(), DEVICE_COOKIE).next().map(str::to_owned)
 }
 
 /// A revoked device's response ends when it is revoked (its live stream above all).
@@ -309,11 +296,7 @@ fn cut_on_revoke(response: Response, device: Known) -> Response {
 /// The page's headers, and nothing stored: a phone is easier to lose than a desk.
 fn secured(mut response: Response) -> Response {
     let h = response.headers_mut();
-    h.entry(header::CONTENT_SECURITY_POLICY)
-        .or_insert(HeaderValue::from_static(CONTENT_SECURITY_POLICY));
-    h.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
-    h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
-    h.insert(header::REFERRER_POLICY, HeaderValue::from_static("no-referrer"));
+    page_headers(h);
     h.entry(header::CACHE_CONTROL)
         .or_insert(HeaderValue::from_static("no-store"));
     response

@@ -228,14 +228,7 @@ impl Guard {
     /// expired one beside a fresh one: every cookie of our name is asked).
     fn session(&self, headers: &HeaderMap) -> Session {
         let name = self.credentials.cookie_name();
-        let sessions = headers
-            .get_all(header::COOKIE)
-            .iter()
-            .filter_map(|v| v.to_str().ok())
-            .flat_map(|v| v.split(';'))
-            .filter_map(|pair| pair.trim().split_once('='))
-            .filter(|(k, _)| *k == name)
-            .map(|(_, v)| self.credentials.session(v));
+        let sessions = cookies(headers, &name).map(|v| self.credentials.session(v));
         let mut best = Session::Invalid;
         for s in sessions {
             match s {
@@ -298,7 +291,7 @@ impl FromRequestParts<AppState> for ArchiveRead {
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Response> {
         let same_origin = parts
             .headers
-            .get("sec-fetch-site")
+            .get(SEC_FETCH_SITE)
             .and_then(|v| v.to_str().ok())
             .is_some_and(|v| matches!(v, "same-origin" | "none"));
         if same_origin || state.guard.bearer_ok(&parts.headers) {
@@ -333,15 +326,13 @@ pub async fn guard(State(sec): State<Arc<Guard>>, req: Request, next: Next) -> R
     // second value might be what something behind them reads. Browsers send
     // each once. (A second Authorization cannot widen anything: the token
     // check reads the first, and nothing else reads it.)
-    for name in [header::HOST, header::ORIGIN, HeaderName::from_static("sec-fetch-site")] {
-        if headers.get_all(&name).iter().nth(1).is_some() {
-            tracing::warn!(header = %name, path = req.uri().path(), "refused a request with a header sent twice");
-            return error_response(
-                StatusCode::BAD_REQUEST,
-                "bad_request",
-                &format!("the {name} header may be sent once only"),
-            );
-        }
+    if let Some(name) = sent_twice(headers) {
+        tracing::warn!(header = %name, path = req.uri().path(), "refused a request with a header sent twice");
+        return error_response(
+            StatusCode::BAD_REQUEST,
+            "bad_request",
+            &format!("the {name} header may be sent once only"),
+        );
     }
     let host = headers.get(header::HOST).and_then(|v| v.to_str().ok()).unwrap_or("");
     if !sec.host_ok(host) {
@@ -368,10 +359,7 @@ pub async fn guard(State(sec): State<Arc<Guard>>, req: Request, next: Next) -> R
     );
     // A browser says where a request comes from even when it sends no
     // Origin; a form on another site must not reach an upload route.
-    let cross_site = headers
-        .get("sec-fetch-site")
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| !matches!(v, "same-origin" | "none"));
+    let cross_site = cross_site(headers);
     if changes && cross_site {
         tracing::warn!(path = req.uri().path(), "refused a cross-site write");
         return error_response(
@@ -421,14 +409,50 @@ pub async fn guard(State(sec): State<Arc<Guard>>, req: Request, next: Next) -> R
     if renew {
         super::session::set_session_cookie(&mut response, &sec.credentials);
     }
-    let h = response.headers_mut();
-    // A served attachment sets its own, stricter policy (`sandbox`).
+    page_headers(response.headers_mut());
+    response
+}
+
+/// `Sec-Fetch-Site`: where a browser says a request comes from.
+const SEC_FETCH_SITE: &str = "sec-fetch-site";
+
+/// The values of the cookies named `name` the request carries, in order.
+pub(super) fn cookies<'h>(headers: &'h HeaderMap, name: &'h str) -> impl Iterator<Item = &'h str> + 'h {
+    headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|pair| pair.trim().split_once('='))
+        .filter(move |(k, _)| *k == name)
+        .map(|(_, v)| v)
+}
+
+/// A request a browser marks as from another site (`Sec-Fetch-Site` other
+/// than `same-origin` or `none`; a program sends none, or `none`).
+pub(super) fn cross_site(headers: &HeaderMap) -> bool {
+    headers
+        .get(SEC_FETCH_SITE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| !matches!(v, "same-origin" | "none"))
+}
+
+/// The header among `Host`, `Origin` and `Sec-Fetch-Site` sent more than
+/// once: each rule reads one value, and something behind it might read another.
+pub(super) fn sent_twice(headers: &HeaderMap) -> Option<HeaderName> {
+    [header::HOST, header::ORIGIN, HeaderName::from_static(SEC_FETCH_SITE)]
+        .into_iter()
+        .find(|name| headers.get_all(name).iter().nth(1).is_some())
+}
+
+/// The headers every answer carries: the page's strict policy (unless the
+/// answer set a stricter one, as a served attachment does), no sniffing, no framing, no referrer.
+pub(super) fn page_headers(h: &mut HeaderMap) {
     h.entry(header::CONTENT_SECURITY_POLICY)
         .or_insert(HeaderValue::from_static(CONTENT_SECURITY_POLICY));
     h.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
     h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
     h.insert(header::REFERRER_POLICY, HeaderValue::from_static("no-referrer"));
-    response
 }
 
 #[cfg(test)]
