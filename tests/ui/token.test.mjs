@@ -168,4 +168,37 @@ describe("a server that requires an API token", () => {
     assert.deepEqual(errors, []);
     await context.close();
   });
+
+  test("a first load's late 401, after the person signed in, does not open the gate again", async () => {
+    const { page, errors, context } = await openPage(browser, server, { width: 400, height: 900 });
+    // Hold the answer to the first load's list of instructions until the
+    // person has signed in, as a busy machine can: it was answered 401, for
+    // want of a session, and arrives after one was made.
+    let release;
+    const held = new Promise((r) => (release = r));
+    let late = null;
+    await page.route("**/api/instructions?*", async (route) => {
+      if (late) return route.continue();
+      late = route.request().url();
+      const response = await route.fetch(); // answered now, without a session
+      await held;
+      await route.fulfill({ response });
+    });
+    await page.reload();
+    await until(() => page.locator("#gate").isVisible(), { what: "the token gate" });
+    await until(() => late, { what: "the first load's request held" });
+    await page.locator("#gate-token").fill(TOKEN);
+    await page.keyboard.press("Enter");
+    await until(() => page.locator("#gate").isHidden(), { what: "the gate closed" });
+    const answered = page.waitForResponse((r) => r.url() === late && r.status() === 401);
+    release();
+    await answered;
+    await until(async () => (await page.locator("#conn").getAttribute("data-conn")) === "live", { what: "the page live with its session" });
+    // The late answer is handled a few tasks after it arrives: watch a while.
+    for (const end = Date.now() + 1000; Date.now() < end; await new Promise((r) => setTimeout(r, 50))) {
+      assert.equal(await page.locator("#gate").isHidden(), true, "the gate stays closed");
+    }
+    assert.deepEqual(errors.filter((e) => !/status of 401/.test(e)), []);
+    await context.close();
+  });
 });

@@ -19,6 +19,13 @@ export function stopTalking(reason) {
   stopped = reason;
 }
 
+/**
+ * Sign-ins so far. A request sent before the latest one that comes back 401
+ * says nothing about now: the page's first load races the gate, and its late
+ * 401 must not open the gate again over a session just made.
+ */
+let signIns = 0;
+
 async function request(method, path, body) {
   if (stopped) throw new ApiError(0, "stranger", stopped);
   const init = { method, credentials: "same-origin", headers: { accept: "application/json" } };
@@ -28,6 +35,7 @@ async function request(method, path, body) {
     init.headers["content-type"] = "application/json";
     init.body = JSON.stringify(body);
   }
+  const sentAfter = signIns;
   let res;
   try {
     res = await fetch(path, init);
@@ -42,7 +50,7 @@ async function request(method, path, body) {
     /* a non-JSON body: described below */
   }
   if (!res.ok) {
-    if (res.status === 401) document.dispatchEvent(new CustomEvent("auth:required"));
+    if (res.status === 401 && sentAfter === signIns) document.dispatchEvent(new CustomEvent("auth:required"));
     throw new ApiError(res.status, data?.error?.code ?? `http_${res.status}`, data?.error?.message ?? `The server answered ${res.status}.`);
   }
   return data;
@@ -61,7 +69,10 @@ const q = (queue) => `queue=${enc(queue)}`;
 
 export const api = {
   session: () => request("GET", "api/session"),
-  login: (token) => request("POST", "api/session", { token }),
+  login: async (token) => {
+    await request("POST", "api/session", { token });
+    signIns += 1;
+  },
   status: () => request("GET", "api/status"),
   pending: (queue) => request("GET", `api/instructions?status=pending&${q(queue)}`),
   /** A queue's pending instructions for one agent (the answers queued to its questions among them). */
