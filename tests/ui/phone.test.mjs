@@ -33,11 +33,16 @@ import { chromium } from "playwright-core";
 
 import { artifacts, launchBrowser, openPage, startServer, until } from "./harness.mjs";
 
-/** Each namespace: its name, the veth pair, and the /24 it shares with this machine. */
+/**
+ * Each namespace: its name, the veth pair, and the /24 and the IPv6 /64 it
+ * shares with this machine (`.1`/`::1` here, `.2`/`::2` there). The
+ * attacker also owns a whole /64 of its own (`pool`): any address in it can
+ * be a connection's source, as a host on an IPv6 LAN can pick them.
+ */
 const tag = String(process.pid % 10000);
 const NETS = {
-  phone: { ns: `lmcp-phone-${tag}`, here: `lmp${tag}a`, there: `lmp${tag}b`, net: "10.77.1" },
-  attacker: { ns: `lmcp-att-${tag}`, here: `lma${tag}a`, there: `lma${tag}b`, net: "10.77.2" },
+  phone: { ns: `lmcp-phone-${tag}`, here: `lmp${tag}a`, there: `lmp${tag}b`, net: "10.77.1", net6: `fd77:${tag}:1:` },
+  attacker: { ns: `lmcp-att-${tag}`, here: `lma${tag}a`, there: `lma${tag}b`, net: "10.77.2", net6: `fd77:${tag}:2:`, pool: `fd77:${tag}:22:` },
 };
 /** This machine's address on the phone's network: where the listener listens. */
 const LAN = `${NETS.phone.net}.1`;
@@ -48,7 +53,7 @@ function sh(cmd, args, { ok = true } = {}) {
   return r;
 }
 
-function makeNet({ ns, here, there, net }) {
+function makeNet({ ns, here, there, net, net6, pool }) {
   sh("ip", ["netns", "add", ns]);
   sh("ip", ["link", "add", here, "type", "veth", "peer", "name", there]);
   sh("ip", ["link", "set", there, "netns", ns]);
@@ -58,9 +63,18 @@ function makeNet({ ns, here, there, net }) {
   sh("ip", ["netns", "exec", ns, "ip", "link", "set", there, "up"]);
   sh("ip", ["netns", "exec", ns, "ip", "link", "set", "lo", "up"]);
   sh("ip", ["netns", "exec", ns, "ip", "route", "add", "default", "via", `${net}.1`]);
+  sh("ip", ["addr", "add", `${net6}:1/64`, "dev", here, "nodad"]);
+  sh("ip", ["netns", "exec", ns, "ip", "addr", "add", `${net6}:2/64`, "dev", there, "nodad"]);
+  sh("ip", ["netns", "exec", ns, "ip", "-6", "route", "add", "default", "via", `${net6}:1`]);
+  if (pool) {
+    sh("ip", ["netns", "exec", ns, "ip", "-6", "route", "add", "local", `${pool}:/64`, "dev", "lo", "table", "local"]);
+    sh("ip", ["netns", "exec", ns, "sysctl", "-qw", "net.ipv6.ip_nonlocal_bind=1"]);
+    sh("ip", ["-6", "route", "add", `${pool}:/64`, "via", `${net6}:2`]);
+  }
 }
 
-function dropNet({ ns, here }) {
+function dropNet({ ns, here, pool }) {
+  if (pool) sh("ip", ["-6", "route", "del", `${pool}:/64`], { ok: false });
   sh("ip", ["link", "del", here], { ok: false });
   sh("ip", ["netns", "del", ns], { ok: false });
 }
@@ -391,12 +405,93 @@ test("a stranger holding connections open keeps no paired phone out, and fills n
   // 100 connections from the attacker's host that never finish their handshake, held 20 s.
   const hold = spawn("ip", ["netns", "exec", NETS.attacker.ns, "python3", "-c", `import socket,time\ns=[]\nfor _ in range(100):\n  try: s.append(socket.create_connection(("${hostname}", ${port}), timeout=5))\n  except OSError: pass\nprint(len(s), flush=True)\ntime.sleep(20)`]);
   const opened = await new Promise((r) => hold.stdout.once("data", (d) => r(Number(String(d).trim()))));
-  assert.equal(opened, 100, "the attacker's connections were accepted (each taking the place of its host's oldest)");
+  assert.equal(opened, 100, "the attacker's connections were accepted (by the kernel: the listener keeps 16 and turns the rest away)");
   const started = Date.now();
   const r = curlFrom(NETS.phone.ns, "/api/status", cookie);
   assert.equal(r.status, 200, `the paired phone got in while they were held (${Date.now() - started} ms)`);
   hold.kill();
   assert.ok(server.log.length - logged < 10, `the log grew by ${server.log.length - logged} lines: ${server.log.slice(logged, logged + 5).join("\n")}`);
+});
+
+test("a flood from a whole IPv6 /64 keeps no phone with its stream open out — slow as it is — nor does anyone sharing its address", async () => {
+  const HERE6 = `${NETS.phone.net6}:1`;
+  const code = (await server.api("POST", "/api/phone/code")).body.link.split("#pair=")[1];
+  const paired = curlFrom(NETS.phone.ns, "/api/phone/pair", ["-X", "POST", "-H", "content-type: application/json", "--data", JSON.stringify({ code, name: "six" })]);
+  assert.equal(paired.status, 200, paired.body);
+  const credential = /set-cookie: local-mcp-device=([^;]+)/i.exec(paired.headers)[1];
+  const onSix = await server.api("POST", "/api/phone/start", { address: HERE6 });
+  assert.equal(onSix.status, 200, JSON.stringify(onSix.body));
+  const url6 = onSix.body.url;
+  const { port } = new URL(url6);
+  const logged = server.log.length;
+  // The phone's page is open: its live stream, from its IPv6 address.
+  const stream = spawn("ip", ["netns", "exec", NETS.phone.ns, "curl", "-gskN", "--max-time", "40", "-H", `Cookie: local-mcp-device=${credential}`, `${url6}/api/events`]);
+  let streamed = "";
+  stream.stdout.on("data", (d) => (streamed += d));
+  try {
+    await until(() => streamed.length > 0, { what: "the phone's stream open (its first bytes)" });
+    // 200 connections a second, each from another address of the attacker's /64 (800 in turn,
+    // each under its own rate), never finishing a handshake, held: the listener is full of
+    // strangers' young connections most of the time.
+    const flood = spawn("ip", ["netns", "exec", NETS.attacker.ns, "python3", "-c", `
+import resource, socket, time
+resource.setrlimit(resource.RLIMIT_NOFILE, (8192, 8192))
+held, t0, n = [], time.time(), 0
+while time.time() - t0 < 14:
+    s = socket.socket(socket.AF_INET6)
+    s.setblocking(False)
+    s.bind(("${NETS.attacker.pool}:%x" % (0x100 + n % 800), 0))
+    try: s.connect(("${HERE6}", ${port}))
+    except BlockingIOError: pass
+    held.append(s); n += 1
+    if n == 300: print("full", flush=True)
+    time.sleep(max(0, t0 + n / 200 - time.time()))
+print(n, flush=True)
+`]);
+    let flooded = "";
+    flood.stdout.on("data", (d) => (flooded += d));
+    const floodEnded = new Promise((r) => flood.once("exit", r));
+    await until(() => flooded.startsWith("full"), { what: "the flood past the listener's 256 connections" });
+    // A slow phone: a new connection, its handshake, then 2.5 s before it sends the request.
+    const slow = spawnSync("ip", ["netns", "exec", NETS.phone.ns, "python3", "-c", `
+import socket, ssl, time
+c = ssl.create_default_context(); c.check_hostname = False; c.verify_mode = ssl.CERT_NONE
+s = c.wrap_socket(socket.create_connection(("${HERE6}", ${port}), timeout=15))
+time.sleep(2.5)
+s.sendall(b"GET ${new URL(url6).pathname}/api/status HTTP/1.1\\r\\nHost: [${HERE6}]:${port}\\r\\nCookie: local-mcp-device=${credential}\\r\\nConnection: close\\r\\n\\r\\n")
+print(s.recv(64).split(b"\\r\\n")[0].decode())
+`], { encoding: "utf8", timeout: 30000 });
+    assert.equal(slow.stdout.trim(), "HTTP/1.1 200 OK", `the slow phone's new connection got its answer during the flood: ${slow.stderr}`);
+    // Someone sharing the phone's address (behind one router) opens and drops connections
+    // faster than an address's rate, all along: the phone's new connection still gets in.
+    const sharer = spawn("ip", ["netns", "exec", NETS.phone.ns, "python3", "-c", `
+import socket, time
+t0, n = time.time(), 0
+while time.time() - t0 < 4:
+    try: socket.create_connection(("${HERE6}", ${port}), timeout=2).close()
+    except OSError: pass
+    n += 1
+    time.sleep(max(0, t0 + n / 50 - time.time()))
+print(n, flush=True)
+`]);
+    let shared = "";
+    sharer.stdout.on("data", (d) => (shared += d));
+    const sharerEnded = new Promise((r) => sharer.once("exit", r));
+    await new Promise((r) => setTimeout(r, 1500));
+    const asked = spawnSync("ip", ["netns", "exec", NETS.phone.ns, "curl", "-gsk", "-o", "/dev/null", "-w", "%{http_code}", "--max-time", "10", "-H", `Cookie: local-mcp-device=${credential}`, `${url6}/api/status`], { encoding: "utf8", timeout: 20000 });
+    assert.equal(asked.stdout, "200", `the phone got in past what shares its address: ${asked.stderr}`);
+    await sharerEnded;
+    assert.ok(Number(shared) > 100, `the sharer ran: ${shared}`);
+    await floodEnded;
+    assert.ok(Number(flooded.split("\n")[1]) > 1500, `the flood ran (200 a second for 14 s): ${flooded}`);
+    assert.ok(streamed.length > 0 && stream.exitCode === null, "the phone's stream stayed open");
+  } finally {
+    stream.kill();
+  }
+  const lines = server.log.slice(logged).filter((l) => /turned one away|refused/.test(l));
+  assert.ok(lines.length <= 24, `the flood's log lines are bounded (${lines.length}): ${lines.slice(0, 5).join("\n")}`);
+  const back = await server.api("POST", "/api/phone/start", { address: LAN });
+  assert.equal(back.body.url, phoneUrl, "back where it was");
 });
 
 test("stopping the listener closes it", async () => {

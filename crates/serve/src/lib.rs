@@ -8,6 +8,7 @@ pub mod auth;
 pub mod http;
 pub mod mcp;
 pub mod phone;
+mod said;
 pub mod server;
 
 // The layers below, under the names the modules use (`crate::queue`, …).

@@ -30,6 +30,7 @@ const LAYERS: &[&[&str]] = &[
         "media",
         "written",
         "heap",
+        "said",
     ],
     &["model"],
     &["config", "store"],

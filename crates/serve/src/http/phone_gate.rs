@@ -11,9 +11,8 @@
 //! here: a phone has only its device credential.
 
 use std::net::IpAddr;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 use axum::body::Body;
 use axum::extract::connect_info::ConnectInfo;
@@ -27,7 +26,7 @@ use super::error::error_response;
 use super::security::{cookies, cross_site, page_headers, sent_twice};
 use super::Peer;
 use crate::phone::{Known, Phone, DEVICE_COOKIE};
-use crate::sync::MutexExt as _;
+use crate::said::Said;
 
 /// A phone listener connection as the gate sees it: whether a paired device
 /// has used it (`server::serve_tls` keeps such connections), and how to
@@ -38,33 +37,7 @@ pub struct Trust {
     pub cut: tokio_util::sync::CancellationToken,
 }
 
-/// One kind of refusal, said in the log at most every ten seconds with how
-/// many there were: anyone on the network can send them as fast as they like.
-struct Said {
-    count: AtomicU64,
-    at: Mutex<Option<Instant>>,
-}
-
-impl Said {
-    const fn new() -> Said {
-        Said {
-            count: AtomicU64::new(0),
-            at: Mutex::new(None),
-        }
-    }
-
-    /// How many so far, when it is time to say so.
-    fn due(&self) -> Option<u64> {
-        let n = self.count.fetch_add(1, Ordering::Relaxed) + 1;
-        let mut at = self.at.lock_anyway();
-        if at.is_some_and(|t| t.elapsed() < Duration::from_secs(10)) {
-            return None;
-        }
-        *at = Some(Instant::now());
-        Some(n)
-    }
-}
-
+// Each kind of refusal said within `Said`'s bounds: anyone on the network can send them as fast as they like.
 static REFUSED_ORIGIN: Said = Said::new();
 static REFUSED_ROUTE: Said = Said::new();
 static UNPAIRED: Said = Said::new();
@@ -189,8 +162,8 @@ pub async fn gate(State(phone): State<Arc<Phone>>, mut req: Request, next: Next)
         .get::<ConnectInfo<Peer>>()
         .map_or(IpAddr::from([0, 0, 0, 0]), |c| c.0.addr.ip());
     if let Some(refused) = origin_refusal(&phone, &req) {
-        if let Some(n) = REFUSED_ORIGIN.due() {
-            tracing::warn!(%from, path, refused_so_far = n, "the phone listener refused a request: {refused}");
+        if let Some(t) = REFUSED_ORIGIN.count(from) {
+            tracing::warn!(%from, path, refused = t.total, unsaid = t.unsaid, "the phone listener refused a request: {refused}");
         }
         return secured(error_response(StatusCode::FORBIDDEN, "forbidden", refused));
     }
@@ -211,8 +184,8 @@ pub async fn gate(State(phone): State<Arc<Phone>>, mut req: Request, next: Next)
     }
     let device = match access {
         Access::Refused => {
-            if let Some(n) = REFUSED_ROUTE.due() {
-                tracing::info!(%from, method = %req.method(), path, refused_so_far = n, "a route a phone may not use");
+            if let Some(t) = REFUSED_ROUTE.count(from) {
+                tracing::info!(%from, method = %req.method(), path, refused = t.total, unsaid = t.unsaid, "a route a phone may not use");
             }
             return secured(error_response(
                 StatusCode::FORBIDDEN,
@@ -224,8 +197,8 @@ pub async fn gate(State(phone): State<Arc<Phone>>, mut req: Request, next: Next)
         Access::Device => match device {
             Some(device) => Some(device),
             None => {
-                if let Some(n) = UNPAIRED.due() {
-                    tracing::info!(%from, path, refused_so_far = n, "a phone request without a paired device's credential");
+                if let Some(t) = UNPAIRED.count(from) {
+                    tracing::info!(%from, path, refused = t.total, unsaid = t.unsaid, "a phone request without a paired device's credential");
                 }
                 return secured(error_response(
                     StatusCode::UNAUTHORIZED,

@@ -68,8 +68,6 @@ struct State {
     codes: pairing::Codes,
     refused: u64,
     last_refused: Option<RefusedCode>,
-    /// When a refused code was last logged.
-    refused_said: Option<Instant>,
     /// SHA-256 (hex) of each device's credential → the device.
     devices: HashMap<String, Known>,
     /// When each device's last-seen time was last written.
@@ -87,6 +85,8 @@ pub struct Phone {
     /// How the listener serves (set once the router is built).
     listen: OnceLock<Listen>,
     state: Mutex<State>,
+    /// Refused pairing codes' log lines.
+    refused_said: crate::said::Said,
 }
 
 impl Phone {
@@ -97,6 +97,7 @@ impl Phone {
             shutdown,
             listen: OnceLock::new(),
             state: Mutex::default(),
+            refused_said: crate::said::Said::new(),
         })
     }
 
@@ -287,16 +288,16 @@ impl Phone {
         match tried {
             pairing::Tried::Paired => {}
             pairing::Tried::Locked { for_secs } => {
-                if let Some(refused) = self.note_refused(from) {
-                    tracing::warn!(%from, refused, "pairing codes from an address locked out");
+                if let Some(t) = self.note_refused(from) {
+                    tracing::warn!(%from, refused = t.total, unsaid = t.unsaid, "pairing codes from an address locked out");
                 }
                 return Err(Error::TooMany(format!(
                     "too many wrong codes from this address: try again in {for_secs} s"
                 )));
             }
             pairing::Tried::Wrong { locked_now } => {
-                if let Some(refused) = self.note_refused(from) {
-                    tracing::warn!(%from, locked_now, refused, "refused a wrong or used pairing code");
+                if let Some(t) = self.note_refused(from) {
+                    tracing::warn!(%from, locked_now, refused = t.total, unsaid = t.unsaid, "refused a wrong or used pairing code");
                 }
                 return Err(if locked_now {
                     Error::TooMany("too many wrong codes from this address: try again in a minute".into())
@@ -334,23 +335,18 @@ impl Phone {
         Ok((device, credential))
     }
 
-    /// Count a refused code (shown on the computer's page); how many so far
-    /// when it is time to log it (at most every 10 s: anyone who has the
-    /// link's path can send codes as fast as they like).
-    fn note_refused(&self, from: IpAddr) -> Option<u64> {
+    /// Count a refused code (shown on the computer's page); what to log, when
+    /// it is to be logged (within `Said`'s bounds: anyone who has the link's
+    /// path can send codes as fast as they like, from as many addresses).
+    fn note_refused(&self, from: IpAddr) -> Option<crate::said::Tally> {
         let mut state = self.state.lock_anyway();
         state.refused += 1;
         state.last_refused = Some(RefusedCode {
             at: time::now(),
             address: from.to_string(),
         });
-        let due = state
-            .refused_said
-            .is_none_or(|at| at.elapsed() >= Duration::from_secs(10));
-        if due {
-            state.refused_said = Some(Instant::now());
-        }
-        due.then_some(state.refused)
+        drop(state);
+        self.refused_said.count(from)
     }
 
     /// The device whose credential this is, if it is paired.

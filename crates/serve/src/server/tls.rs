@@ -5,16 +5,22 @@
 //! Whoever is on the network can connect, so what strangers open must not
 //! keep a paired phone out: a connection is *trusted* once a request on it
 //! carried a paired device's credential (the gate says so; a revoked
-//! device's connections are closed). An untrusted one lives at most
-//! [`UNTRUSTED_LIFE`] whatever it does (slow bodies, unread answers,
-//! silence); one address holds at most [`PER_HOST`] connections and opens at
-//! most [`NEW_PER_SECOND`] a second; when the listener is full a newcomer
-//! takes the place of an untrusted connection of the address holding the
-//! most of them, its oldest past its first seconds (a phone's new connection
-//! has time to show its credential). Trusted connections are never the ones
-//! to go. What is left: enough addresses at once can still slow a phone's
-//! *new* connections; its open ones (the live stream) stay.
+//! device's connections are closed), and an address holding a trusted
+//! connection is a *phone's* while it does. An untrusted connection lives
+//! at most [`UNTRUSTED_LIFE`] whatever it does (slow bodies, unread answers,
+//! silence). One address holds at most [`PER_HOST`] untrusted connections
+//! and opens at most [`NEW_PER_SECOND`] a second (a phone's address is not
+//! rated). When the listener is full, a newcomer takes the place of an
+//! untrusted connection past its first [`GRACE_TO_SHOW`] (time to show a
+//! credential), of the stranger's address holding the most, its oldest; a
+//! phone's newcomer may also take a young stranger's place; otherwise the
+//! newcomer is turned away — a young connection never gives way to a
+//! stranger, and a trusted one never does. What is left: a flood of more
+//! than [`CONNECTIONS`] connections every [`GRACE_TO_SHOW`], from several
+//! addresses, keeps out a phone with no connection open while it lasts (its
+//! first one after sleep); a phone with its live stream open gets in.
 
+use std::collections::HashMap;
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -31,6 +37,7 @@ use tokio_util::sync::CancellationToken;
 use tower::ServiceExt as _;
 
 use crate::http::{Peer, Trust};
+use crate::said::Said;
 use crate::sync::MutexExt as _;
 
 /// How long a connection may take over its TLS handshake.
@@ -41,18 +48,19 @@ const HEADERS_WITHIN: Duration = Duration::from_secs(30);
 pub const UNTRUSTED_LIFE: Duration = Duration::from_secs(60);
 /// Connections open at once: a phone needs a handful (the page, its stream).
 const CONNECTIONS: usize = 256;
-/// Connections one address may hold at once.
+/// Untrusted connections one address may hold at once.
 const PER_HOST: usize = 16;
 /// New connections one address may open a second (and in a burst, twice that).
 const NEW_PER_SECOND: f64 = 20.0;
-/// A connection this young is not made to give way while an older one could.
-const GRACE_TO_SHOW: Duration = Duration::from_secs(2);
-/// Addresses remembered for their rate (the quietest are forgotten past this).
+/// A connection this young never gives way to a stranger's: time for a
+/// phone on a slow network to finish its handshake and show its credential.
+const GRACE_TO_SHOW: Duration = Duration::from_secs(4);
+/// Addresses rated each on its own; past this, new ones share one allowance.
 const RATED: usize = 4096;
+/// How often the rated addresses are swept for those worth forgetting.
+const SWEEP_EVERY: Duration = Duration::from_secs(1);
 /// How long stopping waits for open requests.
 const GRACE: Duration = Duration::from_secs(2);
-/// At most one line a while about connections turned away (a flood must not fill the log).
-const SAY_EVERY: Duration = Duration::from_secs(10);
 
 /// One open connection, as the table knows it.
 struct Open {
@@ -63,32 +71,123 @@ struct Open {
     cut: CancellationToken,
 }
 
+impl Open {
+    fn trusted(&self) -> bool {
+        self.trusted.load(Ordering::Acquire)
+    }
+}
+
+/// Why a connection was turned away.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Refused {
+    /// Its address opened more than its rate.
+    Rate,
+    /// Its address holds its share, every one too young to give way.
+    HostFull,
+    /// The listener is full: of paired devices' connections and young ones.
+    Full,
+}
+
+/// What may give way to a newcomer.
+#[derive(Debug, Clone, Copy)]
+enum Room {
+    /// An untrusted connection of this address, past its first seconds.
+    OfHost(IpAddr),
+    /// A stranger's untrusted connection; a young one too when `for_phone`.
+    Anywhere { for_phone: bool },
+}
+
+/// A token bucket: [`NEW_PER_SECOND`], bursts of twice that.
+#[derive(Debug, Clone, Copy)]
+struct Bucket {
+    tokens: f64,
+    at: Instant,
+}
+
+impl Bucket {
+    const BURST: f64 = 2.0 * NEW_PER_SECOND;
+
+    fn full(now: Instant) -> Bucket {
+        Bucket {
+            tokens: Self::BURST,
+            at: now,
+        }
+    }
+
+    fn fill(&mut self, now: Instant) {
+        self.tokens = (self.tokens + now.duration_since(self.at).as_secs_f64() * NEW_PER_SECOND).min(Self::BURST);
+        self.at = now;
+    }
+
+    fn take(&mut self, now: Instant) -> bool {
+        self.fill(now);
+        if self.tokens < 1.0 {
+            return false;
+        }
+        self.tokens -= 1.0;
+        true
+    }
+}
+
+/// Each address's allowance of new connections, bounded: past [`RATED`]
+/// addresses a new one shares one allowance with every other unrated one,
+/// and a sweep (at most every [`SWEEP_EVERY`]) forgets the full ones (a new
+/// bucket starts full: forgetting it gives nothing away).
+#[derive(Debug, Default)]
+struct Rates {
+    by_host: HashMap<IpAddr, Bucket>,
+    overflow: Option<Bucket>,
+    swept: Option<Instant>,
+}
+
+impl Rates {
+    /// Whether `host` may open another connection now.
+    fn take(&mut self, host: IpAddr, now: Instant) -> bool {
+        if self.by_host.len() >= RATED
+            && !self.by_host.contains_key(&host)
+            && self.swept.is_none_or(|at| now.duration_since(at) >= SWEEP_EVERY)
+        {
+            self.swept = Some(now);
+            self.by_host.retain(|_, bucket| {
+                bucket.fill(now);
+                bucket.tokens < Bucket::BURST
+            });
+        }
+        let bucket = if self.by_host.len() < RATED || self.by_host.contains_key(&host) {
+            self.by_host.entry(host).or_insert_with(|| Bucket::full(now))
+        } else {
+            self.overflow.get_or_insert_with(|| Bucket::full(now))
+        };
+        bucket.take(now)
+    }
+}
+
 /// The open connections, oldest first.
 #[derive(Default)]
 struct Table {
     open: Mutex<Vec<Open>>,
-    /// Each address's allowance of new connections: (tokens, when last filled).
-    rates: Mutex<std::collections::HashMap<IpAddr, (f64, Instant)>>,
+    rates: Mutex<Rates>,
     next: AtomicU64,
-    turned_away: AtomicU64,
-    said_at: Mutex<Option<Instant>>,
+    said_rate: Said,
+    said_host: Said,
+    said_full: Said,
 }
 
 impl Table {
-    /// Make room for a connection from `host` (closing the oldest untrusted
-    /// one of that host, or of all, if need be) and register it; `None` when
-    /// every connection in the way is a paired device's.
-    fn admit(&self, host: IpAddr, now: Instant) -> Option<(u64, Arc<AtomicBool>, CancellationToken)> {
-        if !self.within_rate(host, now) {
-            return None;
-        }
+    /// Make room for a connection from `host` and register it; why not, when
+    /// nothing may give way (see the module's header).
+    fn admit(&self, host: IpAddr, now: Instant) -> Result<(u64, Arc<AtomicBool>, CancellationToken), Refused> {
         let mut open = self.open.lock_anyway();
-        let of_host = open.iter().filter(|c| c.host == host).count();
-        if of_host >= PER_HOST && !evict(&mut open, Some(host), now) {
-            return None;
+        let phone = open.iter().any(|c| c.host == host && c.trusted());
+        if !phone && !self.rates.lock_anyway().take(host, now) {
+            return Err(Refused::Rate);
         }
-        if open.len() >= CONNECTIONS && !evict(&mut open, None, now) {
-            return None;
+        let of_host = open.iter().filter(|c| c.host == host && !c.trusted()).count();
+        if of_host >= PER_HOST && !evict(&mut open, Room::OfHost(host), now) {
+            return Err(Refused::HostFull);
+        }
+        if open.len() >= CONNECTIONS && !evict(&mut open, Room::Anywhere { for_phone: phone }, now) {
+            return Err(Refused::Full);
         }
         let id = self.next.fetch_add(1, Ordering::Relaxed);
         let (trusted, cut) = (Arc::new(AtomicBool::new(false)), CancellationToken::new());
@@ -99,63 +198,59 @@ impl Table {
             trusted: trusted.clone(),
             cut: cut.clone(),
         });
-        Some((id, trusted, cut))
-    }
-
-    /// Whether `host` may open another connection now ([`NEW_PER_SECOND`]).
-    fn within_rate(&self, host: IpAddr, now: Instant) -> bool {
-        let mut rates = self.rates.lock_anyway();
-        if rates.len() >= RATED && !rates.contains_key(&host) {
-            rates.retain(|_, (tokens, at)| {
-                *tokens < 2.0 * NEW_PER_SECOND && now.duration_since(*at) < Duration::from_secs(10)
-            });
-        }
-        let (tokens, at) = rates.entry(host).or_insert((2.0 * NEW_PER_SECOND, now));
-        *tokens = (*tokens + now.duration_since(*at).as_secs_f64() * NEW_PER_SECOND).min(2.0 * NEW_PER_SECOND);
-        *at = now;
-        if *tokens < 1.0 {
-            return false;
-        }
-        *tokens -= 1.0;
-        true
+        Ok((id, trusted, cut))
     }
 
     fn closed(&self, id: u64) {
         self.open.lock_anyway().retain(|c| c.id != id);
     }
 
-    /// Count one turned away; say so at most every [`SAY_EVERY`].
-    fn turn_away(&self, host: IpAddr) {
-        let n = self.turned_away.fetch_add(1, Ordering::Relaxed) + 1;
-        let mut said = self.said_at.lock_anyway();
-        if said.is_none_or(|at| at.elapsed() >= SAY_EVERY) {
-            *said = Some(Instant::now());
-            tracing::warn!(%host, turned_away = n, "the phone listener is full of paired devices' connections; turned one away");
+    /// Say (within [`Said`]'s bounds) that a connection from `host` was turned away, and why.
+    fn turn_away(&self, host: IpAddr, why: Refused) {
+        let (said, words) = match why {
+            Refused::Rate => (
+                &self.said_rate,
+                "an address opened connections faster than its rate; turned one away",
+            ),
+            Refused::HostFull => (
+                &self.said_host,
+                "an address holds all the connections it may, none old enough to give way; turned one away",
+            ),
+            Refused::Full => (
+                &self.said_full,
+                "the phone listener is full of paired devices' and new connections; turned one away",
+            ),
+        };
+        if let Some(t) = said.count(host) {
+            tracing::warn!(%host, turned_away = t.total, unsaid = t.unsaid, "{words}");
         }
     }
 }
 
-/// Close one untrusted connection to make room: of `host` if given, else of
-/// the address holding the most (connections past [`GRACE_TO_SHOW`] first);
-/// its oldest. `false` when every connection in the way is trusted.
-fn evict(open: &mut Vec<Open>, host: Option<IpAddr>, now: Instant) -> bool {
-    let may_go = |c: &Open, settled: bool| {
-        !c.trusted.load(Ordering::Acquire)
-            && host.is_none_or(|h| c.host == h)
-            && (!settled || now.duration_since(c.since) >= GRACE_TO_SHOW)
+/// Close one untrusted connection to make `room` (see [`Room`]): of the
+/// address holding the most of those that may go, its oldest; connections
+/// past [`GRACE_TO_SHOW`] first. `false` when none may go.
+fn evict(open: &mut Vec<Open>, room: Room, now: Instant) -> bool {
+    let phones: Vec<IpAddr> = open.iter().filter(|c| c.trusted()).map(|c| c.host).collect();
+    let may_go = |c: &Open, young_too: bool| {
+        let old = now.duration_since(c.since) >= GRACE_TO_SHOW;
+        !c.trusted()
+            && match room {
+                Room::OfHost(host) => c.host == host && old,
+                Room::Anywhere { for_phone } => !phones.contains(&c.host) && (old || (young_too && for_phone)),
+            }
     };
-    for settled in [true, false] {
-        let mut held: std::collections::HashMap<IpAddr, usize> = std::collections::HashMap::new();
-        for c in open.iter().filter(|c| may_go(c, settled)) {
+    for young_too in [false, true] {
+        let mut held: HashMap<IpAddr, usize> = HashMap::new();
+        for c in open.iter().filter(|c| may_go(c, young_too)) {
             *held.entry(c.host).or_default() += 1;
         }
         let Some(most) = held.values().max().copied() else {
             continue;
         };
-        // The oldest connection of an address holding the most.
         if let Some(at) = open
             .iter()
-            .position(|c| may_go(c, settled) && held.get(&c.host) == Some(&most))
+            .position(|c| may_go(c, young_too) && held.get(&c.host) == Some(&most))
         {
             open.remove(at).cut.cancel();
             return true;
@@ -184,9 +279,12 @@ pub async fn serve_tls(listener: TcpListener, tls: Arc<rustls::ServerConfig>, ro
             () = stop.cancelled() => break,
         };
         let host = addr.ip().to_canonical();
-        let Some((id, trusted, cut)) = table.admit(host, Instant::now()) else {
-            table.turn_away(host);
-            continue;
+        let (id, trusted, cut) = match table.admit(host, Instant::now()) {
+            Ok(admitted) => admitted,
+            Err(why) => {
+                table.turn_away(host, why);
+                continue;
+            }
         };
         let _ = tcp.set_nodelay(true);
         let peer = Peer::new(addr, tcp.local_addr().ok());
@@ -241,67 +339,160 @@ pub async fn serve_tls(listener: TcpListener, tls: Arc<rustls::ServerConfig>, ro
 mod tests {
     use super::*;
 
+    fn addr(a: u8, b: u8, c: u8) -> IpAddr {
+        [10, a, b, c].into()
+    }
+
+    /// A stranger's connections from `n` addresses of `10.a.*.*`, slowly
+    /// enough for the rate, from `at`; returns when the last came.
+    fn crowd(table: &Table, a: u8, n: usize, mut at: Instant, step: Duration) -> Instant {
+        for i in 0..n {
+            at += step;
+            let _ = table.admit(addr(a, (i / 200) as u8, (i % 200) as u8), at);
+        }
+        at
+    }
+
     #[test]
     fn room_is_made_from_the_address_holding_the_most_never_from_a_paired_device() {
         let table = Table::default();
         let t0 = Instant::now();
-        let phone: IpAddr = [10, 0, 0, 2].into();
+        let phone = addr(0, 0, 2);
         let (_, trusted, phone_cut) = table.admit(phone, t0).unwrap();
         trusted.store(true, Ordering::Release);
-        // One address fills its share: its own oldest goes first.
-        let attacker: IpAddr = [10, 0, 0, 9].into();
+        // One address fills its share: its own oldest goes first, once old enough.
+        let attacker = addr(0, 0, 9);
         let first = table.admit(attacker, t0).unwrap().2;
         for _ in 1..PER_HOST {
             table.admit(attacker, t0).unwrap();
         }
+        assert_eq!(
+            table.admit(attacker, t0).unwrap_err(),
+            Refused::HostFull,
+            "none of its own old enough to give way"
+        );
         table.admit(attacker, t0 + GRACE_TO_SHOW).unwrap();
         assert!(first.is_cancelled(), "the address's oldest gave way");
         // Many addresses fill the listener, slowly enough for the rate.
-        let mut later = t0 + GRACE_TO_SHOW * 2;
-        for n in 0..CONNECTIONS * 2 {
-            later += Duration::from_millis(60);
-            table.admit([10, 1, (n / 200) as u8, (n % 200) as u8].into(), later);
-        }
+        let later = crowd(&table, 1, CONNECTIONS * 2, t0 + GRACE_TO_SHOW * 2, GRACE_TO_SHOW / 64);
         assert!(
             !phone_cut.is_cancelled(),
             "a paired device's connection is never the one to go"
         );
         assert_eq!(table.open.lock_anyway().len(), CONNECTIONS);
-        // The phone's new connection, young, survives strangers' newcomers for its first seconds.
-        let (_, _, young) = table.admit(phone, later).unwrap();
-        for n in 0..40u8 {
-            table.admit([10, 3, 0, n].into(), later + Duration::from_millis(10));
-        }
-        assert!(
-            !young.is_cancelled(),
-            "a young connection is not the one made to give way"
-        );
         // Every connection a paired device's: a stranger is turned away.
         let full = Table::default();
         for n in 0..CONNECTIONS {
-            full.admit([10, 2, (n / 200) as u8, (n % 200) as u8].into(), t0)
+            full.admit(addr(2, (n / 200) as u8, (n % 200) as u8), t0)
                 .unwrap()
                 .1
                 .store(true, Ordering::Release);
         }
-        assert!(full.admit(attacker, t0).is_none());
+        assert_eq!(full.admit(attacker, later).unwrap_err(), Refused::Full);
+    }
+
+    #[test]
+    fn a_young_connection_never_gives_way_to_a_stranger_however_many_addresses_churn() {
+        let table = Table::default();
+        let t0 = Instant::now();
+        // The listener full of strangers' connections, all old enough to go.
+        let mut now = crowd(&table, 1, CONNECTIONS, t0, Duration::from_millis(1)) + GRACE_TO_SHOW;
+        // A phone waking from sleep: no connection open, a stranger like any other, and slow.
+        let phone = addr(0, 0, 2);
+        let (_, _, slow) = table.admit(phone, now).unwrap();
+        // Strangers from ever new addresses churn through every old connection and on.
+        let mut refused = 0;
+        for i in 0..CONNECTIONS * 4 {
+            now += GRACE_TO_SHOW / (CONNECTIONS as u32 * 8);
+            match table.admit(addr(3, (i / 200) as u8, (i % 200) as u8), now) {
+                Ok(_) => {}
+                Err(why) => {
+                    assert_eq!(why, Refused::Full);
+                    refused += 1;
+                }
+            }
+        }
+        assert!(now.duration_since(t0) < GRACE_TO_SHOW * 2);
+        assert!(!slow.is_cancelled(), "the phone's young connection stayed");
+        assert_eq!(
+            refused,
+            CONNECTIONS * 3 + 1,
+            "past the old ones, newcomers were turned away"
+        );
+        // Its credential shown, the phone's address is a phone's: its next
+        // connection takes a young stranger's place.
+        table
+            .open
+            .lock_anyway()
+            .iter()
+            .find(|c| c.host == phone)
+            .unwrap()
+            .trusted
+            .store(true, Ordering::Release);
+        let (_, _, next) = table.admit(phone, now).unwrap();
+        assert!(!next.is_cancelled());
+        assert_eq!(table.open.lock_anyway().len(), CONNECTIONS);
+    }
+
+    #[test]
+    fn an_address_holding_a_paired_device_is_not_rated_nor_crowded_by_it() {
+        let table = Table::default();
+        let t0 = Instant::now();
+        let shared = addr(0, 0, 7); // a phone and a stranger behind one router
+        for _ in 0..PER_HOST {
+            table.admit(shared, t0).unwrap();
+        }
+        assert_eq!(table.admit(shared, t0).unwrap_err(), Refused::HostFull);
+        for c in table.open.lock_anyway().iter() {
+            c.trusted.store(true, Ordering::Release);
+        }
+        // Its allowance spent, as a stranger sharing it can: a phone's address is not rated,
+        // and its paired connections do not count against its share.
+        while table.rates.lock_anyway().take(shared, t0) {}
+        for _ in 0..PER_HOST {
+            table.admit(shared, t0).unwrap();
+        }
+        assert_eq!(table.open.lock_anyway().len(), 2 * PER_HOST);
+        assert_eq!(table.admit(shared, t0).unwrap_err(), Refused::HostFull);
+        // A stranger's address with its allowance spent is turned away for it.
+        let stranger = addr(0, 0, 8);
+        while table.rates.lock_anyway().take(stranger, t0) {}
+        assert_eq!(table.admit(stranger, t0).unwrap_err(), Refused::Rate);
     }
 
     #[test]
     fn an_address_opens_at_most_its_rate() {
-        let table = Table::default();
+        let mut rates = Rates::default();
         let t0 = Instant::now();
-        let host: IpAddr = [10, 0, 0, 9].into();
-        let admitted = (0..100).filter(|_| table.within_rate(host, t0)).count();
-        assert_eq!(admitted, (2.0 * NEW_PER_SECOND) as usize, "a burst of twice the rate");
-        assert!(!table.within_rate(host, t0));
+        let host = addr(0, 0, 9);
+        let admitted = (0..100).filter(|_| rates.take(host, t0)).count();
+        assert_eq!(admitted, Bucket::BURST as usize, "a burst of twice the rate");
+        assert!(!rates.take(host, t0));
         assert!(
-            table.within_rate(host, t0 + Duration::from_millis(100)),
+            rates.take(host, t0 + Duration::from_millis(100)),
             "refilled as time passes"
         );
-        assert!(
-            table.within_rate([10, 0, 0, 10].into(), t0),
-            "another address has its own"
-        );
+        assert!(rates.take(addr(0, 0, 10), t0), "another address has its own");
+    }
+
+    #[test]
+    fn rated_addresses_are_bounded_past_which_new_ones_share_one_allowance() {
+        let mut rates = Rates::default();
+        let t0 = Instant::now();
+        // More busy addresses than are rated, each having spent some of its burst.
+        for i in 0..RATED + 10 {
+            let host = addr(4, (i / 250) as u8, (i % 250) as u8);
+            assert!(rates.take(host, t0));
+        }
+        assert_eq!(rates.by_host.len(), RATED, "no more remembered than the bound");
+        // Two newcomers past the bound share what is left of one allowance.
+        let (a, b) = (addr(5, 0, 1), addr(5, 0, 2));
+        let spent = 10 + (0..100).filter(|_| rates.take(a, t0)).count();
+        assert_eq!(spent, Bucket::BURST as usize);
+        assert!(!rates.take(b, t0), "the other unrated address shares it");
+        // Once the rated ones are full again, a sweep forgets them and a newcomer has its own.
+        let later = t0 + Duration::from_secs(10);
+        assert!(rates.take(b, later));
+        assert_eq!(rates.by_host.len(), 1);
     }
 }
