@@ -493,7 +493,7 @@ mod tests {
         StatusSnapshot {
             server: ServerSummary {
                 status: engine::model::ServerState::Up,
-                started_at: "t".into(),
+                started_at: engine::model::Timestamp::now(),
                 url: "http://127.0.0.1:8000".into(),
                 version: "0".into(),
                 pid: 0,
@@ -530,7 +530,7 @@ mod tests {
             name: q(name),
             held,
             archived: false,
-            created_at: "t".into(),
+            created_at: engine::model::Timestamp::now(),
             suffix: None,
             pending_count: pending,
             consumed_count: 0,

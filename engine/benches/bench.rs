@@ -133,7 +133,7 @@ fn prefill(db: &Path, n: usize) {
                             engine::model::QueueName::default_queue(),
                             None,
                             i as i64 + 1,
-                            engine::time::now(),
+                            engine::model::Timestamp::now(),
                         )
                     })?;
                 }
@@ -170,7 +170,7 @@ fn prefill_history(db: &Path, n: usize) {
             engine::Durability::Full,
             |d| {
                 for i in 0..n {
-                    let at = engine::time::now();
+                    let at = engine::model::Timestamp::now();
                     let text = format!(
                         "{} the {} and the {} (ticket {i})",
                         WORDS[i % 16],

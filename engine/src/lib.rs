@@ -197,7 +197,7 @@ fn server_facts(
     queue::ServerFacts {
         url: url.to_owned(),
         version: VERSION.into(),
-        started_at: time::now(),
+        started_at: model::Timestamp::now(),
         requested_port: port_fallback_from,
         requested_port_holder: port_fallback_from.and_then(|port| other_account_on(SocketAddr::new(config.host, port))),
         recovered: recovered.map(|r| model::RecoveryNotice {

@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use crate::model::Timestamp;
 use crate::model::{Attachment, Instruction, InstructionStatus, Report};
 use crate::{Error, Result};
 
@@ -75,11 +76,11 @@ pub struct Export {
     /// Always `local-mcp-export`: what this file is.
     pub format: &'static str,
     pub version: u32,
-    pub exported_at: String,
+    pub exported_at: Timestamp,
     /// The queue exported, or `null` for all.
     pub queue: Option<crate::model::QueueName>,
     /// Delivered instructions before this time were left out.
-    pub since: Option<String>,
+    pub since: Option<Timestamp>,
     /// Pending ones in delivery order, then delivered ones newest first, each with its report.
     pub instructions: Vec<Instruction>,
     /// Reports that stand alone (questions, notes), newest first.

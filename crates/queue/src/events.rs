@@ -13,6 +13,7 @@ use std::sync::Arc;
 use serde::Serialize;
 use tokio::sync::broadcast;
 
+use crate::model::Timestamp;
 use crate::model::{Instruction, QueueRecord, Report, Settings, StatusSnapshot};
 
 /// What changed. (`stream.reset`, for a page that fell too far behind to
@@ -98,7 +99,7 @@ pub struct Event {
     /// The event log id; `None` for events that are not persisted (`status.changed`).
     pub id: Option<i64>,
     pub kind: EventKind,
-    pub timestamp: String,
+    pub timestamp: Timestamp,
     pub data: EventData,
     /// For instruction events: how many instructions are pending in the
     /// instruction's queue after the change.
@@ -118,7 +119,7 @@ struct Payload<'a> {
 }
 
 impl Event {
-    pub fn new(kind: EventKind, timestamp: String, data: EventData, pending_count: Option<u64>) -> Event {
+    pub fn new(kind: EventKind, timestamp: Timestamp, data: EventData, pending_count: Option<u64>) -> Event {
         let json = serde_json::to_string(&Payload {
             kind,
             timestamp: &timestamp,

@@ -146,7 +146,7 @@ async fn agents_share_exactly_once(AGENTS: usize, PREFILLED: usize, LIVE: usize)
                                 engine::model::QueueName::default_queue(),
                                 None,
                                 n as i64 + 1,
-                                engine::time::now(),
+                                engine::model::Timestamp::now(),
                             )
                         })?;
                     }

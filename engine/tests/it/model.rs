@@ -131,7 +131,7 @@ async fn run(ops: Vec<Op>) {
     let facts = ServerFacts {
         url: "http://model".into(),
         version: "0".into(),
-        started_at: "t".into(),
+        started_at: engine::model::Timestamp::now(),
         requested_port: None,
         requested_port_holder: None,
         recovered: None,

@@ -55,11 +55,7 @@ fn resident_mib(pid: u32) -> Option<f64> {
 
 /// An agent's state in words, loudest first in `status`.
 fn state_words(a: &AgentStatus) -> String {
-    let since = |t: &Option<String>| {
-        t.as_deref()
-            .and_then(crate::time::seconds_since)
-            .map(|s| human_duration(s as u64))
-    };
+    let since = |t: &Option<crate::model::Timestamp>| t.as_ref().map(|t| human_duration(t.seconds_ago() as u64));
     match a.state {
         AgentState::NeedsYou => "NEEDS YOU: it asked a question and waits for your answer (reports, then reply)".into(),
         AgentState::Listening => "listening (waiting for an instruction)".into(),

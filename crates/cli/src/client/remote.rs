@@ -18,6 +18,7 @@ use reqwest::header::{ACCEPT, AUTHORIZATION};
 use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 
+use crate::model::Timestamp;
 use crate::model::{Instruction, Report, StatusSnapshot, Upload};
 use crate::{Error, Event, EventData, EventKind, Result};
 
@@ -177,7 +178,7 @@ impl Remote {
         }
         let _ = tx.send(Arc::new(Event::new(
             EventKind::StatusChanged,
-            crate::time::now(),
+            Timestamp::now(),
             EventData::Status(Box::new(status)),
             None,
         )));
@@ -217,7 +218,11 @@ async fn answer(request: reqwest::RequestBuilder) -> Result<()> {
 /// for the kinds a shell acts on; others are skipped.
 fn to_event(kind: &str, json: &str) -> Option<Event> {
     let payload: serde_json::Value = serde_json::from_str(json).ok()?;
-    let timestamp = payload["timestamp"].as_str().unwrap_or_default().to_owned();
+    // An event without a time of its own (none should come) is dated when it arrived.
+    let timestamp = payload["timestamp"]
+        .as_str()
+        .and_then(|t| Timestamp::read(t).ok())
+        .unwrap_or_else(Timestamp::now);
     let pending = payload["pending_count"].as_u64();
     let data = payload.get("data")?.clone();
     let (kind, data) = match kind {

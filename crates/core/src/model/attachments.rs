@@ -2,6 +2,7 @@
 //! limits, the names they are stored under, and their shape on the wire
 //! (`docs/ARCHITECTURE.md`, "Attachments").
 
+use super::Timestamp;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
@@ -35,7 +36,7 @@ pub struct Attachment {
     pub sha256: String,
     /// What an agent gets: the scaled, re-encoded copy of an image; the file itself for text.
     pub delivery: DeliveryCopy,
-    pub created_at: String,
+    pub created_at: Timestamp,
 }
 
 /// The copy of an attachment that agents receive.

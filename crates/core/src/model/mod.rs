@@ -25,7 +25,7 @@ pub use clients::{
     CLIENT_SESSION_HEADER, CLIENT_SESSION_VARIABLES,
 };
 pub use names::{
-    breaks_a_rule, AgentId, Content, InstructionId, QueueName, MAX_AGENT_ID_CHARS, MAX_INSTRUCTION_BYTES,
+    breaks_a_rule, AgentId, Content, InstructionId, QueueName, Timestamp, MAX_AGENT_ID_CHARS, MAX_INSTRUCTION_BYTES,
     MAX_QUEUE_NAME_CHARS, QUEUE_NAME_PATTERN,
 };
 pub use phone::{
@@ -122,9 +122,9 @@ pub struct Instruction {
     pub id: InstructionId,
     pub content: String,
     pub status: InstructionStatus,
-    pub created_at: String,
-    pub updated_at: String,
-    pub consumed_at: Option<String>,
+    pub created_at: Timestamp,
+    pub updated_at: Timestamp,
+    pub consumed_at: Option<Timestamp>,
     pub consumed_by_agent_id: Option<AgentId>,
     pub position: i64,
     /// The queue it lives in.
@@ -156,7 +156,7 @@ impl Instruction {
         queue: QueueName,
         target: Option<AgentId>,
         position: i64,
-        now: String,
+        now: Timestamp,
     ) -> Instruction {
         Instruction {
             id: InstructionId::fresh(),
@@ -284,8 +284,8 @@ pub enum AgentState {
 pub struct AgentActivity {
     pub queue: QueueName,
     pub agent_id: AgentId,
-    pub last_seen_at: String,
-    pub last_fetch_at: Option<String>,
+    pub last_seen_at: Timestamp,
+    pub last_fetch_at: Option<Timestamp>,
     pub last_result_type: Option<ResultType>,
     /// The person asked this agent to stop and its next result will say so.
     pub stop_requested: bool,
@@ -300,7 +300,7 @@ pub struct AgentActivity {
     /// When its waiting call ended because its client went away (until it
     /// calls again): it is gone.
     #[serde(default)]
-    pub left_at: Option<String>,
+    pub left_at: Option<Timestamp>,
 }
 
 /// An agent by its queue and id.
@@ -319,8 +319,8 @@ pub struct AgentStatus {
     pub state: AgentState,
     pub connected: bool,
     pub waiting: bool,
-    pub last_seen_at: Option<String>,
-    pub last_fetch_at: Option<String>,
+    pub last_seen_at: Option<Timestamp>,
+    pub last_fetch_at: Option<Timestamp>,
     pub last_result_type: Option<ResultType>,
     #[serde(default)]
     pub stop_requested: bool,
@@ -388,9 +388,9 @@ pub struct HistoryFilter {
     pub search: Option<String>,
     pub agent: Option<String>,
     /// Inclusive lower bound on `consumed_at` (a timestamp or a date).
-    pub since: Option<String>,
+    pub since: Option<Timestamp>,
     /// Exclusive upper bound on `consumed_at`.
-    pub until: Option<String>,
+    pub until: Option<Timestamp>,
 }
 
 /// The longest search text accepted, in characters.
@@ -411,27 +411,6 @@ pub fn search_query(typed: &str) -> crate::Result<Option<String>> {
         .map(|w| format!("\"{}\"*", w.replace('"', "\"\"")))
         .collect();
     Ok((!words.is_empty()).then(|| words.join(" ")))
-}
-
-/// A time bound for the history: an RFC 3339 timestamp or a date (`2026-11-24`).
-pub fn time_bound(raw: &str) -> crate::Result<String> {
-    let raw = raw.trim();
-    if let Ok(t) = time::OffsetDateTime::parse(raw, &time::format_description::well_known::Rfc3339) {
-        // 9999-12-31T23:00:00-05:00 is a valid time whose UTC lies past year 9999.
-        let utc = t
-            .checked_to_offset(time::UtcOffset::UTC)
-            .filter(|t| (1..=9999).contains(&t.year()))
-            .ok_or_else(|| crate::Error::Invalid(format!("{raw:?} is out of range (years 0001 to 9999, UTC)")))?;
-        return Ok(crate::time::format(utc));
-    }
-    let date = time::Date::parse(raw, time::macros::format_description!("[year]-[month]-[day]"))
-        .map_err(|_| crate::Error::Invalid(format!("{raw:?} is neither a date (2026-11-24) nor an RFC 3339 time")))?;
-    if !(1..=9999).contains(&date.year()) {
-        return Err(crate::Error::Invalid(format!(
-            "{raw:?} is out of range (years 0001 to 9999)"
-        )));
-    }
-    Ok(crate::time::format(date.midnight().assume_utc()))
 }
 
 impl Listing {
@@ -490,9 +469,17 @@ mod tests {
 
     #[test]
     fn time_bounds_past_the_end_of_time_are_refused_not_panicked_on() {
-        assert!(time_bound("9999-12-31T23:00:00-05:00").is_err());
-        assert!(time_bound("0000-01-01T00:30:00+01:00").is_err());
-        assert_eq!(time_bound("9999-12-31T23:00:00Z").unwrap(), "9999-12-31T23:00:00.000Z");
+        assert!(Timestamp::read("9999-12-31T23:00:00-05:00").is_err());
+        assert!(Timestamp::read("0000-01-01T00:30:00+01:00").is_err());
+        assert_eq!(
+            Timestamp::read("9999-12-31T23:00:00Z").unwrap(),
+            "9999-12-31T23:00:00.000Z"
+        );
+        assert_eq!(Timestamp::read("2026-11-24").unwrap(), "2026-11-24T00:00:00.000Z");
+        assert_eq!(
+            Timestamp::read("2026-11-24T10:30:00+01:00").unwrap(),
+            "2026-11-24T09:30:00.000Z"
+        );
     }
 
     #[test]

@@ -1,5 +1,5 @@
 //! The nouns checked at several doors, each checked once: a queue's name, an
-//! agent's id, an instruction's text. Each is a type whose constructor and
+//! agent's id, an instruction's id and text, a moment in time. Each is a type whose constructor and
 //! `Deserialize` apply the rule and whose OpenAPI schema states it, so a
 //! handler that holds one cannot hold an invalid value, and the rule is
 //! spelled in one place (`engine/tests/it/layers.rs` looks for its pattern).
@@ -32,7 +32,13 @@ const NOT_BLANK_NO_CONTROLS: &str =
 
 /// How the messages of these rules begin: the API answers a body or query
 /// that breaks one with 400 and the message, as it does a handler's check.
-const RULES: &[&str] = &["queue name ", "agent id ", "instruction content ", "instruction id "];
+const RULES: &[&str] = &[
+    "queue name ",
+    "agent id ",
+    "instruction content ",
+    "instruction id ",
+    "time ",
+];
 
 /// Whether a deserializer's message is one of these rules' (the extractors
 /// answer those with 400, not as a body of the wrong shape).
@@ -178,6 +184,73 @@ impl Content {
     }
 }
 
+/// A moment as the product stores and shows it: RFC 3339, UTC, milliseconds
+/// (`crate::time`'s one fixed-width format, so stored ones sort in time
+/// order as text). Made only by [`Timestamp::now`], [`Timestamp::in_seconds`]
+/// and [`Timestamp::read`] (any RFC 3339 time or a date, brought to that
+/// format), so every one has it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct Timestamp(String);
+
+impl Timestamp {
+    /// Now.
+    pub fn now() -> Timestamp {
+        Timestamp(crate::time::now())
+    }
+
+    /// The moment `t`.
+    pub fn at(t: time::OffsetDateTime) -> Timestamp {
+        Timestamp(crate::time::format(t))
+    }
+
+    /// `secs` seconds from now.
+    pub fn in_seconds(secs: u64) -> Timestamp {
+        Timestamp(crate::time::in_seconds(secs))
+    }
+
+    /// A moment as a person or a file gives it: an RFC 3339 time in any
+    /// offset, or a date (its midnight, UTC); years 0001 to 9999 in UTC.
+    pub fn read(raw: &str) -> Result<Timestamp> {
+        let raw = raw.trim();
+        if let Some(t) = crate::time::parse(raw) {
+            return Ok(Timestamp(crate::time::format(t)));
+        }
+        if let Ok(t) = time::OffsetDateTime::parse(raw, &time::format_description::well_known::Rfc3339) {
+            // 9999-12-31T23:00:00-05:00 is a valid time whose UTC lies past year 9999.
+            let utc = t
+                .checked_to_offset(time::UtcOffset::UTC)
+                .filter(|t| (1..=9999).contains(&t.year()))
+                .ok_or_else(|| Error::Invalid(format!("time {raw:?} is out of range (years 0001 to 9999, UTC)")))?;
+            return Ok(Timestamp(crate::time::format(utc)));
+        }
+        let date = time::Date::parse(raw, time::macros::format_description!("[year]-[month]-[day]")).map_err(|_| {
+            Error::Invalid(format!(
+                "time {raw:?} is neither a date (2026-11-24) nor an RFC 3339 time"
+            ))
+        })?;
+        if !(1..=9999).contains(&date.year()) {
+            return Err(Error::Invalid(format!(
+                "time {raw:?} is out of range (years 0001 to 9999)"
+            )));
+        }
+        Ok(Timestamp(crate::time::format(date.midnight().assume_utc())))
+    }
+
+    /// Seconds from this moment to now (0 when it lies ahead).
+    pub fn seconds_ago(&self) -> f64 {
+        crate::time::seconds_since(&self.0).unwrap_or(0.0)
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    pub fn into_string(self) -> String {
+        self.0
+    }
+}
+
 macro_rules! text_type {
     ($ty:ident, $make:expr, $schema:expr) => {
         impl TryFrom<String> for $ty {
@@ -293,6 +366,14 @@ text_type!(Content, Content::new, |b: ObjectBuilder| b
     .pattern(Some("\\S"))
     .description(Some("An instruction's text: not blank, at most 64 KiB, no NUL")));
 
+text_type!(Timestamp, |raw: String| Timestamp::read(&raw), |b: ObjectBuilder| b
+    .format(Some(utoipa::openapi::schema::SchemaFormat::KnownFormat(
+        utoipa::openapi::schema::KnownFormat::DateTime
+    )))
+    .description(Some(
+        "A moment: RFC 3339, UTC, milliseconds (2026-11-24T09:30:00.000Z)"
+    )));
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -319,5 +400,19 @@ mod tests {
         assert!(serde_json::from_str::<Content>("\"  \"").is_err());
         assert!(Content::new("x".repeat(MAX_INSTRUCTION_BYTES + 1)).is_err());
         assert_eq!(serde_json::to_string(&QueueName::new("q").unwrap()).unwrap(), "\"q\"");
+    }
+
+    #[test]
+    fn a_time_is_read_once_into_the_one_format_and_written_as_it_is() {
+        let t: Timestamp = serde_json::from_str("\"2026-11-24T10:30:00.5+01:00\"").unwrap();
+        assert_eq!(t, "2026-11-24T09:30:00.500Z");
+        assert_eq!(serde_json::to_string(&t).unwrap(), "\"2026-11-24T09:30:00.500Z\"");
+        let err = serde_json::from_str::<Timestamp>("\"yesterday\"")
+            .unwrap_err()
+            .to_string();
+        assert!(breaks_a_rule(&err), "{err}");
+        let (a, b) = (Timestamp::read("2026-11-24").unwrap(), Timestamp::now());
+        assert!(a < b && b.seconds_ago() < 60.0 && a.seconds_ago() > 0.0);
+        assert!(Timestamp::in_seconds(60) > b);
     }
 }

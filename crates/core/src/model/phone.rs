@@ -2,6 +2,7 @@
 //! shows of the listener, and the shapes of pairing
 //! (`docs/ARCHITECTURE.md`, "Phone").
 
+use super::Timestamp;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
@@ -14,9 +15,9 @@ pub struct Device {
     pub id: String,
     /// What the person calls it ("Pixel 8"); the phone's browser suggests one.
     pub name: String,
-    pub created_at: String,
+    pub created_at: Timestamp,
     /// When it last made a request, and from where.
-    pub last_seen_at: Option<String>,
+    pub last_seen_at: Option<Timestamp>,
     pub last_address: Option<String>,
 }
 
@@ -54,13 +55,13 @@ pub struct PhoneStatus {
     pub refused_codes: u64,
     pub last_refused: Option<RefusedCode>,
     /// Pairing is locked after too many wrong codes until this time.
-    pub locked_until: Option<String>,
+    pub locked_until: Option<Timestamp>,
 }
 
 /// A wrong pairing code: when and from where.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct RefusedCode {
-    pub at: String,
+    pub at: Timestamp,
     pub address: String,
 }
 
@@ -101,7 +102,7 @@ pub struct PairingCode {
     pub link: String,
     /// The same link as a QR code (`data:image/svg+xml;base64,…`).
     pub qr: String,
-    pub expires_at: String,
+    pub expires_at: Timestamp,
     pub fingerprint: String,
 }
 

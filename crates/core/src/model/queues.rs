@@ -2,6 +2,7 @@
 //! person sees of a queue, and the shapes that create or change instructions
 //! with a queue and a target (`docs/ARCHITECTURE.md`, "Queues and targets").
 
+use super::Timestamp;
 use serde::{Deserialize, Deserializer, Serialize};
 use utoipa::ToSchema;
 
@@ -51,7 +52,7 @@ pub struct QueueRecord {
     pub held: bool,
     /// Archived: hidden from the switcher; an agent connecting to it brings it back.
     pub archived: bool,
-    pub created_at: String,
+    pub created_at: Timestamp,
     /// Appended to each of its instructions when delivered (after a blank line); `null`: nothing.
     #[serde(default)]
     pub suffix: Option<String>,
@@ -63,7 +64,7 @@ pub struct QueueInfo {
     pub name: QueueName,
     pub held: bool,
     pub archived: bool,
-    pub created_at: String,
+    pub created_at: Timestamp,
     /// Appended to each of its instructions when delivered; `null`: nothing.
     pub suffix: Option<String>,
     pub pending_count: u64,

@@ -2,6 +2,7 @@
 //! question with suggested answers. The rules for what a report may hold,
 //! and its shape on the wire (`docs/ARCHITECTURE.md`, "Reports").
 
+use super::Timestamp;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
@@ -29,7 +30,7 @@ pub struct Report {
     pub options: Vec<String>,
     /// `content` rendered and sanitized on the server: the only HTML the page inserts.
     pub html: String,
-    pub created_at: String,
+    pub created_at: Timestamp,
 }
 
 /// Check a call's `report` and `options`. A blank report is no report;

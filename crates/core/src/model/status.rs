@@ -2,6 +2,7 @@
 //! `local-mcp://status` resource, the tray): plain data, built by
 //! `queue::status` and carried by `events`, so it lives below both.
 
+use super::Timestamp;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
@@ -18,7 +19,7 @@ pub enum ServerState {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct ServerSummary {
     pub status: ServerState,
-    pub started_at: String,
+    pub started_at: Timestamp,
     pub url: String,
     pub version: String,
     /// The serving process (what `stop` signals; `status` reads its memory).
@@ -57,7 +58,7 @@ pub struct ServerSummary {
 /// A request refused for want of the token: when, where, and who said it was.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct Refusal {
-    pub at: String,
+    pub at: Timestamp,
     pub path: String,
     /// Its `User-Agent`, which names the client (empty when none was sent).
     pub user_agent: String,
@@ -70,7 +71,7 @@ pub struct RecoveryNotice {
     pub moved_to: String,
     /// What SQLite said was wrong.
     pub reason: String,
-    pub at: String,
+    pub at: Timestamp,
 }
 
 /// The single-agent summary older clients read: the most relevant agent, or nothing known.
@@ -79,8 +80,8 @@ pub struct AgentSummary {
     pub connected: bool,
     pub state: AgentState,
     pub agent_id: Option<AgentId>,
-    pub last_seen_at: Option<String>,
-    pub last_fetch_at: Option<String>,
+    pub last_seen_at: Option<Timestamp>,
+    pub last_fetch_at: Option<Timestamp>,
     pub waiting: bool,
 }
 

@@ -3,6 +3,7 @@
 //! at once instead of a waiting call, and asks for it (a poll) until the
 //! person's next instruction is its result (`queue::tasks`).
 
+use super::Timestamp;
 use serde::{Deserialize, Serialize};
 
 use super::UserRequestResult;
@@ -53,10 +54,10 @@ pub struct TaskRecord {
     pub instruction_id: Option<super::InstructionId>,
     /// Its result, once bound.
     pub result: Option<UserRequestResult>,
-    pub created_at: String,
-    pub updated_at: String,
+    pub created_at: Timestamp,
+    pub updated_at: Timestamp,
     /// When a poll last asked for it (to the hour: see migration 12).
-    pub polled_at: String,
+    pub polled_at: Timestamp,
 }
 
 /// A task as a poll (or the call that made it) is answered.

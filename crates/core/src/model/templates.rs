@@ -2,6 +2,7 @@
 //! (`/name` in the composer, `add --template NAME`), and the per-queue
 //! suffix appended to every instruction of a queue when it is delivered.
 
+use super::Timestamp;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
@@ -19,8 +20,8 @@ pub struct Template {
     pub name: String,
     /// The instruction text it puts in the composer.
     pub content: String,
-    pub created_at: String,
-    pub updated_at: String,
+    pub created_at: Timestamp,
+    pub updated_at: Timestamp,
     /// Files that go with it (absent when it has none).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub files: Vec<TemplateFile>,
@@ -37,7 +38,7 @@ pub struct TemplateFile {
     pub mime_type: String,
     pub bytes: u64,
     pub sha256: String,
-    pub created_at: String,
+    pub created_at: Timestamp,
 }
 
 /// The body of `PUT /api/templates/{name}`.

@@ -423,7 +423,7 @@ mod tests {
             QueueName::default_queue(),
             None,
             position,
-            crate::time::now(),
+            crate::model::Timestamp::now(),
         );
         item.id = InstructionId::new(id).unwrap();
         store
@@ -486,7 +486,7 @@ mod tests {
         let device = crate::model::Device {
             id: "d1".into(),
             name: "someone's phone".into(),
-            created_at: crate::time::now(),
+            created_at: crate::model::Timestamp::now(),
             last_seen_at: None,
             last_address: None,
         };

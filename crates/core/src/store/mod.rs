@@ -30,6 +30,7 @@ use rusqlite::{Connection, TransactionBehavior};
 
 use crate::{paths, private_fs, Error, Result};
 
+use crate::model::Timestamp;
 use crate::sync::MutexExt as _;
 pub use backup::{restore, DB_ENTRY};
 pub use files::{template_folder, Files, NewFile};
@@ -134,7 +135,7 @@ impl Store {
             Some(Recovery {
                 moved_to: moved_to.display().to_string(),
                 reason: why,
-                at: crate::time::now(),
+                at: Timestamp::now(),
             }),
         ))
     }
@@ -357,7 +358,7 @@ pub struct Recovery {
     pub moved_to: String,
     /// What was wrong, as SQLite said it.
     pub reason: String,
-    pub at: String,
+    pub at: Timestamp,
 }
 
 /// Whether an error from opening means the file itself is damaged, and how.

@@ -10,7 +10,7 @@ fn instruction(id: &str, position: i64) -> Instruction {
             QueueName::default_queue(),
             None,
             position,
-            crate::time::now(),
+            crate::model::Timestamp::now(),
         )
     }
 }

@@ -170,8 +170,8 @@ mod tests {
         AgentId::new(agent).unwrap().unwrap()
     }
 
-    fn ago(seconds: i64) -> String {
-        crate::time::format(OffsetDateTime::now_utc() - Duration::seconds(seconds))
+    fn ago(seconds: i64) -> crate::model::Timestamp {
+        crate::model::Timestamp::at(OffsetDateTime::now_utc() - Duration::seconds(seconds))
     }
 
     fn activity(seen: i64, fetch: Option<(i64, &str)>) -> AgentActivity {

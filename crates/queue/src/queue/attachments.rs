@@ -15,10 +15,11 @@ use crate::model::{
     MAX_INLINE_TEXT_BYTES, MAX_INSTRUCTION_BYTES,
 };
 use crate::store::{AttachmentRow, Files, NewFile, PendingChange};
-use crate::{time, Error, Result};
+use crate::{Error, Result};
 
 use super::uploads::{check_totals, prepare, Ready};
 use super::{first, pending_only, validate_content, Queue};
+use crate::model::Timestamp;
 
 /// The base64 of a result's images stays under this (8 MiB): what clients
 /// and models take in one tool result.
@@ -37,7 +38,7 @@ impl Queue {
         let content = check_text(new.content)?;
         let queue = new.queue.unwrap_or_else(crate::model::QueueName::default_queue);
         let target = agent_id(new.target.as_deref())?;
-        let mut item = Instruction::new_pending(content, queue, target, 0, time::now());
+        let mut item = Instruction::new_pending(content, queue, target, 0, Timestamp::now());
         let ready = prepare(item.id.to_string(), uploads, 0, 0, Arrival::New).await?;
         let items = self
             .blocking_long(move |i| {
@@ -92,7 +93,7 @@ impl Queue {
                 write_files(files, &id, &ready).map_err(|e| i.store.fault(e))?;
                 let written = i.write_instructions(EventKind::InstructionUpdated, |db| {
                     // Touched (a new `updated_at`), and only while pending.
-                    let Some(item) = db.update_pending(&id, &PendingChange::default(), &time::now())? else {
+                    let Some(item) = db.update_pending(&id, &PendingChange::default(), &Timestamp::now())? else {
                         return Err(pending_only(db, &id, "given attachments")?);
                     };
                     // Counted again inside the transaction: two uploads at once
@@ -132,7 +133,7 @@ impl Queue {
                         .ok_or_else(|| {
                             Error::NotFound(format!("instruction {id} has no attachment {attachment_id}"))
                         })?;
-                    let Some(item) = db.update_pending(&id, &PendingChange::default(), &time::now())? else {
+                    let Some(item) = db.update_pending(&id, &PendingChange::default(), &Timestamp::now())? else {
                         return Err(pending_only(db, &id, "changed")?);
                     };
                     db.delete_attachment(&attachment_id)?;
@@ -213,7 +214,7 @@ pub(super) fn write_files(files: &Files, instruction_id: &str, ready: &[Ready]) 
 
 /// New rows for copies of `rows` under another instruction (new ids, same files' contents).
 pub(super) fn copies(rows: &[AttachmentRow], instruction_id: &str) -> Vec<AttachmentRow> {
-    let now = time::now();
+    let now = Timestamp::now();
     rows.iter()
         .map(|r| {
             let id = uuid::Uuid::new_v4().to_string();

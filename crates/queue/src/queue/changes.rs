@@ -6,12 +6,13 @@
 
 use super::{attachments, first, not_found, pending_only, validate_content, Queue};
 use crate::events::{Event, EventData, EventKind};
+use crate::model::Timestamp;
 use crate::model::{
     agent_id, Delivery, Instruction, InstructionId, InstructionPatch, InstructionStatus, Listing, MoveTo,
     NewInstruction, QueueName, RequeuePlace, Settings, SettingsPatch,
 };
 use crate::store::{Durability, PendingChange};
-use crate::{time, Error, Result};
+use crate::{Error, Result};
 
 impl Queue {
     /// Queue a new instruction at the back of its queue (created if new),
@@ -25,7 +26,7 @@ impl Queue {
         let item = self
             .blocking(move |i| {
                 i.write_instructions(EventKind::InstructionCreated, |db| {
-                    let item = Instruction::new_pending(content, queue, target, db.next_position()?, time::now());
+                    let item = Instruction::new_pending(content, queue, target, db.next_position()?, Timestamp::now());
                     db.insert_instruction(&item)?;
                     Ok(vec![item])
                 })
@@ -54,7 +55,7 @@ impl Queue {
                         queue: position,
                         target: target.as_ref().map(|t| t.as_deref()),
                     };
-                    match db.update_pending(&id, &change, &time::now())? {
+                    match db.update_pending(&id, &change, &Timestamp::now())? {
                         Some(item) => Ok(vec![item]),
                         None => Err(pending_only(db, &id, "edited")?),
                     }
@@ -97,7 +98,7 @@ impl Queue {
         let items = self
             .blocking(move |i| {
                 i.write_instructions(EventKind::InstructionUpdated, |db| {
-                    db.release_held(one.as_deref(), &time::now())
+                    db.release_held(one.as_deref(), &Timestamp::now())
                 })
             })
             .await?;
@@ -157,7 +158,7 @@ impl Queue {
                     };
                     order.insert(at, moving);
                     let base = db.min_pending_position(&queue)?.unwrap_or(1);
-                    let mut changed = db.set_pending_order(&order, base, &time::now())?;
+                    let mut changed = db.set_pending_order(&order, base, &Timestamp::now())?;
                     // The moved one is logged even when its number did not change
                     // (front of a one-item rail): the caller learns its queue here.
                     if changed.is_empty() {
@@ -195,14 +196,15 @@ impl Queue {
                     if in_doubt {
                         // A task that carried it must not hand it over as well: the
                         // copy is what goes now (as `redeliver_in_doubt` does).
-                        db.cancel_task_of_instruction(&id, super::tasks::QUEUED_AGAIN, &time::now())?;
+                        db.cancel_task_of_instruction(&id, super::tasks::QUEUED_AGAIN, &Timestamp::now())?;
                     }
                     let target = if in_doubt {
                         source.consumed_by_agent_id.or(source.target)
                     } else {
                         source.target
                     };
-                    let item = Instruction::new_pending(source.content, source.queue, target, position, time::now());
+                    let item =
+                        Instruction::new_pending(source.content, source.queue, target, position, Timestamp::now());
                     db.insert_instruction(&item)?;
                     // Its files come along: linked into the copy's folder before the rows commit.
                     let rows = db.attachments_of(&id)?;
@@ -253,7 +255,7 @@ impl Queue {
                     db,
                     Event::new(
                         EventKind::ConfigUpdated,
-                        time::now(),
+                        Timestamp::now(),
                         EventData::Config(stored.clone()),
                         None,
                     ),

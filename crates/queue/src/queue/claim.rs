@@ -9,6 +9,7 @@
 use super::commit::Outbox;
 use super::{Inner, Queue};
 use crate::events::{Event, EventData, EventKind};
+use crate::model::Timestamp;
 use crate::model::{Caller, DeliveredAttachment, InReplyTo, Instruction, ResultType, TaskStatus};
 use crate::store::Db;
 use crate::sync::RwLockExt as _;
@@ -21,12 +22,12 @@ pub(super) type Taken = (Instruction, Vec<DeliveredAttachment>, Option<InReplyTo
 #[derive(Clone)]
 pub(super) struct Bind {
     pub id: String,
-    pub created_at: String,
+    pub created_at: Timestamp,
 }
 
 impl Bind {
     /// Whole seconds from the task's start to `now`.
-    fn waited(&self, now: &str) -> u64 {
+    fn waited(&self, now: &Timestamp) -> u64 {
         match (time::parse(&self.created_at), time::parse(now)) {
             (Some(start), Some(end)) => (end - start).whole_seconds().max(0) as u64,
             _ => 0,
@@ -46,7 +47,7 @@ struct Asked {
 
 impl Asked {
     fn claim(self, i: &Inner, db: &Db<'_>, out: &mut Outbox) -> Result<Claim> {
-        let now = time::now();
+        let now = Timestamp::now();
         // A new call from this agent: what was sent to it before arrived.
         // (No event: nothing a person sees changes.)
         if self.first.is_some() {
@@ -76,7 +77,7 @@ impl Asked {
 
     /// The agent's stop request was taken: it is told to stop (a task is
     /// completed with that).
-    fn stopped(&self, db: &Db<'_>, now: &str) -> Result<Claim> {
+    fn stopped(&self, db: &Db<'_>, now: &Timestamp) -> Result<Claim> {
         db.touch_agent(&self.queue, &self.agent, now, Some(ResultType::Stop))?;
         self.note_caller(db)?;
         let remaining = db.eligible_count(&self.queue, &self.agent)?;
@@ -92,7 +93,7 @@ impl Asked {
     /// `redeliver_in_doubt`, and always to a client that cannot resume a
     /// broken stream (it lost that answer: a second instruction must not
     /// overtake it); then the offered one, else the first it may take.
-    fn pick(&self, i: &Inner, db: &Db<'_>, now: &str) -> Result<Option<Instruction>> {
+    fn pick(&self, i: &Inner, db: &Db<'_>, now: &Timestamp) -> Result<Option<Instruction>> {
         if i.is_held(&self.queue) {
             return Ok(None);
         }
@@ -117,7 +118,14 @@ impl Asked {
     /// `item` is the agent's: its activity, `instruction.consumed`, what it
     /// is told of the files and of the question it answers — bound to the
     /// task when a poll claimed it.
-    fn hand_over(&self, i: &Inner, db: &Db<'_>, out: &mut Outbox, now: &str, mut item: Instruction) -> Result<Claim> {
+    fn hand_over(
+        &self,
+        i: &Inner,
+        db: &Db<'_>,
+        out: &mut Outbox,
+        now: &Timestamp,
+        mut item: Instruction,
+    ) -> Result<Claim> {
         db.touch_agent(&self.queue, &self.agent, now, Some(ResultType::Instruction))?;
         self.note_caller(db)?;
         let rows = db.attachments_of(&item.id)?;
@@ -127,7 +135,7 @@ impl Asked {
             db,
             Event::new(
                 EventKind::InstructionConsumed,
-                now.to_owned(),
+                now.clone(),
                 EventData::Instruction(item.clone()),
                 Some(left),
             ),
@@ -237,7 +245,7 @@ impl Queue {
         self.claim_write(
             move |_, db, _| {
                 db.take_stop(&queue, &agent)?;
-                db.touch_agent(&queue, &agent, &time::now(), Some(ResultType::Stop))?;
+                db.touch_agent(&queue, &agent, &Timestamp::now(), Some(ResultType::Stop))?;
                 db.eligible_count(&queue, &agent)
             },
             move |i, _| {
@@ -259,7 +267,7 @@ impl Queue {
         let (queue, agent) = (queue.to_owned(), agent.to_owned());
         self.claim_write(
             move |_, db, _| {
-                let now = time::now();
+                let now = Timestamp::now();
                 db.touch_agent(&queue, &agent, &now, result)?;
                 if left {
                     db.agent_left(&queue, &agent, &now)?;

@@ -9,10 +9,11 @@ use std::sync::Arc;
 
 use super::{Inner, Queue};
 use crate::events::{Event, EventData, EventKind};
+use crate::model::Timestamp;
 use crate::model::{Instruction, InstructionStatus, QueueRecord};
 use crate::store::{Db, Durability};
 use crate::sync::RwLockExt as _;
-use crate::{time, Result};
+use crate::Result;
 
 /// The events one transaction logs, published once it commits.
 #[derive(Default)]
@@ -123,7 +124,7 @@ impl Inner {
         let ((), events) = self.commit(Durability::Full, |db, out| {
             let mut items = body(db)?;
             db.fill_attachments(&mut items)?;
-            let now = time::now();
+            let now = Timestamp::now();
             let mut live: Vec<&str> = Vec::new();
             for item in items.iter().filter(|i| i.status == InstructionStatus::Pending) {
                 if live.contains(&item.queue.as_str()) {
@@ -173,23 +174,23 @@ impl Inner {
 
 /// An `instruction.updated` for a delivery's fate (with its files; no
 /// pending count: the rail did not change).
-pub(super) fn fate_event(db: &Db<'_>, now: &str, mut item: Instruction) -> Result<Event> {
+pub(super) fn fate_event(db: &Db<'_>, now: &Timestamp, mut item: Instruction) -> Result<Event> {
     db.fill_attachments(std::slice::from_mut(&mut item))?;
     Ok(Event::new(
         EventKind::InstructionUpdated,
-        now.to_owned(),
+        now.clone(),
         EventData::Instruction(item),
         None,
     ))
 }
 
 /// A `queue.updated` for a queue made or brought back by a write.
-pub(super) fn queue_updated(now: &str, record: QueueRecord) -> Event {
+pub(super) fn queue_updated(now: &Timestamp, record: QueueRecord) -> Event {
     let change = crate::events::QueueChange {
         queue: record,
         renamed_from: None,
     };
-    Event::new(EventKind::QueueUpdated, now.to_owned(), EventData::Queue(change), None)
+    Event::new(EventKind::QueueUpdated, now.clone(), EventData::Queue(change), None)
 }
 
 /// The blocking task that writes queued claims (`Store::write_queued`). If

@@ -18,10 +18,11 @@ use tokio::sync::mpsc::UnboundedReceiver;
 use crate::model::{Delivery, InstructionId};
 use crate::store::Durability;
 use crate::sync::MutexExt as _;
-use crate::{time, Result};
+use crate::Result;
 
 use super::commit::fate_event;
 use super::Queue;
+use crate::model::Timestamp;
 
 /// At most this many settlements go in one transaction.
 const SETTLE_BATCH: usize = 512;
@@ -48,7 +49,7 @@ impl Queue {
             .blocking(move |i| {
                 // Like the claim itself: a crash cannot lose it (only a power loss could).
                 i.commit(Durability::Normal, |db, out| {
-                    let now = time::now();
+                    let now = Timestamp::now();
                     let mut doubted = 0;
                     for (id, fate) in &batch {
                         let Some(item) = db.set_delivery(id, Delivery::Claimed, *fate, &now)? else {
@@ -85,7 +86,7 @@ impl Queue {
         let id = id.to_owned();
         self.blocking(move |i| {
             i.commit(Durability::Full, |db, out| {
-                let now = time::now();
+                let now = Timestamp::now();
                 if let Some(item) = db.set_delivery(&id, Delivery::Claimed, fate, &now)? {
                     out.log(db, fate_event(db, &now, item)?)?;
                 }
@@ -102,7 +103,7 @@ impl Queue {
     pub(super) async fn mark_resent(&self, id: InstructionId) -> Result<bool> {
         self.blocking(move |i| {
             i.commit(Durability::Full, |db, out| {
-                let now = time::now();
+                let now = Timestamp::now();
                 match db.set_delivery(&id, Delivery::InDoubt, Delivery::Resent, &now)? {
                     Some(item) => out.log(db, fate_event(db, &now, item)?).map(|()| true),
                     None => Ok(false),
@@ -119,7 +120,7 @@ impl Queue {
         let (n, _) = self
             .blocking(|i| {
                 i.commit(Durability::Full, |db, out| {
-                    let now = time::now();
+                    let now = Timestamp::now();
                     let items = db.doubt_open_claims(&now)?;
                     let n = items.len();
                     for item in items {

@@ -48,7 +48,7 @@ impl Queue {
     }
 
     /// Note when and from where a device was last seen.
-    pub async fn touch_device(&self, id: String, at: String, address: String) -> Result<()> {
+    pub async fn touch_device(&self, id: String, at: crate::model::Timestamp, address: String) -> Result<()> {
         self.blocking(move |i| {
             i.store
                 .write(Durability::Normal, |db| db.touch_device(&id, &at, &address), |_| ())

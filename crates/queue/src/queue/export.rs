@@ -5,8 +5,9 @@
 use std::collections::HashMap;
 
 use super::Queue;
+use crate::model::Timestamp;
 use crate::model::{Listing, QueueName};
-use crate::{time, Error, Result};
+use crate::{Error, Result};
 
 impl Queue {
     /// A private folder for one operation's temporary files (see `Store::work_dir`).
@@ -22,7 +23,7 @@ impl Queue {
     /// Everything of `queue` (or every queue) for an export: all pending
     /// instructions, the delivered ones since `since`, and the reports that
     /// stand alone.
-    pub async fn export(&self, queue: Option<QueueName>, since: Option<String>) -> Result<crate::export::Export> {
+    pub async fn export(&self, queue: Option<QueueName>, since: Option<Timestamp>) -> Result<crate::export::Export> {
         let listing = Listing {
             status: crate::model::StatusFilter::All,
             queue: queue.clone(),
@@ -42,7 +43,7 @@ impl Queue {
         Ok(crate::export::Export {
             format: crate::export::FORMAT_NAME,
             version: crate::export::FORMAT_VERSION,
-            exported_at: time::now(),
+            exported_at: Timestamp::now(),
             queue,
             since,
             instructions,
@@ -54,7 +55,7 @@ impl Queue {
     pub async fn export_bundle(
         &self,
         queue: Option<QueueName>,
-        since: Option<String>,
+        since: Option<Timestamp>,
         out: std::path::PathBuf,
     ) -> Result<()> {
         let data = self.export(queue, since).await?;

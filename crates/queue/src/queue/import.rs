@@ -26,10 +26,10 @@ use super::{validate_content, Queue};
 use crate::events::{Event, EventData, EventKind};
 use crate::export::{self, ImportSummary, Opened};
 use crate::media::Arrival;
-use crate::model::{time_bound, Delivery, Instruction, InstructionId, InstructionStatus, QueueName, Report, Upload};
+use crate::model::{Delivery, Instruction, InstructionId, InstructionStatus, QueueName, Report, Timestamp, Upload};
 use crate::store::Durability;
 use crate::sync::RwLockExt as _;
-use crate::{markdown, time, Error, Result};
+use crate::{markdown, Error, Result};
 
 /// An instruction ready to write, with its files and report.
 struct Incoming {
@@ -206,7 +206,7 @@ impl Queue {
             let result = wrote.and_then(|()| {
                 i.commit(Durability::Full, |db, out| {
                     let first = db.next_position()?;
-                    let now = time::now();
+                    let now = crate::model::Timestamp::now();
                     for q in &queues_needed {
                         if let Some(record) = db.ensure_queue(q, &now)? {
                             out.log(db, queue_updated(&now, record))?;
@@ -375,8 +375,8 @@ fn check_instruction(raw: Instruction) -> Result<(Instruction, Option<Report>)> 
     } else {
         check_text(raw.content)?
     };
-    let created_at = time_bound(&raw.created_at).map_err(|_| field("created_at", &raw.created_at))?;
-    let updated_at = time_bound(&raw.updated_at).unwrap_or_else(|_| created_at.clone());
+    let created_at = Timestamp::read(&raw.created_at).map_err(|_| field("created_at", &raw.created_at))?;
+    let updated_at = Timestamp::read(&raw.updated_at).unwrap_or_else(|_| created_at.clone());
     // An odd id (it would name a folder of files) is renewed, as a report's is.
     let id = match kept_id(&raw.id) {
         kept if kept == raw.id.as_str() => raw.id,
@@ -413,7 +413,7 @@ fn check_instruction(raw: Instruction) -> Result<(Instruction, Option<Report>)> 
             let at = raw.consumed_at.as_deref().ok_or_else(|| {
                 Error::Invalid("a delivered instruction needs consumed_at (when it was delivered)".into())
             })?;
-            item.consumed_at = Some(time_bound(at).map_err(|_| field("consumed_at", at))?);
+            item.consumed_at = Some(Timestamp::read(at).map_err(|_| field("consumed_at", at))?);
             item.consumed_by_agent_id = raw.consumed_by_agent_id;
             // A delivery the file calls open or in doubt was another
             // server's: in doubt here, and marked as from outside, so it
@@ -438,7 +438,7 @@ fn check_report(raw: Report, queue: Option<&QueueName>) -> Result<Report> {
     let agent = raw.agent_id;
     let (content, options) = crate::model::report_args(Some(raw.content), Some(raw.options))?
         .ok_or_else(|| Error::Invalid("a report must not be blank".into()))?;
-    let created_at = time_bound(&raw.created_at).map_err(|_| field("created_at", &raw.created_at))?;
+    let created_at = Timestamp::read(&raw.created_at).map_err(|_| field("created_at", &raw.created_at))?;
     Ok(Report {
         id: kept_id(&raw.id),
         queue,

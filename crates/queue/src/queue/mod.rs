@@ -44,8 +44,9 @@ use crate::model::{
     Delivery, Instruction, InstructionId, InstructionStatus, Listing, QueueCounts, QueueRecord, Settings,
 };
 use crate::store::{Db, Durability, Store};
-use crate::{time, Error, Result};
+use crate::{Error, Result};
 
+use crate::model::Timestamp;
 use crate::sync::{MutexExt as _, RwLockExt as _};
 pub use agents::agent_state;
 
@@ -54,7 +55,7 @@ pub use agents::agent_state;
 pub struct ServerFacts {
     pub url: String,
     pub version: String,
-    pub started_at: String,
+    pub started_at: Timestamp,
     /// The configured port, when it was taken and another one is in use.
     pub requested_port: Option<u16>,
     /// The other account holding that port, if it is not ours.
@@ -185,7 +186,7 @@ impl Queue {
             return;
         }
         *self.inner.refused.lock_anyway() = Some(crate::model::Refusal {
-            at: time::now(),
+            at: Timestamp::now(),
             path: path.to_owned(),
             user_agent: user_agent.chars().take(200).collect(),
         });

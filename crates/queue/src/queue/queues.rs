@@ -5,10 +5,11 @@
 
 use super::{Inner, Queue};
 use crate::events::{Event, EventData, EventKind, QueueChange};
+use crate::model::Timestamp;
 use crate::model::{AgentId, QueueInfo, QueueName, QueuePatch, QueueRecord};
 use crate::store::Durability;
 use crate::sync::RwLockExt as _;
-use crate::{time, Error, Result};
+use crate::{Error, Result};
 
 impl Queue {
     /// Every queue with its counts and waiting agents, `default` first.
@@ -76,7 +77,7 @@ impl Queue {
             return Ok(());
         }
         let queue = queue.clone();
-        self.queue_write(move |db| Ok(changes(db.ensure_queue(&queue, &time::now())?)))
+        self.queue_write(move |db| Ok(changes(db.ensure_queue(&queue, &Timestamp::now())?)))
             .await?;
         Ok(())
     }
@@ -89,7 +90,7 @@ impl Queue {
                 if db.get_queue(&wanted)?.is_some_and(|q| !q.archived) {
                     return Err(Error::Conflict(format!("a queue named {wanted} exists already")));
                 }
-                Ok(changes(db.ensure_queue(&wanted, &time::now())?))
+                Ok(changes(db.ensure_queue(&wanted, &Timestamp::now())?))
             })
             .await?;
         tracing::info!(queue = %name, restored = created.is_empty(), "queue created");
@@ -205,8 +206,11 @@ impl Queue {
         let (q, a) = (queue.clone(), agent.clone());
         let known = self
             .blocking(move |i| {
-                i.store
-                    .write(Durability::Full, |db| db.request_stop(&q, &a, &time::now()), |_| ())
+                i.store.write(
+                    Durability::Full,
+                    |db| db.request_stop(&q, &a, &Timestamp::now()),
+                    |_| (),
+                )
             })
             .await?;
         if !known {
@@ -313,7 +317,7 @@ impl Queue {
     ) -> Result<Vec<QueueRecord>> {
         self.blocking(move |i: &Inner| {
             i.commit(Durability::Full, |db, out| {
-                let now = time::now();
+                let now = Timestamp::now();
                 for change in body(db)? {
                     out.log(
                         db,

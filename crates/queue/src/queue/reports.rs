@@ -5,9 +5,10 @@
 
 use super::{first, Queue};
 use crate::events::{Event, EventData, EventKind};
+use crate::model::Timestamp;
 use crate::model::{AgentId, Instruction, QueueName, Report};
 use crate::store::Durability;
-use crate::{markdown, time, Error, Result};
+use crate::{markdown, Error, Result};
 
 /// The room a question's first answer leaves behind it for more answers
 /// (see [`Queue::reply`]).
@@ -54,7 +55,7 @@ impl Queue {
                         content,
                         options,
                         html,
-                        created_at: time::now(),
+                        created_at: Timestamp::now(),
                     };
                     db.insert_report(&report)?;
                     out.log(
@@ -122,7 +123,7 @@ impl Queue {
                         report.queue.clone(),
                         Some(report.agent_id),
                         position,
-                        time::now(),
+                        Timestamp::now(),
                     );
                     item.answers = Some(report.id.clone());
                     db.insert_instruction(&item)?;

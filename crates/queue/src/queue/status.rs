@@ -11,7 +11,7 @@ use crate::model::{
     AgentActivity, AgentClient, AgentState, AgentStatus, AgentSummary, ClientName, ServerState, ServerSummary,
     Settings, StatusSnapshot,
 };
-use crate::{time, Result};
+use crate::Result;
 
 /// The shortest time between two snapshots: well under what a person
 /// notices on a lamp or a count, long enough to keep snapshots off the claim
@@ -175,7 +175,7 @@ impl Queue {
 fn status_changed(snapshot: StatusSnapshot) -> Event {
     Event::new(
         EventKind::StatusChanged,
-        time::now(),
+        crate::model::Timestamp::now(),
         EventData::Status(Box::new(snapshot)),
         None,
     )

@@ -19,6 +19,7 @@ use std::time::{Duration, Instant};
 
 use super::claim::{Bind, Claim};
 use super::Queue;
+use crate::model::Timestamp;
 use crate::model::{Delivery, InstructionId, TaskRecord, TaskStatus, TaskView};
 use crate::store::Durability;
 use crate::sync::MutexExt as _;
@@ -185,7 +186,7 @@ impl Queue {
     /// committed before it is answered (a poll may follow at once). An
     /// agent's tasks beyond [`MAX_WORKING_PER_AGENT`] end, oldest first.
     pub(super) async fn open_task(&self, queue: &str, agent: &str) -> Result<TaskView> {
-        let now = time::now();
+        let now = Timestamp::now();
         let record = TaskRecord {
             id: new_id(),
             queue: queue.to_owned(),
@@ -270,12 +271,12 @@ impl Queue {
                 }
             }
         }
-        let stale = time::seconds_since(&record.polled_at).is_none_or(|s| s >= POLL_NOTED_EVERY.as_secs_f64());
+        let stale = record.polled_at.seconds_ago() >= POLL_NOTED_EVERY.as_secs_f64();
         if stale {
             let id = record.id.clone();
             self.blocking(move |i| {
                 i.store
-                    .write(Durability::Normal, |db| db.task_polled(&id, &time::now()), |_| ())
+                    .write(Durability::Normal, |db| db.task_polled(&id, &Timestamp::now()), |_| ())
             })
             .await?;
         }
@@ -318,7 +319,7 @@ impl Queue {
                     .blocking(move |i| {
                         i.store.write(
                             Durability::Full,
-                            |db| db.cancel_working_task(&id, CANCELLED, &time::now()),
+                            |db| db.cancel_working_task(&id, CANCELLED, &Timestamp::now()),
                             |_| (),
                         )
                     })
@@ -362,7 +363,7 @@ impl Queue {
                 self.blocking(move |i| {
                     i.store.write(
                         Durability::Full,
-                        |db| db.cancel_task(&id, &message, &time::now()),
+                        |db| db.cancel_task(&id, &message, &Timestamp::now()),
                         |_| (),
                     )
                 })
@@ -390,8 +391,8 @@ impl Queue {
             record.status_message = None;
         }
         let poll_interval_ms = self.poll_interval_ms(&record.queue);
-        let lived = time::seconds_since(&record.created_at).unwrap_or(0.0).max(0.0);
-        let since_poll = time::seconds_since(&record.polled_at).unwrap_or(0.0).max(0.0);
+        let lived = record.created_at.seconds_ago();
+        let since_poll = record.polled_at.seconds_ago();
         let ttl_ms = ((lived - since_poll).max(0.0) * 1000.0) as u64 + KEPT_FOR.as_millis() as u64;
         TaskView {
             record,

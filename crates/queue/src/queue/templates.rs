@@ -13,7 +13,7 @@ use super::{validate_content, Queue};
 use crate::media::Arrival;
 use crate::model::{template_name, Template, TemplateFile, Upload};
 use crate::store::{template_folder, Durability, NewFile, TemplateFileRow};
-use crate::{time, Error, Result};
+use crate::{Error, Result};
 
 /// How many templates a database keeps: a list to pick from, not a second history.
 pub const MAX_TEMPLATES: usize = 500;
@@ -177,7 +177,7 @@ impl Queue {
                             "there are {MAX_TEMPLATES} templates already: delete one first"
                         )));
                     }
-                    Ok((db.put_template(&name, &content, &time::now())?, new))
+                    Ok((db.put_template(&name, &content, &crate::model::Timestamp::now())?, new))
                 },
                 |_| {},
             )

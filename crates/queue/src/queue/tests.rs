@@ -12,7 +12,7 @@ pub(crate) fn queue(wait: u32) -> (Queue, CancellationToken) {
     let facts = ServerFacts {
         url: "http://test".into(),
         version: "0".into(),
-        started_at: time::now(),
+        started_at: crate::model::Timestamp::now(),
         requested_port: None,
         requested_port_holder: None,
         recovered: None,

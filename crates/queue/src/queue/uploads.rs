@@ -5,9 +5,10 @@
 //! (`attachments`), a template's (`templates`) and an import's (`import`).
 
 use crate::media::{self, Arrival, Kind};
+use crate::model::Timestamp;
 use crate::model::{attachment_name, Attachment, DeliveryCopy, Upload, MAX_ATTACHMENTS, MAX_ATTACHMENT_BYTES};
 use crate::store::AttachmentRow;
-use crate::{time, Error, Result};
+use crate::{Error, Result};
 
 /// An upload that passed inspection, with the bytes to write.
 pub(super) struct Ready {
@@ -90,7 +91,7 @@ pub(super) async fn prepare(
     tokio::task::spawn_blocking(move || {
         // Held by the decodes themselves: a request that is dropped meanwhile does not free it early.
         let _decoding = decoding;
-        let now = time::now();
+        let now = Timestamp::now();
         uploads
             .into_iter()
             .enumerate()
@@ -174,7 +175,7 @@ fn placeholder_row() -> AttachmentRow {
                 width: None,
                 height: None,
             },
-            created_at: String::new(),
+            created_at: Timestamp::now(),
         },
         ordinal: 0,
         file: String::new(),

@@ -418,7 +418,10 @@ pub(super) fn delivered_result(
         result_type: ResultType::Instruction,
         queue: queue.to_owned(),
         instruction: Some(DeliveredInstruction {
-            consumed_at: item.consumed_at.unwrap_or_default(),
+            consumed_at: item
+                .consumed_at
+                .map(crate::model::Timestamp::into_string)
+                .unwrap_or_default(),
             id: item.id.into_string(),
             content: crate::model::with_suffix(item.content, suffix),
             target: item.target.map(AgentId::into_string),

@@ -32,8 +32,7 @@ pub struct ExportQuery {
     /// Only this queue.
     queue: Option<QueueName>,
     /// Only what was delivered (or reported) at or after this time (RFC 3339) or date; pending ones always.
-    #[param(format = DateTime)]
-    since: Option<String>,
+    since: Option<crate::model::Timestamp>,
 }
 
 /// Export the history: pending and delivered instructions with their reports
@@ -46,7 +45,7 @@ pub struct ExportQuery {
 async fn export(_: ArchiveRead, State(s): State<AppState>, ApiQuery(q): ApiQuery<ExportQuery>) -> Result<Response> {
     let format = q.format.unwrap_or(Format::Json);
     let queue = q.queue;
-    let since = q.since.as_deref().map(crate::model::time_bound).transpose()?;
+    let since = q.since;
     let stamp = crate::time::now().replace([':', '.'], "-");
     let headers = [
         (header::CONTENT_TYPE, format.content_type().to_owned()),

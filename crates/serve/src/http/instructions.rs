@@ -16,6 +16,7 @@ use super::body;
 use super::error::ErrorBody;
 use super::error::Result;
 use super::{ApiJson, ApiPath, ApiQuery, AppState};
+use crate::model::Timestamp;
 use crate::model::{AgentId, InstructionId, QueueName};
 use crate::model::{
     HistoryFilter, Instruction, InstructionPatch, Listing, MoveTo, NewInstruction, RequeuePlace, StatusFilter,
@@ -68,11 +69,9 @@ pub struct ListQuery {
     /// Delivered ones only: taken by this agent.
     agent: Option<String>,
     /// Delivered ones only: at or after this time (RFC 3339) or date (`2026-11-24`).
-    #[param(format = DateTime)]
-    since: Option<String>,
+    since: Option<Timestamp>,
     /// Delivered ones only: before this time or date.
-    #[param(format = DateTime)]
-    until: Option<String>,
+    until: Option<Timestamp>,
 }
 
 /// List instructions.
@@ -88,8 +87,8 @@ async fn list(State(s): State<AppState>, ApiQuery(q): ApiQuery<ListQuery>) -> Re
         history: HistoryFilter {
             search: q.q.as_deref().map(crate::model::search_query).transpose()?.flatten(),
             agent: q.agent,
-            since: q.since.as_deref().map(crate::model::time_bound).transpose()?,
-            until: q.until.as_deref().map(crate::model::time_bound).transpose()?,
+            since: q.since,
+            until: q.until,
         },
     };
     let items = s.queue.list(listing).await?;

@@ -14,7 +14,6 @@ use super::{ApiQuery, AppState};
 use crate::model::QueueName;
 use crate::model::StatusSnapshot;
 use crate::snippets::{self, ClientSnippet};
-use crate::time;
 
 pub fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
@@ -27,7 +26,7 @@ pub fn routes() -> OpenApiRouter<AppState> {
 pub struct Health {
     /// Always "ok".
     pub status: &'static str,
-    pub server_time: String,
+    pub server_time: crate::model::Timestamp,
 }
 
 /// Liveness check.
@@ -36,7 +35,7 @@ pub struct Health {
 async fn healthz() -> Json<Health> {
     Json(Health {
         status: "ok",
-        server_time: time::now(),
+        server_time: crate::model::Timestamp::now(),
     })
 }
 

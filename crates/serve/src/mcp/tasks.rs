@@ -41,9 +41,14 @@ fn task(view: &TaskView) -> Task {
         TaskStatus::Completed => WireStatus::Completed,
         TaskStatus::Cancelled => WireStatus::Cancelled,
     };
-    let task = Task::new(&record.id, status, &record.created_at, &record.updated_at)
-        .with_ttl_ms(view.ttl_ms)
-        .with_poll_interval_ms(view.poll_interval_ms);
+    let task = Task::new(
+        &record.id,
+        status,
+        record.created_at.as_str(),
+        record.updated_at.as_str(),
+    )
+    .with_ttl_ms(view.ttl_ms)
+    .with_poll_interval_ms(view.poll_interval_ms);
     match &record.status_message {
         Some(message) => task.with_status_message(message),
         None => task,

@@ -24,10 +24,11 @@ use base64::Engine as _;
 use sha2::{Digest, Sha256};
 use tokio_util::sync::CancellationToken;
 
+use crate::model::Timestamp;
 use crate::model::{Device, PairRequest, PairingCode, PhoneStart, PhoneStatus, RefusedCode};
 use crate::queue::Queue;
 use crate::sync::MutexExt as _;
-use crate::{time, Error, Result};
+use crate::{Error, Result};
 
 /// The cookie that carries a device's credential.
 pub const DEVICE_COOKIE: &str = "local-mcp-device";
@@ -135,7 +136,7 @@ impl Phone {
                 .codes
                 .locked(Instant::now())
                 .1
-                .map(|d| time::in_seconds(d.as_secs().max(1))),
+                .map(|d| Timestamp::in_seconds(d.as_secs().max(1))),
         })
     }
 
@@ -268,7 +269,7 @@ impl Phone {
         Ok(PairingCode {
             link,
             qr,
-            expires_at: time::in_seconds((until - now).as_secs()),
+            expires_at: Timestamp::in_seconds((until - now).as_secs()),
             fingerprint,
         })
     }
@@ -310,7 +311,7 @@ impl Phone {
         }
         let credential = crate::auth::new_secret();
         let hash = credential_hash(&credential);
-        let now = time::now();
+        let now = Timestamp::now();
         let device = Device {
             id: uuid::Uuid::new_v4().to_string(),
             name,
@@ -342,7 +343,7 @@ impl Phone {
         let mut state = self.state.lock_anyway();
         state.refused += 1;
         state.last_refused = Some(RefusedCode {
-            at: time::now(),
+            at: Timestamp::now(),
             address: from.to_string(),
         });
         drop(state);
@@ -372,7 +373,7 @@ impl Phone {
         if due {
             let (queue, id) = (self.queue.clone(), device.id.clone());
             tokio::spawn(async move {
-                if let Err(e) = queue.touch_device(id, time::now(), from.to_string()).await {
+                if let Err(e) = queue.touch_device(id, Timestamp::now(), from.to_string()).await {
                     tracing::debug!(error = %e, "could not note when a phone was last seen");
                 }
             });

@@ -454,7 +454,7 @@ mod tests {
         let facts = crate::queue::ServerFacts {
             url: "http://test".into(),
             version: "0".into(),
-            started_at: crate::time::now(),
+            started_at: crate::model::Timestamp::now(),
             requested_port: None,
             requested_port_holder: None,
             recovered: None,
