@@ -99,7 +99,8 @@ function renderState(s) {
   refused.hidden = !s.refused_codes;
   if (s.refused_codes) {
     const lastOne = s.last_refused ? ` The last from ${s.last_refused.address}, ${relative(s.last_refused.at)}.` : "";
-    const locked = s.locked_until ? ` Pairing is locked until ${exact(s.locked_until)}.` : "";
+    const many = s.locked_addresses === 1 ? "1 address is" : `${s.locked_addresses} addresses are`;
+    const locked = s.locked_until ? ` ${many} locked out of pairing until ${exact(s.locked_until)}; no other address is, so your phone can still pair.` : "";
     refused.textContent = `${s.refused_codes} wrong pairing code${s.refused_codes === 1 ? "" : "s"} tried.${lastOne}${locked}`;
   }
 }

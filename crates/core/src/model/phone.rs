@@ -54,7 +54,10 @@ pub struct PhoneStatus {
     /// Wrong pairing codes since the listener started, and the last one.
     pub refused_codes: u64,
     pub last_refused: Option<RefusedCode>,
-    /// Pairing is locked after too many wrong codes until this time.
+    /// Addresses locked out of pairing now (five wrong codes in a row each;
+    /// nobody else is: the person's phone can still pair).
+    pub locked_addresses: u64,
+    /// When the last of those locks ends.
     pub locked_until: Option<Timestamp>,
 }
 

@@ -46,6 +46,11 @@ impl BodyPolicy {
         other: None,
     };
 
+    /// JSON only, at most `limit` bytes (a route whose body is a few fields).
+    pub const fn small_json(limit: usize) -> BodyPolicy {
+        BodyPolicy { limit, other: None }
+    }
+
     /// JSON up to `json_limit`, and the type `declared` recognises up to `limit`.
     pub const fn json_or(json_limit: usize, declared: fn(&HeaderMap) -> bool, limit: usize) -> BodyPolicy {
         BodyPolicy {
@@ -129,5 +134,10 @@ pub async fn enforce(State(policy): State<BodyPolicy>, req: Request, next: Next)
             "send the request body as Content-Type: application/json",
         );
     }
+    // A body sent without its length (chunked) is cut at the limit as it is read.
+    let req = match other {
+        Some(_) => req,
+        None => req.map(|body| axum::body::Body::new(http_body_util::Limited::new(body, limit))),
+    };
     next.run(req).await
 }

@@ -23,10 +23,9 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for ApiJson<T> {
         let bytes = axum::body::to_bytes(req.into_body(), MAX_BODY_BYTES)
             .await
             .map_err(|_| {
-                super::error::ApiError(Error::TooLarge(format!(
-                    "request body is larger than {MAX_BODY_BYTES} bytes"
-                )))
-                .into_response()
+                // Past what this route takes ([`super::body`]), or past any body's limit.
+                super::error::ApiError(Error::TooLarge("request body is larger than this route takes".into()))
+                    .into_response()
             })?;
         // Every body of this API is a JSON object; serde would also accept a
         // struct written as an array (`[60, null]`), which no client means.

@@ -26,6 +26,9 @@ use crate::Error;
 /// A device credential cookie lives a year (and is renewed by pairing again).
 const DEVICE_COOKIE_SECONDS: u32 = 365 * 24 * 3600;
 
+/// The largest pairing request: a 12-character code and a device name.
+const PAIR_BODY_BYTES: usize = 2048;
+
 pub fn routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(body::json(routes!(status)))
@@ -33,7 +36,8 @@ pub fn routes() -> OpenApiRouter<AppState> {
         .routes(body::json(routes!(stop)))
         .routes(body::json(routes!(code)))
         .routes(body::json(routes!(rename, revoke)))
-        .routes(body::json(routes!(pair)))
+        // Anyone who reached the listener may send it: a code and a name, no more.
+        .routes(body::with(body::BodyPolicy::small_json(PAIR_BODY_BYTES), routes!(pair)))
         .routes(body::json(routes!(me)))
 }
 

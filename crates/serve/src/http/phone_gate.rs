@@ -173,6 +173,7 @@ pub async fn gate(State(phone): State<Arc<Phone>>, mut req: Request, next: Next)
     if let (Some(known), Some(trust)) = (&device, req.extensions().get::<Trust>()) {
         // Trusted from now on; closed when its device is revoked (or it ends).
         if !trust.trusted.swap(true, Ordering::AcqRel) {
+            phone.trusted(known, trust.cut.clone());
             let (revoked, cut) = (known.revoked.clone(), trust.cut.clone());
             tokio::spawn(async move {
                 tokio::select! {

@@ -14,7 +14,7 @@
 pub mod pairing;
 pub mod tls;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -42,6 +42,10 @@ pub type Listen = Arc<dyn Fn(tokio::net::TcpListener, Arc<rustls::ServerConfig>,
 pub const DEFAULT_PORT: u16 = 8443;
 /// A device's last-seen time is written at most this often.
 const SEEN_EVERY: Duration = Duration::from_secs(60);
+/// Connections one paired device may hold (a phone's browser uses a
+/// handful): past this its oldest closes, so one device — or a stolen
+/// cookie — cannot take every connection the listener has.
+pub const DEVICE_CONNECTIONS: usize = 16;
 
 /// A paired device as the gate knows it: its id, and a token cancelled when
 /// it is revoked (its live streams end with it).
@@ -73,6 +77,8 @@ struct State {
     devices: HashMap<String, Known>,
     /// When each device's last-seen time was last written.
     written: HashMap<String, Instant>,
+    /// Each device's open connections, oldest first (see [`DEVICE_CONNECTIONS`]).
+    links: HashMap<String, VecDeque<CancellationToken>>,
 }
 
 /// The phone listener's controller, shared by the loopback API (which starts,
@@ -123,6 +129,7 @@ impl Phone {
     pub async fn status(&self) -> Result<PhoneStatus> {
         let devices = self.queue.devices().await?;
         let state = self.state.lock_anyway();
+        let locked = state.codes.locked(Instant::now());
         let listening = state.listening.as_ref();
         Ok(PhoneStatus {
             running: listening.is_some(),
@@ -132,11 +139,8 @@ impl Phone {
             devices,
             refused_codes: state.refused,
             last_refused: state.last_refused.clone(),
-            locked_until: state
-                .codes
-                .locked(Instant::now())
-                .1
-                .map(|d| Timestamp::in_seconds(d.as_secs().max(1))),
+            locked_addresses: locked.0 as u64,
+            locked_until: locked.1.map(|d| Timestamp::in_seconds(d.as_secs().max(1))),
         })
     }
 
@@ -161,9 +165,10 @@ impl Phone {
         };
         let port = start.port.unwrap_or(DEFAULT_PORT);
         let wanted = SocketAddr::new(address, port);
-        // The same place again: the running listener holds the port, so it goes first.
+        // The same place again: nothing changes (stopping first would hand the
+        // port to whoever binds it in between, and then fail to get it back).
         if self.authority().is_some_and(|a| a == wanted.to_string()) {
-            self.stop_listening();
+            return self.status().await;
         }
         let listener = tokio::net::TcpListener::bind(wanted)
             .await
@@ -356,6 +361,13 @@ impl Phone {
         self.state.lock_anyway().devices.get(&hash).cloned()
     }
 
+    /// A connection `device` has shown its credential on, closed by `cut`:
+    /// past [`DEVICE_CONNECTIONS`] of that device's, its oldest is closed.
+    pub fn trusted(&self, device: &Known, cut: CancellationToken) {
+        let mut state = self.state.lock_anyway();
+        keep_link(state.links.entry(device.id.clone()).or_default(), cut);
+    }
+
     /// Note that `device` was seen from `from` (written at most once a minute).
     pub fn seen(&self, device: &Known, from: IpAddr) {
         let due = {
@@ -404,12 +416,47 @@ impl Phone {
             keep
         });
         state.written.remove(&id);
+        state.links.remove(&id);
         tracing::info!(device = %id, "a phone was revoked");
         Ok(device)
+    }
+}
+
+/// Keep `cut` among a device's connections `links`: those that ended are
+/// dropped, and past [`DEVICE_CONNECTIONS`] the oldest is closed.
+fn keep_link(links: &mut VecDeque<CancellationToken>, cut: CancellationToken) {
+    links.retain(|c| !c.is_cancelled());
+    links.push_back(cut);
+    while links.len() > DEVICE_CONNECTIONS {
+        if let Some(oldest) = links.pop_front() {
+            oldest.cancel();
+        }
     }
 }
 
 /// The SHA-256 (hex) of a device credential: what the store keeps.
 fn credential_hash(credential: &str) -> String {
     hex::encode(Sha256::digest(credential.as_bytes()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_device_holds_at_most_its_share_of_connections_its_oldest_closing() {
+        let mut links = VecDeque::new();
+        let cuts: Vec<CancellationToken> = (0..DEVICE_CONNECTIONS + 2).map(|_| CancellationToken::new()).collect();
+        for c in &cuts[..DEVICE_CONNECTIONS] {
+            keep_link(&mut links, c.clone());
+        }
+        assert!(cuts.iter().all(|c| !c.is_cancelled()));
+        keep_link(&mut links, cuts[DEVICE_CONNECTIONS].clone());
+        assert!(cuts[0].is_cancelled() && !cuts[1].is_cancelled(), "the oldest closed");
+        // One that ended by itself makes room without closing another.
+        cuts[5].cancel();
+        keep_link(&mut links, cuts[DEVICE_CONNECTIONS + 1].clone());
+        assert!(!cuts[1].is_cancelled());
+        assert_eq!(links.len(), DEVICE_CONNECTIONS);
+    }
 }

@@ -47,6 +47,8 @@ struct Misses {
 pub struct Codes {
     live: Vec<(String, Instant)>,
     misses: HashMap<IpAddr, Misses>,
+    /// When `misses` was last swept.
+    swept: Option<Instant>,
 }
 
 impl Codes {
@@ -80,6 +82,11 @@ impl Codes {
             return Tried::Paired;
         }
         self.forget_old(now);
+        if self.misses.len() >= REMEMBERED && !self.misses.contains_key(&from) {
+            // Full of addresses sending codes now: this one is not counted.
+            // What stops guessing from many addresses is the code's 60 bits.
+            return Tried::Wrong { locked_now: false };
+        }
         let misses = self.misses.entry(from).or_insert(Misses {
             in_a_row: 0,
             locked_until: None,
@@ -119,15 +126,19 @@ impl Codes {
         self.live.clear();
     }
 
-    /// Addresses quiet for longer than a lock are forgotten; the map stays bounded.
+    /// Addresses quiet for longer than a lock are forgotten (swept at most
+    /// once a second: a wrong code costs no pass over them all). A locked
+    /// address is never forgotten while its lock lasts.
     fn forget_old(&mut self, now: Instant) {
+        if self
+            .swept
+            .is_some_and(|at| now.duration_since(at) < Duration::from_secs(1))
+        {
+            return;
+        }
+        self.swept = Some(now);
         self.misses
             .retain(|_, m| m.locked_until.is_some_and(|u| u > now) || now.duration_since(m.last) < LOCKED_FOR);
-        if self.misses.len() >= REMEMBERED {
-            if let Some(oldest) = self.misses.iter().min_by_key(|(_, m)| m.last).map(|(a, _)| *a) {
-                self.misses.remove(&oldest);
-            }
-        }
     }
 }
 
@@ -213,9 +224,21 @@ mod tests {
         let b = codes.issue(t0).0;
         assert_ne!(a, b);
         assert!(a.bytes().all(|c| ALPHABET.contains(&c)));
+        // The first address locked out, then thousands more sending codes.
+        for _ in 0..WRONG_BEFORE_LOCK {
+            codes.try_code("X", ATTACKER, t0);
+        }
         for n in 0..(REMEMBERED as u32 + 100) {
             codes.try_code("X", IpAddr::V4(n.into()), t0);
         }
         assert!(codes.misses.len() <= REMEMBERED);
+        assert!(
+            codes.locked_for(ATTACKER, t0).is_some(),
+            "a locked address is not forgotten to make room"
+        );
+        // Once they have been quiet a lock's length, they are forgotten.
+        let later = t0 + LOCKED_FOR + Duration::from_secs(1);
+        codes.try_code("X", PHONE, later);
+        assert_eq!(codes.misses.len(), 1);
     }
 }

@@ -9,8 +9,12 @@
 //! connection is a *phone's* while it does. An untrusted connection lives
 //! at most [`UNTRUSTED_LIFE`] whatever it does (slow bodies, unread answers,
 //! silence). One address holds at most [`PER_HOST`] untrusted connections
-//! and opens at most [`NEW_PER_SECOND`] a second (a phone's address is not
-//! rated). When the listener is full, a newcomer takes the place of an
+//! and opens at most [`NEW_PER_SECOND`] a second, all strangers together
+//! [`ALL_NEW_PER_SECOND`] (what bounds the handshakes a flood costs; a
+//! phone's address is not rated). An address at its share makes room from
+//! its own past their first seconds — from its own young ones too when it
+//! is a phone's (who shares its address cannot be told from it, so the
+//! oldest goes). When the listener is full, a newcomer takes the place of an
 //! untrusted connection past its first [`GRACE_TO_SHOW`] (time to show a
 //! credential), of the stranger's address holding the most, its oldest; a
 //! phone's newcomer may also take a young stranger's place; otherwise the
@@ -52,6 +56,9 @@ const CONNECTIONS: usize = 256;
 const PER_HOST: usize = 16;
 /// New connections one address may open a second (and in a burst, twice that).
 const NEW_PER_SECOND: f64 = 20.0;
+/// New connections all strangers together may open a second (and in a
+/// burst, twice that): what bounds the handshakes a flood makes us do.
+const ALL_NEW_PER_SECOND: f64 = 200.0;
 /// A connection this young never gives way to a stranger's: time for a
 /// phone on a slow network to finish its handshake and show its credential.
 const GRACE_TO_SHOW: Duration = Duration::from_secs(4);
@@ -91,13 +98,15 @@ enum Refused {
 /// What may give way to a newcomer.
 #[derive(Debug, Clone, Copy)]
 enum Room {
-    /// An untrusted connection of this address, past its first seconds.
-    OfHost(IpAddr),
+    /// An untrusted connection of this address, past its first seconds; a
+    /// young one too when the address is a phone's (who shares it with the
+    /// phone cannot be told apart from it: first come, first to go).
+    OfHost { host: IpAddr, phone: bool },
     /// A stranger's untrusted connection; a young one too when `for_phone`.
     Anywhere { for_phone: bool },
 }
 
-/// A token bucket: [`NEW_PER_SECOND`], bursts of twice that.
+/// A token bucket: `rate` a second, bursts of twice that.
 #[derive(Debug, Clone, Copy)]
 struct Bucket {
     tokens: f64,
@@ -105,22 +114,23 @@ struct Bucket {
 }
 
 impl Bucket {
+    /// One address's burst.
     const BURST: f64 = 2.0 * NEW_PER_SECOND;
 
-    fn full(now: Instant) -> Bucket {
+    fn full(now: Instant, rate: f64) -> Bucket {
         Bucket {
-            tokens: Self::BURST,
+            tokens: 2.0 * rate,
             at: now,
         }
     }
 
-    fn fill(&mut self, now: Instant) {
-        self.tokens = (self.tokens + now.duration_since(self.at).as_secs_f64() * NEW_PER_SECOND).min(Self::BURST);
+    fn fill(&mut self, now: Instant, rate: f64) {
+        self.tokens = (self.tokens + now.duration_since(self.at).as_secs_f64() * rate).min(2.0 * rate);
         self.at = now;
     }
 
-    fn take(&mut self, now: Instant) -> bool {
-        self.fill(now);
+    fn take(&mut self, now: Instant, rate: f64) -> bool {
+        self.fill(now, rate);
         if self.tokens < 1.0 {
             return false;
         }
@@ -137,28 +147,41 @@ impl Bucket {
 struct Rates {
     by_host: HashMap<IpAddr, Bucket>,
     overflow: Option<Bucket>,
+    /// Every stranger's together ([`ALL_NEW_PER_SECOND`]).
+    all: Option<Bucket>,
     swept: Option<Instant>,
 }
 
 impl Rates {
-    /// Whether `host` may open another connection now.
+    /// Whether `host` may open another connection now: within its own
+    /// allowance and everyone's.
     fn take(&mut self, host: IpAddr, now: Instant) -> bool {
+        self.take_own(host, now)
+            && self
+                .all
+                .get_or_insert_with(|| Bucket::full(now, ALL_NEW_PER_SECOND))
+                .take(now, ALL_NEW_PER_SECOND)
+    }
+
+    fn take_own(&mut self, host: IpAddr, now: Instant) -> bool {
         if self.by_host.len() >= RATED
             && !self.by_host.contains_key(&host)
             && self.swept.is_none_or(|at| now.duration_since(at) >= SWEEP_EVERY)
         {
             self.swept = Some(now);
             self.by_host.retain(|_, bucket| {
-                bucket.fill(now);
+                bucket.fill(now, NEW_PER_SECOND);
                 bucket.tokens < Bucket::BURST
             });
         }
         let bucket = if self.by_host.len() < RATED || self.by_host.contains_key(&host) {
-            self.by_host.entry(host).or_insert_with(|| Bucket::full(now))
+            self.by_host
+                .entry(host)
+                .or_insert_with(|| Bucket::full(now, NEW_PER_SECOND))
         } else {
-            self.overflow.get_or_insert_with(|| Bucket::full(now))
+            self.overflow.get_or_insert_with(|| Bucket::full(now, NEW_PER_SECOND))
         };
-        bucket.take(now)
+        bucket.take(now, NEW_PER_SECOND)
     }
 }
 
@@ -183,7 +206,7 @@ impl Table {
             return Err(Refused::Rate);
         }
         let of_host = open.iter().filter(|c| c.host == host && !c.trusted()).count();
-        if of_host >= PER_HOST && !evict(&mut open, Room::OfHost(host), now) {
+        if of_host >= PER_HOST && !evict(&mut open, Room::OfHost { host, phone }, now) {
             return Err(Refused::HostFull);
         }
         if open.len() >= CONNECTIONS && !evict(&mut open, Room::Anywhere { for_phone: phone }, now) {
@@ -236,7 +259,7 @@ fn evict(open: &mut Vec<Open>, room: Room, now: Instant) -> bool {
         let old = now.duration_since(c.since) >= GRACE_TO_SHOW;
         !c.trusted()
             && match room {
-                Room::OfHost(host) => c.host == host && old,
+                Room::OfHost { host, phone } => c.host == host && (old || (young_too && phone)),
                 Room::Anywhere { for_phone } => !phones.contains(&c.host) && (old || (young_too && for_phone)),
             }
     };
@@ -401,9 +424,10 @@ mod tests {
         let phone = addr(0, 0, 2);
         let (_, _, slow) = table.admit(phone, now).unwrap();
         // Strangers from ever new addresses churn through every old connection and on.
+        // (200 a second: everyone's allowance.)
         let mut refused = 0;
-        for i in 0..CONNECTIONS * 4 {
-            now += GRACE_TO_SHOW / (CONNECTIONS as u32 * 8);
+        for i in 0..700 {
+            now += Duration::from_millis(5);
             match table.admit(addr(3, (i / 200) as u8, (i % 200) as u8), now) {
                 Ok(_) => {}
                 Err(why) => {
@@ -416,7 +440,7 @@ mod tests {
         assert!(!slow.is_cancelled(), "the phone's young connection stayed");
         assert_eq!(
             refused,
-            CONNECTIONS * 3 + 1,
+            700 - (CONNECTIONS - 1),
             "past the old ones, newcomers were turned away"
         );
         // Its credential shown, the phone's address is a phone's: its next
@@ -449,11 +473,16 @@ mod tests {
         // Its allowance spent, as a stranger sharing it can: a phone's address is not rated,
         // and its paired connections do not count against its share.
         while table.rates.lock_anyway().take(shared, t0) {}
+        let mut held = Vec::new();
         for _ in 0..PER_HOST {
-            table.admit(shared, t0).unwrap();
+            held.push(table.admit(shared, t0).unwrap().2);
         }
         assert_eq!(table.open.lock_anyway().len(), 2 * PER_HOST);
-        assert_eq!(table.admit(shared, t0).unwrap_err(), Refused::HostFull);
+        // Its share held by young connections (a neighbour's, say): the oldest gives way to a
+        // newcomer, who may be the phone — first come, first to go.
+        table.admit(shared, t0).unwrap();
+        assert!(held[0].is_cancelled() && !held[1].is_cancelled());
+        assert_eq!(table.open.lock_anyway().len(), 2 * PER_HOST);
         // A stranger's address with its allowance spent is turned away for it.
         let stranger = addr(0, 0, 8);
         while table.rates.lock_anyway().take(stranger, t0) {}
@@ -482,17 +511,35 @@ mod tests {
         // More busy addresses than are rated, each having spent some of its burst.
         for i in 0..RATED + 10 {
             let host = addr(4, (i / 250) as u8, (i % 250) as u8);
-            assert!(rates.take(host, t0));
+            assert!(rates.take_own(host, t0));
         }
         assert_eq!(rates.by_host.len(), RATED, "no more remembered than the bound");
         // Two newcomers past the bound share what is left of one allowance.
         let (a, b) = (addr(5, 0, 1), addr(5, 0, 2));
-        let spent = 10 + (0..100).filter(|_| rates.take(a, t0)).count();
+        let spent = 10 + (0..100).filter(|_| rates.take_own(a, t0)).count();
         assert_eq!(spent, Bucket::BURST as usize);
-        assert!(!rates.take(b, t0), "the other unrated address shares it");
+        assert!(!rates.take_own(b, t0), "the other unrated address shares it");
         // Once the rated ones are full again, a sweep forgets them and a newcomer has its own.
         let later = t0 + Duration::from_secs(10);
-        assert!(rates.take(b, later));
+        assert!(rates.take_own(b, later));
         assert_eq!(rates.by_host.len(), 1);
+    }
+
+    #[test]
+    fn strangers_together_open_at_most_everyones_rate() {
+        let mut rates = Rates::default();
+        let t0 = Instant::now();
+        // A thousand addresses, each well within its own rate, all in one second.
+        let admitted = (0..1000u32)
+            .filter(|&i| {
+                rates.take(
+                    addr(6, (i / 250) as u8, (i % 250) as u8),
+                    t0 + Duration::from_millis(u64::from(i)),
+                )
+            })
+            .count();
+        let most = 2.0 * ALL_NEW_PER_SECOND + ALL_NEW_PER_SECOND;
+        assert!(admitted <= most as usize, "{admitted} handshakes begun in a second");
+        assert!(admitted >= (2.0 * ALL_NEW_PER_SECOND) as usize);
     }
 }
