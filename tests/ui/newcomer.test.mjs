@@ -426,8 +426,10 @@ describe("layout and keyboard", () => {
 
   test("a delivered ticket's fly-out stays inside the rail, off the agents column", async () => {
     await server.add("fly out");
-    const { page, errors, context } = await openPage(browser, server, { reducedMotion: "no-preference" });
+    const { page, errors, context, settled } = await openPage(browser, server, { reducedMotion: "no-preference" });
     await until(async () => (await railTexts(page)).includes("fly out"), { what: "the ticket" });
+    // Live on the stream first: a delivery the page learns by reloading leaves without flying.
+    await settled();
     await page.evaluate(() => {
       // Stop the departure part of the way, and look there and then (a timer removes the ticket soon after).
       new MutationObserver(() => {

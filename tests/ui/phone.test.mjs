@@ -325,6 +325,9 @@ test("from another host, without a credential, nothing but the page's files and 
   const big = JSON.stringify({ code: "A".repeat(3000) });
   assert.equal(attacker("/api/phone/pair", ["-X", "POST", "-H", "content-type: application/json", "--data", big]).status, 413);
   assert.equal(attacker("/api/phone/pair", ["-X", "POST", "-H", "content-type: application/json", "-H", "Transfer-Encoding: chunked", "--data", big]).status, 413);
+  // Nor may a stranger make it hold a large request head (hyper's default is ~400 KiB a connection).
+  const head = attacker("/", ["-H", `X-Padding: ${"p".repeat(100 * 1024)}`]);
+  assert.ok([0, 431].includes(head.status), `a 100 KiB head refused: ${head.status}`);
 });
 
 test("a used code is refused; a cookie from another site's page or a foreign origin counts for nothing; every route a phone may not use is refused with a valid device cookie", async () => {
@@ -547,6 +550,19 @@ for s in held:
 print(open_)
 `], { encoding: "utf8", timeout: 60000 });
   assert.equal(r.stdout.trim(), "16", `connections still open: ${r.stdout} ${r.stderr}`);
+});
+
+test("starts at once on three ports leave one listener, the last; a start back closes it", async () => {
+  const ports = [8444, 8445, 8446];
+  const starts = await Promise.all(ports.map((port) => server.api("POST", "/api/phone/start", { address: LAN, port })));
+  assert.deepEqual(starts.map((s) => s.status), [200, 200, 200]);
+  const on = (await server.api("GET", "/api/phone")).body;
+  const running = Number(new URL(on.url).port);
+  const answers = (port) => curlFrom(NETS.attacker.ns, "/", [], phoneUrl.replace(":8443", `:${port}`)).status;
+  assert.deepEqual(ports.map(answers), ports.map((p) => (p === running ? 200 : 0)), `only ${running} listens`);
+  const back = await server.api("POST", "/api/phone/start", { address: LAN, port: 8443 });
+  assert.equal(back.body.url, phoneUrl);
+  await until(() => ports.every((p) => answers(p) === 0), { what: "the three ports closed" });
 });
 
 test("stopping the listener closes it", async () => {

@@ -91,6 +91,9 @@ pub struct Phone {
     shutdown: CancellationToken,
     /// How the listener serves (set once the router is built).
     listen: OnceLock<Listen>,
+    /// Held across a whole start or stop: two at once (two tabs, the page
+    /// and the tray) must not leave a listener nobody holds a handle to.
+    turning: tokio::sync::Mutex<()>,
     state: Mutex<State>,
     /// Refused pairing codes' log lines.
     refused_said: crate::said::Said,
@@ -103,6 +106,7 @@ impl Phone {
             dir,
             shutdown,
             listen: OnceLock::new(),
+            turning: tokio::sync::Mutex::new(()),
             state: Mutex::default(),
             refused_said: crate::said::Said::new(),
         })
@@ -148,6 +152,7 @@ impl Phone {
     /// the new port is bound before the old listener stops, so a start that
     /// fails (the port is taken) leaves the running one as it was.
     pub async fn start(&self, start: PhoneStart) -> Result<PhoneStatus> {
+        let _turning = self.turning.lock().await;
         let address: IpAddr = start
             .address
             .trim()
@@ -204,13 +209,17 @@ impl Phone {
                     (hash, known)
                 })
                 .collect();
-            state.listening = Some(Listening {
+            let replaced = state.listening.replace(Listening {
                 url: url.clone(),
                 prefix,
                 authority,
                 fingerprint: identity.fingerprint.clone(),
                 stop: stop.clone(),
             });
+            // Whatever it replaces stops (none: the one before stopped above).
+            if let Some(old) = replaced {
+                old.stop.cancel();
+            }
         }
         listen(listener, identity.config, stop);
         // Not the URL: its path is a secret of this install's (the page shows it).
@@ -220,6 +229,7 @@ impl Phone {
 
     /// Stop listening: every phone connection closes; pairings stay.
     pub async fn stop(&self) -> Result<PhoneStatus> {
+        let _turning = self.turning.lock().await;
         if self.stop_listening() {
             tracing::info!("the phone listener is off");
         }

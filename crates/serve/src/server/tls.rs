@@ -19,10 +19,13 @@
 //! credential), of the stranger's address holding the most, its oldest; a
 //! phone's newcomer may also take a young stranger's place; otherwise the
 //! newcomer is turned away — a young connection never gives way to a
-//! stranger, and a trusted one never does. What is left: a flood of more
-//! than [`CONNECTIONS`] connections every [`GRACE_TO_SHOW`], from several
-//! addresses, keeps out a phone with no connection open while it lasts (its
-//! first one after sleep); a phone with its live stream open gets in.
+//! stranger, and a trusted one never does. An address stays a phone's for
+//! [`RECENT_PHONE`] after its paired device's connection ended by itself,
+//! so a phone back from sleep is let in as one. What is left: a flood of
+//! more than [`ALL_NEW_PER_SECOND`] new connections keeps out a phone never
+//! seen in those ten minutes while it lasts; and whoever shares a phone's
+//! address (one router, or a spoofed address) cannot be told from it, so a
+//! flood from there competes with the phone's new connections.
 
 use std::collections::HashMap;
 use std::net::IpAddr;
@@ -48,6 +51,10 @@ use crate::sync::MutexExt as _;
 const HANDSHAKE_WITHIN: Duration = Duration::from_secs(10);
 /// How long a connection may take to send a request's headers (and so sit idle).
 const HEADERS_WITHIN: Duration = Duration::from_secs(30);
+/// What a connection may have read and not yet handled: a request's head
+/// (a phone's are well under 8 KiB), so 256 strangers' unfinished ones hold
+/// a few MiB, not hyper's default of ~400 KiB each.
+const READ_BUFFER: usize = 32 * 1024;
 /// How long a connection no paired device has used may live, whatever it does.
 pub const UNTRUSTED_LIFE: Duration = Duration::from_secs(60);
 /// Connections open at once: a phone needs a handful (the page, its stream).
@@ -66,6 +73,11 @@ const GRACE_TO_SHOW: Duration = Duration::from_secs(4);
 const RATED: usize = 4096;
 /// How often the rated addresses are swept for those worth forgetting.
 const SWEEP_EVERY: Duration = Duration::from_secs(1);
+/// How long an address stays a phone's after its paired device's last
+/// connection ended by itself (the phone slept, its connections idled out).
+const RECENT_PHONE: Duration = Duration::from_secs(600);
+/// Addresses remembered as a phone's lately (a person has a few phones).
+const RECENT_PHONES: usize = 64;
 /// How long stopping waits for open requests.
 const GRACE: Duration = Duration::from_secs(2);
 
@@ -194,6 +206,8 @@ struct Table {
     said_rate: Said,
     said_host: Said,
     said_full: Said,
+    /// Addresses whose paired device's connection ended by itself lately, and when.
+    recent: Mutex<HashMap<IpAddr, Instant>>,
 }
 
 impl Table {
@@ -201,7 +215,7 @@ impl Table {
     /// nothing may give way (see the module's header).
     fn admit(&self, host: IpAddr, now: Instant) -> Result<(u64, Arc<AtomicBool>, CancellationToken), Refused> {
         let mut open = self.open.lock_anyway();
-        let phone = open.iter().any(|c| c.host == host && c.trusted());
+        let phone = self.is_phone(&open, host, now);
         if !phone && !self.rates.lock_anyway().take(host, now) {
             return Err(Refused::Rate);
         }
@@ -224,8 +238,34 @@ impl Table {
         Ok((id, trusted, cut))
     }
 
-    fn closed(&self, id: u64) {
-        self.open.lock_anyway().retain(|c| c.id != id);
+    /// Connection `id` ended (`by_itself`: not closed by us). A paired
+    /// device's that ended by itself leaves its address a phone's for
+    /// [`RECENT_PHONE`]: a phone back from sleep finds its place.
+    fn closed(&self, id: u64, by_itself: bool, now: Instant) {
+        let mut open = self.open.lock_anyway();
+        let Some(at) = open.iter().position(|c| c.id == id) else {
+            return;
+        };
+        let gone = open.remove(at);
+        drop(open);
+        if by_itself && gone.trusted() {
+            let mut recent = self.recent.lock_anyway();
+            recent.retain(|_, at| now.duration_since(*at) < RECENT_PHONE);
+            if recent.len() < RECENT_PHONES || recent.contains_key(&gone.host) {
+                recent.insert(gone.host, now);
+            }
+        }
+    }
+
+    /// Whether `host` holds a paired device's connection, or held one that
+    /// ended by itself within [`RECENT_PHONE`].
+    fn is_phone(&self, open: &[Open], host: IpAddr, now: Instant) -> bool {
+        open.iter().any(|c| c.host == host && c.trusted())
+            || self
+                .recent
+                .lock_anyway()
+                .get(&host)
+                .is_some_and(|at| now.duration_since(*at) < RECENT_PHONE)
     }
 
     /// Say (within [`Said`]'s bounds) that a connection from `host` was turned away, and why.
@@ -260,7 +300,9 @@ fn evict(open: &mut Vec<Open>, room: Room, now: Instant) -> bool {
         !c.trusted()
             && match room {
                 Room::OfHost { host, phone } => c.host == host && (old || (young_too && phone)),
-                Room::Anywhere { for_phone } => !phones.contains(&c.host) && (old || (young_too && for_phone)),
+                // Old enough: anyone's untrusted connection, a phone's address's too (one device
+                // on many addresses must not hold every place); young: a stranger's, for a phone.
+                Room::Anywhere { for_phone } => old || (young_too && for_phone && !phones.contains(&c.host)),
             }
     };
     for young_too in [false, true] {
@@ -330,7 +372,9 @@ pub async fn serve_tls(listener: TcpListener, tls: Arc<rustls::ServerConfig>, ro
                     req
                 }));
                 let mut http = hyper::server::conn::http1::Builder::new();
-                http.timer(TokioTimer::new()).header_read_timeout(HEADERS_WITHIN);
+                http.timer(TokioTimer::new())
+                    .header_read_timeout(HEADERS_WITHIN)
+                    .max_buf_size(READ_BUFFER);
                 let connection = http.serve_connection(TokioIo::new(tls), service);
                 if let Err(e) = watcher.watch(connection).await {
                     tracing::debug!(error = %e, "a phone connection ended with an error");
@@ -343,14 +387,20 @@ pub async fn serve_tls(listener: TcpListener, tls: Arc<rustls::ServerConfig>, ro
                     std::future::pending::<()>().await;
                 }
             };
-            tokio::select! {
-                () = served => {}
-                () = cut.cancelled() => tracing::debug!(peer = %addr, "a phone listener connection was closed (room made, or its device revoked)"),
-                () = expiry => tracing::debug!(peer = %addr, "a phone listener connection no paired device used was closed"),
-            }
+            let by_itself = tokio::select! {
+                () = served => true,
+                () = cut.cancelled() => {
+                    tracing::debug!(peer = %addr, "a phone listener connection was closed (room made, its device revoked or over its share)");
+                    false
+                }
+                () = expiry => {
+                    tracing::debug!(peer = %addr, "a phone listener connection no paired device used was closed");
+                    false
+                }
+            };
             // Whatever ended it: the watch on its device's revocation ends too.
             cut.cancel();
-            table.closed(id);
+            table.closed(id, by_itself, Instant::now());
         });
     }
     drop(listener);
@@ -541,5 +591,56 @@ mod tests {
         let most = 2.0 * ALL_NEW_PER_SECOND + ALL_NEW_PER_SECOND;
         assert!(admitted <= most as usize, "{admitted} handshakes begun in a second");
         assert!(admitted >= (2.0 * ALL_NEW_PER_SECOND) as usize);
+    }
+
+    #[test]
+    fn one_device_on_many_addresses_holds_no_place_past_its_first_seconds() {
+        let table = Table::default();
+        let t0 = Instant::now();
+        // A stolen cookie on 16 addresses: a stream each, and 15 silent connections each.
+        for a in 0..16u8 {
+            let (_, trusted, _) = table.admit(addr(7, 0, a), t0).unwrap();
+            trusted.store(true, Ordering::Release);
+            for _ in 0..PER_HOST - 1 {
+                table.admit(addr(7, 0, a), t0).unwrap();
+            }
+        }
+        assert_eq!(table.open.lock_anyway().len(), CONNECTIONS);
+        // Past their first seconds, those silent connections give way to anyone's newcomer.
+        let later = t0 + GRACE_TO_SHOW;
+        table.admit(addr(0, 0, 2), later).unwrap();
+        let open = table.open.lock_anyway();
+        assert_eq!(open.len(), CONNECTIONS);
+        assert_eq!(open.iter().filter(|c| c.trusted()).count(), 16, "the streams stay");
+    }
+
+    #[test]
+    fn a_phone_back_from_sleep_is_still_a_phone_for_a_while() {
+        // Everyone's allowance spent by a flood at `now`.
+        let flood = |table: &Table, now: Instant, from: u8| {
+            for i in 0..20 {
+                while table.rates.lock_anyway().take(addr(8, from, i), now) {}
+            }
+        };
+        let table = Table::default();
+        let t0 = Instant::now();
+        let phone = addr(0, 0, 2);
+        let (id, trusted, _) = table.admit(phone, t0).unwrap();
+        trusted.store(true, Ordering::Release);
+        flood(&table, t0, 0);
+        // Its connection idles out (ended by itself): its address is still a phone's.
+        table.closed(id, true, t0);
+        assert!(table.admit(phone, t0).is_ok(), "let in past the strangers' budget");
+        assert_eq!(table.admit(addr(8, 9, 9), t0).unwrap_err(), Refused::Rate);
+        // Not once the while is over, nor after a connection we closed.
+        let later = t0 + RECENT_PHONE;
+        flood(&table, later, 1);
+        assert_eq!(table.admit(phone, later).unwrap_err(), Refused::Rate);
+        let other = addr(0, 0, 3);
+        let (id, trusted, _) = table.admit(other, later + RECENT_PHONE).unwrap();
+        trusted.store(true, Ordering::Release);
+        table.closed(id, false, later + RECENT_PHONE);
+        flood(&table, later + RECENT_PHONE, 2);
+        assert_eq!(table.admit(other, later + RECENT_PHONE).unwrap_err(), Refused::Rate);
     }
 }
