@@ -288,13 +288,13 @@ fn serve(
     }));
     let router = http::router(state);
     let accepted = Arc::new(std::sync::atomic::AtomicU64::new(0));
-    let task = tokio::spawn(server::serve(
-        listener,
-        router,
-        guard,
-        accepted.clone(),
-        shutdown.clone(),
-    ));
+    let serving = server::serve(listener, router, guard, accepted.clone(), shutdown.clone());
+    let task = tokio::spawn(async move {
+        serving.await;
+        // The phone listener's router holds the state, which holds the phone: let go, so the
+        // queue and its database connection are dropped with the engine.
+        phone.forget_listen();
+    });
     heap::give_back();
     tokio::spawn(heap::give_back_after_bursts(accepted, shutdown.clone()));
     task

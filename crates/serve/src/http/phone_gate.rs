@@ -35,6 +35,9 @@ use crate::said::Said;
 pub struct Trust {
     pub trusted: Arc<AtomicBool>,
     pub cut: tokio_util::sync::CancellationToken,
+    /// The paired device it turned out to be (`serve_tls` remembers its
+    /// address for a while after the connection ends by itself).
+    pub device: Arc<std::sync::OnceLock<Known>>,
 }
 
 // Each kind of refusal said within `Said`'s bounds: anyone on the network can send them as fast as they like.
@@ -173,6 +176,7 @@ pub async fn gate(State(phone): State<Arc<Phone>>, mut req: Request, next: Next)
     if let (Some(known), Some(trust)) = (&device, req.extensions().get::<Trust>()) {
         // Trusted from now on; closed when its device is revoked (or it ends).
         if !trust.trusted.swap(true, Ordering::AcqRel) {
+            let _ = trust.device.set(known.clone());
             phone.trusted(known, trust.cut.clone());
             let (revoked, cut) = (known.revoked.clone(), trust.cut.clone());
             tokio::spawn(async move {

@@ -17,7 +17,7 @@ pub mod tls;
 use std::collections::{HashMap, VecDeque};
 use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use base64::Engine as _;
@@ -90,7 +90,9 @@ pub struct Phone {
     /// The engine's: the listener stops with it.
     shutdown: CancellationToken,
     /// How the listener serves (set once the router is built).
-    listen: OnceLock<Listen>,
+    /// How the listener serves (set once the router is built; let go when
+    /// the engine stops: the router holds the state, which holds this).
+    listen: Mutex<Option<Listen>>,
     /// Held across a whole start or stop: two at once (two tabs, the page
     /// and the tray) must not leave a listener nobody holds a handle to.
     turning: tokio::sync::Mutex<()>,
@@ -105,7 +107,7 @@ impl Phone {
             queue,
             dir,
             shutdown,
-            listen: OnceLock::new(),
+            listen: Mutex::new(None),
             turning: tokio::sync::Mutex::new(()),
             state: Mutex::default(),
             refused_said: crate::said::Said::new(),
@@ -114,7 +116,16 @@ impl Phone {
 
     /// How the listener serves (the API and the page, behind its gate).
     pub fn set_listen(&self, listen: Listen) {
-        let _ = self.listen.set(listen);
+        *self.listen.lock_anyway() = Some(listen);
+    }
+
+    /// Let go of how the listener serves (the engine stopped): that router
+    /// holds the state, which holds this, so until then neither is dropped —
+    /// nor the database connection they hold (Windows then refuses to move
+    /// the file, as recovering a damaged one does).
+    pub fn forget_listen(&self) {
+        self.stop_listening();
+        self.listen.lock_anyway().take();
     }
 
     /// This machine's addresses a phone could reach: not loopback, not link-local.
@@ -165,7 +176,7 @@ impl Phone {
                 "{address} is not one of this machine's network addresses ({listed}): pick one a phone can reach"
             )));
         }
-        let Some(listen) = self.listen.get().cloned() else {
+        let Some(listen) = self.listen.lock_anyway().clone() else {
             return Err(Error::Unavailable("the phone listener is not ready yet".into()));
         };
         let port = start.port.unwrap_or(DEFAULT_PORT);
@@ -187,7 +198,9 @@ impl Phone {
         let identity = tokio::task::spawn_blocking(move || tls::identity(&dir, at))
             .await
             .map_err(|e| Error::internal("making the phone listener's certificate", e.to_string()))??;
-        self.stop_listening();
+        // The running listener stops only when this one takes its place below,
+        // with no await between: a start that fails, or whose request is
+        // dropped, leaves it as it was.
         let bound = listener
             .local_addr()
             .map_err(|e| Error::internal("reading the phone listener's address", e))?;
@@ -209,6 +222,7 @@ impl Phone {
                     (hash, known)
                 })
                 .collect();
+            state.codes.clear();
             let replaced = state.listening.replace(Listening {
                 url: url.clone(),
                 prefix,
@@ -216,7 +230,7 @@ impl Phone {
                 fingerprint: identity.fingerprint.clone(),
                 stop: stop.clone(),
             });
-            // Whatever it replaces stops (none: the one before stopped above).
+            // What it replaces stops, and every connection with it.
             if let Some(old) = replaced {
                 old.stop.cancel();
             }
@@ -412,6 +426,8 @@ impl Phone {
 
     /// Revoke a device: its next request is refused and its live streams end now.
     pub async fn revoke(&self, id: String) -> Result<Device> {
+        // Not while a start builds its devices' map from the store.
+        let _turning = self.turning.lock().await;
         let device = self
             .queue
             .revoke_device(id.clone())

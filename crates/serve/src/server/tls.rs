@@ -30,7 +30,7 @@
 use std::collections::HashMap;
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use axum::extract::connect_info::ConnectInfo;
@@ -44,6 +44,7 @@ use tokio_util::sync::CancellationToken;
 use tower::ServiceExt as _;
 
 use crate::http::{Peer, Trust};
+use crate::phone::Known;
 use crate::said::Said;
 use crate::sync::MutexExt as _;
 
@@ -78,6 +79,8 @@ const SWEEP_EVERY: Duration = Duration::from_secs(1);
 const RECENT_PHONE: Duration = Duration::from_secs(600);
 /// Addresses remembered as a phone's lately (a person has a few phones).
 const RECENT_PHONES: usize = 64;
+/// Addresses remembered for one device (a phone moves between a few networks).
+const RECENT_PER_DEVICE: usize = 4;
 /// How long stopping waits for open requests.
 const GRACE: Duration = Duration::from_secs(2);
 
@@ -88,12 +91,24 @@ struct Open {
     since: Instant,
     trusted: Arc<AtomicBool>,
     cut: CancellationToken,
+    /// The paired device it is (known once trusted).
+    device: Arc<OnceLock<Known>>,
 }
 
 impl Open {
     fn trusted(&self) -> bool {
         self.trusted.load(Ordering::Acquire)
     }
+}
+
+/// A connection let in: its id in the table, its trust (set by the gate),
+/// how to close it, and the device it turns out to be (set by the gate).
+#[derive(Debug)]
+struct Admitted {
+    id: u64,
+    trusted: Arc<AtomicBool>,
+    cut: CancellationToken,
+    device: Arc<OnceLock<Known>>,
 }
 
 /// Why a connection was turned away.
@@ -206,14 +221,15 @@ struct Table {
     said_rate: Said,
     said_host: Said,
     said_full: Said,
-    /// Addresses whose paired device's connection ended by itself lately, and when.
-    recent: Mutex<HashMap<IpAddr, Instant>>,
+    /// Addresses whose paired device's connection ended by itself lately:
+    /// when, and which device.
+    recent: Mutex<HashMap<IpAddr, (Instant, Known)>>,
 }
 
 impl Table {
     /// Make room for a connection from `host` and register it; why not, when
     /// nothing may give way (see the module's header).
-    fn admit(&self, host: IpAddr, now: Instant) -> Result<(u64, Arc<AtomicBool>, CancellationToken), Refused> {
+    fn admit(&self, host: IpAddr, now: Instant) -> Result<Admitted, Refused> {
         let mut open = self.open.lock_anyway();
         let phone = self.is_phone(&open, host, now);
         if !phone && !self.rates.lock_anyway().take(host, now) {
@@ -226,21 +242,28 @@ impl Table {
         if open.len() >= CONNECTIONS && !evict(&mut open, Room::Anywhere { for_phone: phone }, now) {
             return Err(Refused::Full);
         }
-        let id = self.next.fetch_add(1, Ordering::Relaxed);
-        let (trusted, cut) = (Arc::new(AtomicBool::new(false)), CancellationToken::new());
+        let admitted = Admitted {
+            id: self.next.fetch_add(1, Ordering::Relaxed),
+            trusted: Arc::new(AtomicBool::new(false)),
+            cut: CancellationToken::new(),
+            device: Arc::new(OnceLock::new()),
+        };
         open.push(Open {
-            id,
+            id: admitted.id,
             host,
             since: now,
-            trusted: trusted.clone(),
-            cut: cut.clone(),
+            trusted: admitted.trusted.clone(),
+            cut: admitted.cut.clone(),
+            device: admitted.device.clone(),
         });
-        Ok((id, trusted, cut))
+        Ok(admitted)
     }
 
     /// Connection `id` ended (`by_itself`: not closed by us). A paired
-    /// device's that ended by itself leaves its address a phone's for
-    /// [`RECENT_PHONE`]: a phone back from sleep finds its place.
+    /// device's that ended by itself, its device not revoked, leaves its
+    /// address a phone's for [`RECENT_PHONE`] (a phone back from sleep finds
+    /// its place) — at most [`RECENT_PER_DEVICE`] addresses a device, each
+    /// forgotten when its device is revoked.
     fn closed(&self, id: u64, by_itself: bool, now: Instant) {
         let mut open = self.open.lock_anyway();
         let Some(at) = open.iter().position(|c| c.id == id) else {
@@ -248,24 +271,40 @@ impl Table {
         };
         let gone = open.remove(at);
         drop(open);
-        if by_itself && gone.trusted() {
-            let mut recent = self.recent.lock_anyway();
-            recent.retain(|_, at| now.duration_since(*at) < RECENT_PHONE);
-            if recent.len() < RECENT_PHONES || recent.contains_key(&gone.host) {
-                recent.insert(gone.host, now);
+        let Some(device) = gone
+            .device
+            .get()
+            .filter(|d| by_itself && gone.trusted() && !d.revoked.is_cancelled())
+        else {
+            return;
+        };
+        let mut recent = self.recent.lock_anyway();
+        recent.retain(|_, (at, d)| now.duration_since(*at) < RECENT_PHONE && !d.revoked.is_cancelled());
+        recent.remove(&gone.host);
+        let mine: Vec<(IpAddr, Instant)> = recent
+            .iter()
+            .filter(|(_, (_, d))| d.id == device.id)
+            .map(|(host, (at, _))| (*host, *at))
+            .collect();
+        if mine.len() >= RECENT_PER_DEVICE {
+            if let Some((oldest, _)) = mine.iter().min_by_key(|(_, at)| *at) {
+                recent.remove(oldest);
             }
+        }
+        if recent.len() < RECENT_PHONES {
+            recent.insert(gone.host, (now, device.clone()));
         }
     }
 
     /// Whether `host` holds a paired device's connection, or held one that
-    /// ended by itself within [`RECENT_PHONE`].
+    /// ended by itself within [`RECENT_PHONE`] (its device not revoked since).
     fn is_phone(&self, open: &[Open], host: IpAddr, now: Instant) -> bool {
         open.iter().any(|c| c.host == host && c.trusted())
             || self
                 .recent
                 .lock_anyway()
                 .get(&host)
-                .is_some_and(|at| now.duration_since(*at) < RECENT_PHONE)
+                .is_some_and(|(at, d)| now.duration_since(*at) < RECENT_PHONE && !d.revoked.is_cancelled())
     }
 
     /// Say (within [`Said`]'s bounds) that a connection from `host` was turned away, and why.
@@ -294,15 +333,15 @@ impl Table {
 /// address holding the most of those that may go, its oldest; connections
 /// past [`GRACE_TO_SHOW`] first. `false` when none may go.
 fn evict(open: &mut Vec<Open>, room: Room, now: Instant) -> bool {
-    let phones: Vec<IpAddr> = open.iter().filter(|c| c.trusted()).map(|c| c.host).collect();
     let may_go = |c: &Open, young_too: bool| {
         let old = now.duration_since(c.since) >= GRACE_TO_SHOW;
         !c.trusted()
             && match room {
                 Room::OfHost { host, phone } => c.host == host && (old || (young_too && phone)),
-                // Old enough: anyone's untrusted connection, a phone's address's too (one device
-                // on many addresses must not hold every place); young: a stranger's, for a phone.
-                Room::Anywhere { for_phone } => old || (young_too && for_phone && !phones.contains(&c.host)),
+                // Old enough: anyone's untrusted connection, a phone's address's too; young: for a
+                // phone's newcomer, anyone's too — of the address holding the most, so one device on
+                // many addresses, reopening as fast as they go, holds no place a phone cannot take.
+                Room::Anywhere { for_phone } => old || (young_too && for_phone),
             }
     };
     for young_too in [false, true] {
@@ -344,7 +383,12 @@ pub async fn serve_tls(listener: TcpListener, tls: Arc<rustls::ServerConfig>, ro
             () = stop.cancelled() => break,
         };
         let host = addr.ip().to_canonical();
-        let (id, trusted, cut) = match table.admit(host, Instant::now()) {
+        let Admitted {
+            id,
+            trusted,
+            cut,
+            device,
+        } = match table.admit(host, Instant::now()) {
             Ok(admitted) => admitted,
             Err(why) => {
                 table.turn_away(host, why);
@@ -358,6 +402,7 @@ pub async fn serve_tls(listener: TcpListener, tls: Arc<rustls::ServerConfig>, ro
             let trust = Trust {
                 trusted: trusted.clone(),
                 cut: cut.clone(),
+                device,
             };
             let served = async {
                 let tls = match tokio::time::timeout(HANDSHAKE_WITHIN, acceptor.accept(tcp)).await {
@@ -431,11 +476,15 @@ mod tests {
         let table = Table::default();
         let t0 = Instant::now();
         let phone = addr(0, 0, 2);
-        let (_, trusted, phone_cut) = table.admit(phone, t0).unwrap();
+        let Admitted {
+            trusted,
+            cut: phone_cut,
+            ..
+        } = table.admit(phone, t0).unwrap();
         trusted.store(true, Ordering::Release);
         // One address fills its share: its own oldest goes first, once old enough.
         let attacker = addr(0, 0, 9);
-        let first = table.admit(attacker, t0).unwrap().2;
+        let first = table.admit(attacker, t0).unwrap().cut;
         for _ in 1..PER_HOST {
             table.admit(attacker, t0).unwrap();
         }
@@ -458,7 +507,7 @@ mod tests {
         for n in 0..CONNECTIONS {
             full.admit(addr(2, (n / 200) as u8, (n % 200) as u8), t0)
                 .unwrap()
-                .1
+                .trusted
                 .store(true, Ordering::Release);
         }
         assert_eq!(full.admit(attacker, later).unwrap_err(), Refused::Full);
@@ -472,7 +521,7 @@ mod tests {
         let mut now = crowd(&table, 1, CONNECTIONS, t0, Duration::from_millis(1)) + GRACE_TO_SHOW;
         // A phone waking from sleep: no connection open, a stranger like any other, and slow.
         let phone = addr(0, 0, 2);
-        let (_, _, slow) = table.admit(phone, now).unwrap();
+        let slow = table.admit(phone, now).unwrap().cut;
         // Strangers from ever new addresses churn through every old connection and on.
         // (200 a second: everyone's allowance.)
         let mut refused = 0;
@@ -503,7 +552,7 @@ mod tests {
             .unwrap()
             .trusted
             .store(true, Ordering::Release);
-        let (_, _, next) = table.admit(phone, now).unwrap();
+        let next = table.admit(phone, now).unwrap().cut;
         assert!(!next.is_cancelled());
         assert_eq!(table.open.lock_anyway().len(), CONNECTIONS);
     }
@@ -525,7 +574,7 @@ mod tests {
         while table.rates.lock_anyway().take(shared, t0) {}
         let mut held = Vec::new();
         for _ in 0..PER_HOST {
-            held.push(table.admit(shared, t0).unwrap().2);
+            held.push(table.admit(shared, t0).unwrap().cut);
         }
         assert_eq!(table.open.lock_anyway().len(), 2 * PER_HOST);
         // Its share held by young connections (a neighbour's, say): the oldest gives way to a
@@ -599,7 +648,7 @@ mod tests {
         let t0 = Instant::now();
         // A stolen cookie on 16 addresses: a stream each, and 15 silent connections each.
         for a in 0..16u8 {
-            let (_, trusted, _) = table.admit(addr(7, 0, a), t0).unwrap();
+            let trusted = table.admit(addr(7, 0, a), t0).unwrap().trusted;
             trusted.store(true, Ordering::Release);
             for _ in 0..PER_HOST - 1 {
                 table.admit(addr(7, 0, a), t0).unwrap();
@@ -622,25 +671,52 @@ mod tests {
                 while table.rates.lock_anyway().take(addr(8, from, i), now) {}
             }
         };
+        let device = |id: &str| Known {
+            id: id.into(),
+            revoked: CancellationToken::new(),
+        };
+        // A connection the gate found a paired device on.
+        let connect = |table: &Table, host: IpAddr, now: Instant, known: &Known| {
+            let a = table.admit(host, now).unwrap();
+            a.trusted.store(true, Ordering::Release);
+            let _ = a.device.set(known.clone());
+            a.id
+        };
         let table = Table::default();
         let t0 = Instant::now();
-        let phone = addr(0, 0, 2);
-        let (id, trusted, _) = table.admit(phone, t0).unwrap();
-        trusted.store(true, Ordering::Release);
+        let (phone, mine) = (addr(0, 0, 2), device("mine"));
+        let id = connect(&table, phone, t0, &mine);
         flood(&table, t0, 0);
         // Its connection idles out (ended by itself): its address is still a phone's.
         table.closed(id, true, t0);
         assert!(table.admit(phone, t0).is_ok(), "let in past the strangers' budget");
         assert_eq!(table.admit(addr(8, 9, 9), t0).unwrap_err(), Refused::Rate);
+        // Its device revoked: forgotten at once.
+        mine.revoked.cancel();
+        assert_eq!(table.admit(phone, t0).unwrap_err(), Refused::Rate);
         // Not once the while is over, nor after a connection we closed.
-        let later = t0 + RECENT_PHONE;
-        flood(&table, later, 1);
-        assert_eq!(table.admit(phone, later).unwrap_err(), Refused::Rate);
-        let other = addr(0, 0, 3);
-        let (id, trusted, _) = table.admit(other, later + RECENT_PHONE).unwrap();
-        trusted.store(true, Ordering::Release);
-        table.closed(id, false, later + RECENT_PHONE);
-        flood(&table, later + RECENT_PHONE, 2);
-        assert_eq!(table.admit(other, later + RECENT_PHONE).unwrap_err(), Refused::Rate);
+        let (later, other) = (t0 + RECENT_PHONE, device("other"));
+        let id = connect(&table, addr(0, 0, 3), later, &other);
+        table.closed(id, true, later);
+        flood(&table, later + RECENT_PHONE, 1);
+        assert_eq!(
+            table.admit(addr(0, 0, 3), later + RECENT_PHONE).unwrap_err(),
+            Refused::Rate
+        );
+        let last = later + RECENT_PHONE * 2;
+        let id = connect(&table, addr(0, 0, 4), last, &other);
+        table.closed(id, false, last);
+        flood(&table, last, 2);
+        assert_eq!(table.admit(addr(0, 0, 4), last).unwrap_err(), Refused::Rate);
+        // One device is remembered on a few addresses only.
+        let (t3, thief) = (last + RECENT_PHONE, device("thief"));
+        for n in 0..10u8 {
+            let at = t3 + Duration::from_millis(u64::from(n) * 100);
+            let id = connect(&table, addr(9, 0, n), at, &thief);
+            table.closed(id, true, at);
+        }
+        let recent = table.recent.lock_anyway();
+        assert_eq!(recent.len(), RECENT_PER_DEVICE);
+        assert!(recent.contains_key(&addr(9, 0, 9)), "its latest kept");
     }
 }
