@@ -109,10 +109,14 @@ async fn a_stopped_engine_has_let_go_of_its_database() {
     };
     assert!(holding(&db) > 0, "the running engine has its database open");
     let _dir = s.stop().await;
-    assert_eq!(
-        holding(&db),
-        0,
-        "the stopped engine's connection to {} is closed",
-        db.display()
-    );
+    // Its last tasks end as the runtime gets to them: soon, not necessarily at once.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while holding(&db) > 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the stopped engine still holds {} after 10 s",
+            db.display()
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
 }

@@ -384,14 +384,34 @@ fn move_aside(path: &Path) -> std::io::Result<std::path::PathBuf> {
     let stamp = crate::time::now().replace([':', '-'], "").replace('.', "");
     let name = path.file_name().unwrap_or_default().to_string_lossy().into_owned();
     let aside = path.with_file_name(format!("{name}.corrupt-{stamp}"));
-    std::fs::rename(path, &aside)?;
+    rename_when_free(path, &aside)?;
     for suffix in ["-wal", "-shm", "-attachments"] {
         let from = path.with_file_name(format!("{name}{suffix}"));
         if from.exists() {
-            std::fs::rename(&from, path.with_file_name(format!("{name}.corrupt-{stamp}{suffix}")))?;
+            rename_when_free(&from, &path.with_file_name(format!("{name}.corrupt-{stamp}{suffix}")))?;
         }
     }
     Ok(aside)
+}
+
+/// Rename, waiting up to two seconds while another handle holds the file:
+/// Windows refuses to rename an open file ("sharing violation"), and a
+/// virus scanner or an engine stopping in the same process lets go soon.
+fn rename_when_free(from: &Path, to: &Path) -> std::io::Result<()> {
+    let mut tries = 0;
+    loop {
+        match std::fs::rename(from, to) {
+            Err(e)
+                if cfg!(windows)
+                    && tries < 20
+                    && (e.raw_os_error() == Some(32) || e.kind() == std::io::ErrorKind::PermissionDenied) =>
+            {
+                tries += 1;
+                std::thread::sleep(std::time::Duration::from_millis(100));
+            }
+            other => return other,
+        }
+    }
 }
 
 /// `<database>-work/`: where [`Store::work_dir`] makes its folders.
