@@ -60,6 +60,9 @@ const READ_BUFFER: usize = 32 * 1024;
 pub const UNTRUSTED_LIFE: Duration = Duration::from_secs(60);
 /// Connections open at once: a phone needs a handful (the page, its stream).
 const CONNECTIONS: usize = 256;
+/// New connections a browser opens to one host at once (HTTP/1.1): a
+/// phone's address holding no more young ones than this is its page's.
+const BROWSER_CONNECTIONS: usize = 6;
 /// Untrusted connections one address may hold at once.
 const PER_HOST: usize = 16;
 /// New connections one address may open a second (and in a burst, twice that).
@@ -129,8 +132,10 @@ enum Room {
     /// young one too when the address is a phone's (who shares it with the
     /// phone cannot be told apart from it: first come, first to go).
     OfHost { host: IpAddr, phone: bool },
-    /// A stranger's untrusted connection; a young one too when `for_phone`.
-    Anywhere { for_phone: bool },
+    /// Anyone's untrusted connection past its first seconds; for a phone's
+    /// newcomer (from `from`) a young one too — never of its own address,
+    /// nor of another phone's holding no more young ones than a browser opens.
+    Anywhere { for_phone: bool, from: IpAddr },
 }
 
 /// A token bucket: `rate` a second, bursts of twice that.
@@ -239,7 +244,16 @@ impl Table {
         if of_host >= PER_HOST && !evict(&mut open, Room::OfHost { host, phone }, now) {
             return Err(Refused::HostFull);
         }
-        if open.len() >= CONNECTIONS && !evict(&mut open, Room::Anywhere { for_phone: phone }, now) {
+        if open.len() >= CONNECTIONS
+            && !evict(
+                &mut open,
+                Room::Anywhere {
+                    for_phone: phone,
+                    from: host,
+                },
+                now,
+            )
+        {
             return Err(Refused::Full);
         }
         let admitted = Admitted {
@@ -333,15 +347,29 @@ impl Table {
 /// address holding the most of those that may go, its oldest; connections
 /// past [`GRACE_TO_SHOW`] first. `false` when none may go.
 fn evict(open: &mut Vec<Open>, room: Room, now: Instant) -> bool {
+    // Each phone's address's young untrusted connections (its page opening some at once).
+    let phones: Vec<IpAddr> = open.iter().filter(|c| c.trusted()).map(|c| c.host).collect();
+    let mut young_of_phone: HashMap<IpAddr, usize> = HashMap::new();
+    for c in open.iter().filter(|c| !c.trusted() && phones.contains(&c.host)) {
+        if now.duration_since(c.since) < GRACE_TO_SHOW {
+            *young_of_phone.entry(c.host).or_default() += 1;
+        }
+    }
     let may_go = |c: &Open, young_too: bool| {
         let old = now.duration_since(c.since) >= GRACE_TO_SHOW;
         !c.trusted()
             && match room {
                 Room::OfHost { host, phone } => c.host == host && (old || (young_too && phone)),
                 // Old enough: anyone's untrusted connection, a phone's address's too; young: for a
-                // phone's newcomer, anyone's too — of the address holding the most, so one device on
-                // many addresses, reopening as fast as they go, holds no place a phone cannot take.
-                Room::Anywhere { for_phone } => old || (young_too && for_phone),
+                // phone's newcomer, a stranger's, or those of a phone's address holding more than a
+                // browser opens at once (one cookie on many addresses, reopening as fast as they go,
+                // holds no place a phone cannot take) — never its own address's (a page's burst).
+                Room::Anywhere { for_phone, from } => {
+                    old || (young_too
+                        && for_phone
+                        && c.host != from
+                        && young_of_phone.get(&c.host).is_none_or(|n| *n > BROWSER_CONNECTIONS))
+                }
             }
     };
     for young_too in [false, true] {
@@ -718,5 +746,22 @@ mod tests {
         let recent = table.recent.lock_anyway();
         assert_eq!(recent.len(), RECENT_PER_DEVICE);
         assert!(recent.contains_key(&addr(9, 0, 9)), "its latest kept");
+    }
+
+    #[test]
+    fn a_phones_page_opening_several_at_once_does_not_close_its_own() {
+        let table = Table::default();
+        let t0 = Instant::now();
+        let phone = addr(0, 0, 2);
+        table.admit(phone, t0).unwrap().trusted.store(true, Ordering::Release);
+        // The listener full of strangers' young connections, one an address.
+        crowd(&table, 1, CONNECTIONS - 1, t0, Duration::from_millis(1));
+        let now = t0 + Duration::from_secs(1);
+        // The phone's page opens six at once: each takes a stranger's place, none another's of its own.
+        let six: Vec<CancellationToken> = (0..BROWSER_CONNECTIONS)
+            .map(|_| table.admit(phone, now).unwrap().cut)
+            .collect();
+        assert!(six.iter().all(|c| !c.is_cancelled()), "the page's connections all stay");
+        assert_eq!(table.open.lock_anyway().len(), CONNECTIONS);
     }
 }
