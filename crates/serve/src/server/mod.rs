@@ -94,6 +94,31 @@ const OTHER_ACCOUNT_HEADER_TIMEOUT: Duration = Duration::from_secs(5);
 /// use up the descriptors this account's page and agents need.
 const OTHER_ACCOUNT_CONNECTIONS: usize = 32;
 
+/// The next connection `listener` accepts, finished connection tasks reaped
+/// meanwhile; `None` once `stop` is cancelled. A failed accept (out of
+/// descriptors, EMFILE, and the like) passes: wait a little, go on. `name`
+/// says which listener in the log.
+async fn next_connection(
+    listener: &TcpListener,
+    connections: &mut tokio::task::JoinSet<()>,
+    stop: &CancellationToken,
+    name: &'static str,
+) -> Option<(tokio::net::TcpStream, std::net::SocketAddr)> {
+    loop {
+        tokio::select! {
+            Some(_) = connections.join_next(), if !connections.is_empty() => {}
+            accepted = listener.accept() => match accepted {
+                Ok(pair) => return Some(pair),
+                Err(e) => {
+                    tracing::warn!(error = %e, listener = name, "could not accept a connection");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+            },
+            () = stop.cancelled() => return None,
+        }
+    }
+}
+
 /// Serve until `shutdown` is cancelled, then give open requests a short grace.
 ///
 /// Each accepted connection gets `TCP_NODELAY` (MCP answers are SSE: several
@@ -115,20 +140,7 @@ pub async fn serve(
     // Every connection's task, so that those still open when the grace ends
     // are ended here, before the engine settles what they carried.
     let mut connections = tokio::task::JoinSet::new();
-    loop {
-        let (tcp, addr) = tokio::select! {
-            Some(_) = connections.join_next(), if !connections.is_empty() => continue,
-            accepted = listener.accept() => match accepted {
-                Ok(pair) => pair,
-                Err(e) => {
-                    // Out of descriptors (EMFILE) and the like pass: wait a little, go on.
-                    tracing::warn!(error = %e, "could not accept a connection");
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                    continue;
-                }
-            },
-            _ = shutdown.cancelled() => break,
-        };
+    while let Some((tcp, addr)) = next_connection(&listener, &mut connections, &shutdown, "loopback").await {
         accepted.fetch_add(1, Ordering::Relaxed);
         if let Err(e) = tcp.set_nodelay(true) {
             tracing::debug!(error = %e, "could not set TCP_NODELAY");

@@ -397,19 +397,7 @@ pub async fn serve_tls(listener: TcpListener, tls: Arc<rustls::ServerConfig>, ro
     let graceful = GracefulShutdown::new();
     let table = Arc::new(Table::default());
     let mut connections = tokio::task::JoinSet::new();
-    loop {
-        let (tcp, addr) = tokio::select! {
-            Some(_) = connections.join_next(), if !connections.is_empty() => continue,
-            accepted = listener.accept() => match accepted {
-                Ok(pair) => pair,
-                Err(e) => {
-                    tracing::warn!(error = %e, "the phone listener could not accept a connection");
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                    continue;
-                }
-            },
-            () = stop.cancelled() => break,
-        };
+    while let Some((tcp, addr)) = super::next_connection(&listener, &mut connections, &stop, "phone").await {
         let host = addr.ip().to_canonical();
         let Admitted {
             id,
