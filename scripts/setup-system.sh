@@ -10,7 +10,7 @@ set -euo pipefail
 what="${1:-build}"
 
 build_pkgs=(libwebkit2gtk-4.1-dev libayatana-appindicator3-dev librsvg2-dev libxdo-dev libssl-dev build-essential pkg-config)
-test_pkgs=(chromium xvfb xauth webkit2gtk-driver dbus curl util-linux iproute2 openssl python3 xclip libnotify-bin)
+test_pkgs=(chromium xvfb xauth webkit2gtk-driver dbus curl util-linux iproute2 procps openssl python3 xclip libnotify-bin)
 platform_pkgs=(rustc-web cargo-web rust-web-src gcc-mingw-w64-x86-64 wine64 wine nsis rpm shellcheck curl python3)
 
 command -v apt-get >/dev/null 2>&1 || exit 0
