@@ -394,6 +394,14 @@ describe("layout and keyboard", () => {
     const [a, b, c] = [await server.add("alpha"), await server.add("bravo"), await server.add("charlie")];
     const { page, errors, context } = await openPage(browser, server);
     await until(async () => (await railTexts(page)).length === 3, { what: "three tickets" });
+    // Each time the rail's tickets change, is focus still in the rail? (Moving a node in the DOM
+    // blurs it: without putting focus back in the same redraw, an Enter pressed then is lost.)
+    await page.evaluate(() => {
+      window.__focusOff = [];
+      new MutationObserver(() => {
+        if (!document.activeElement?.closest?.("#rail")) window.__focusOff.push(document.activeElement?.tagName ?? "none");
+      }).observe(document.getElementById("rail"), { childList: true });
+    });
     // bravo down by keyboard: it is now last, and focus is still on it.
     await page.locator(`#rail li[data-id="${b.id}"] [data-action="down"]`).focus();
     await page.keyboard.press("Enter");
@@ -403,10 +411,12 @@ describe("layout and keyboard", () => {
     // Back up to the head: focus stays with it.
     await page.keyboard.press("Enter");
     await until(async () => (await railTexts(page)).join() === "alpha,bravo,charlie", { what: "bravo up" });
+    await until(async () => (await focused(page)).ticket === b.id, { what: "focus on bravo moved up" });
     await page.keyboard.press("Enter");
     await until(async () => (await railTexts(page)).join() === "bravo,alpha,charlie", { what: "bravo at the head" });
     await until(async () => (await focused(page)).ticket === b.id, { what: "focus on the ticket at the head" });
     assert.equal((await focused(page)).action, "down");
+    assert.deepEqual(await page.evaluate(() => window.__focusOff), [], "focus fell off the rail while tickets moved");
     // Delete alpha by keyboard: focus on charlie itself, not on its Delete.
     await page.locator(`#rail li[data-id="${a.id}"] [data-action="delete"]`).focus();
     await page.keyboard.press("Enter");

@@ -192,6 +192,10 @@ function renderRail() {
       node.remove();
     }
   }
+  // Moving a node in the DOM takes focus off it: note where focus is, to put it back after.
+  const active = document.activeElement;
+  const holder = active?.closest?.("#rail > li[data-id]");
+  const holding = holder && (holder === active ? "ticket" : (active.dataset.action ?? "ticket"));
   // Held tickets wait out of line: the next one is the first not held.
   let line = 0;
   items.forEach((item, index) => {
@@ -200,17 +204,19 @@ function renderRail() {
     let node = ticketEls.get(item.id);
     if (!node || node.dataset.key !== key) {
       const fresh = ticketFor(item, index, n, place);
-      if (node) {
-        const hadFocus = node.contains(document.activeElement) ? (document.activeElement.dataset.action ?? "ticket") : null;
-        node.replaceWith(fresh);
-        if (hadFocus) focusOn(fresh, hadFocus);
-      }
+      node?.replaceWith(fresh);
       node = fresh;
       ticketEls.set(item.id, node);
     }
     const at = rail.children[index];
     if (at !== node) rail.insertBefore(node, at ?? null);
   });
+  const back = holder && ticketEls.get(holder.dataset.id);
+  if (back && !back.contains(document.activeElement)) {
+    // The same control when its ticket was only moved (an editor keeps its caret), else its like.
+    if (back === holder && active.isConnected) active.focus();
+    else focusOn(back, holding);
+  }
 }
 
 /**
