@@ -14,7 +14,24 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
 long_wait="${LOCAL_MCP_LONG_WAIT_SECONDS:-600}"
 
-step() { printf '\n==> %s\n' "$*"; }
+# Each step's time, printed as a table when the run ends (failed or not), so
+# a slow run says where its minutes went.
+times=()
+step_name=""
+step_start=$SECONDS
+step_done() {
+  if [ -n "$step_name" ]; then
+    times+=("$(printf '%5d s  %s' "$((SECONDS - step_start))" "${step_name:0:72}")")
+  fi
+  step_name=""
+}
+step() {
+  step_done
+  step_name="$*"
+  step_start=$SECONDS
+  printf '\n==> %s\n' "$*"
+}
+trap 'step_done; printf "\nsteps:\n"; printf "%s\n" "${times[@]}"; printf "%5d s  in all\n" "$SECONDS"' EXIT
 
 # Run a suite with a ceiling, so a hung test fails the run with its name
 # instead of holding CI until its own time limit.
