@@ -341,7 +341,21 @@ test("a used code is refused; a cookie from another site's page or a foreign ori
   const again = attacker("/api/phone/pair", ["-X", "POST", "-H", "content-type: application/json", "--data", JSON.stringify({ code, name: "twice" })]);
   assert.equal(again.status, 403, "a code works once");
   const cookie = ["-H", `Cookie: local-mcp-device=${credential}`];
-  assert.equal(attacker("/api/status", cookie).status, 200, "the credential works");
+  const seen = attacker("/api/status", cookie);
+  assert.equal(seen.status, 200, "the credential works");
+  // What the phone is told names none of this computer's paths, process, port or accounts
+  // (the loopback page's report does), in the report and in its stream's first event.
+  const mine = (await server.api("GET", "/api/status")).body.server;
+  assert.ok(mine.pid > 0 && mine.url && mine.log_dir, `the loopback report has them: ${JSON.stringify(mine)}`);
+  const streamed = sh("ip", ["netns", "exec", NETS.attacker.ns, "curl", "-skN", "--max-time", "3", ...cookie, `${phoneUrl}/api/events`], { ok: false }).stdout;
+  const hello = /event: ?status\.changed\r?\ndata: ?(.*)/.exec(streamed)?.[1];
+  assert.ok(hello, `the stream's status event: ${streamed.slice(0, 300)}`);
+  for (const [what, body] of [["report", JSON.parse(seen.body)], ["stream", JSON.parse(hello).data]]) {
+    const { pid, url, log_dir } = body.server;
+    assert.deepEqual({ pid, url, log_dir }, { pid: 0, url: "", log_dir: undefined }, `the phone's ${what}`);
+    assert.ok(!JSON.stringify(body).includes(mine.log_dir), `the phone's ${what} names the log folder`);
+    assert.equal(body.server.instance, mine.instance, `the phone's ${what} keeps the instance its page checks`);
+  }
   assert.equal(attacker("/api/status", [...cookie, "-H", "Sec-Fetch-Site: cross-site"]).status, 403, "not from another site's page");
   assert.equal(attacker("/api/instructions", [...cookie, "-X", "POST", "-H", "Origin: https://evil.example", "-H", "content-type: application/json", "--data", '{"content":"x"}']).status, 403);
   // Every documented route the gate does not let a phone use, with the valid cookie.

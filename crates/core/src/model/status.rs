@@ -120,3 +120,103 @@ pub struct StatusSnapshot {
     pub queues: Vec<QueueInfo>,
     pub settings: Settings,
 }
+
+impl StatusSnapshot {
+    /// The report as a paired phone gets it: agents, queues, counts and
+    /// settings, without what names this computer's files, process, port,
+    /// accounts or other programs (a phone sees what it may act on, not
+    /// where the server keeps things). A storage fault stays as a fact, in
+    /// words that name no path: the phone's writes fail too.
+    pub fn for_phone(mut self) -> StatusSnapshot {
+        let server = &mut self.server;
+        server.url = String::new();
+        server.pid = 0;
+        server.requested_port = None;
+        server.requested_port_holder = None;
+        server.recovered = None;
+        server.log_dir = None;
+        server.refused_without_token = None;
+        if server.storage_fault.is_some() {
+            server.storage_fault = Some(PHONE_STORAGE_FAULT.to_owned());
+        }
+        self
+    }
+}
+
+/// What a phone is told while the database cannot be written.
+pub const PHONE_STORAGE_FAULT: &str = "nothing can be saved on the computer right now (its own page says why)";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A report with every field that names this computer filled in.
+    fn everything() -> StatusSnapshot {
+        let at = Timestamp::read("2026-01-02T03:04:05Z").unwrap();
+        StatusSnapshot {
+            server: ServerSummary {
+                status: ServerState::Up,
+                started_at: at.clone(),
+                url: "http://127.0.0.1:8765".into(),
+                version: "1.2.3".into(),
+                pid: 4242,
+                instance: "db-instance".into(),
+                requested_port: Some(8000),
+                requested_port_holder: Some("mallory".into()),
+                recovered: Some(RecoveryNotice {
+                    moved_to: "/home/me/.local/share/local-mcp/queue.db.damaged".into(),
+                    reason: "malformed".into(),
+                    at: at.clone(),
+                }),
+                storage_fault: Some("the disk holding /home/me/.local/share/local-mcp is full".into()),
+                log_dir: Some("/home/me/.local/state/local-mcp/logs".into()),
+                refused_without_token: Some(Refusal {
+                    at,
+                    path: "/mcp".into(),
+                    user_agent: "claude-code/2.1".into(),
+                }),
+            },
+            agent: AgentSummary::of(None),
+            agents: Vec::new(),
+            queue: QueueCounts {
+                pending_count: 3,
+                ..QueueCounts::default()
+            },
+            queues: Vec::new(),
+            settings: Settings::default(),
+        }
+    }
+
+    #[test]
+    fn a_phone_gets_no_path_process_port_or_account_of_this_computer() {
+        let full = everything();
+        let phone = full.clone().for_phone();
+        let text = serde_json::to_string(&phone).unwrap();
+        for private in [
+            "/home/me",
+            "4242",
+            "8765",
+            "8000",
+            "mallory",
+            "claude-code",
+            "malformed",
+        ] {
+            assert!(!text.contains(private), "{private} in {text}");
+        }
+        // What the phone's page uses stays: the instance it checks, the version, the counts,
+        // the settings, and that nothing can be saved.
+        assert_eq!(phone.server.instance, full.server.instance);
+        assert_eq!(phone.server.version, full.server.version);
+        assert_eq!(phone.queue, full.queue);
+        assert_eq!(phone.settings, full.settings);
+        assert_eq!(phone.server.storage_fault.as_deref(), Some(PHONE_STORAGE_FAULT));
+        let healthy = StatusSnapshot {
+            server: ServerSummary {
+                storage_fault: None,
+                ..full.server
+            },
+            ..full
+        };
+        assert_eq!(healthy.for_phone().server.storage_fault, None);
+    }
+}

@@ -27,7 +27,7 @@ use utoipa_axum::routes;
 use super::body;
 use super::error::Result;
 use super::AppState;
-use crate::events::Event;
+use crate::events::{Event, EventData};
 use crate::queue::Queue;
 
 pub fn routes() -> OpenApiRouter<AppState> {
@@ -59,6 +59,7 @@ const RETRY: Duration = Duration::from_secs(2);
         status.changed (a snapshot, no id) and stream.reset (replay impossible: reload)", content_type = "text/event-stream", body = ServerSentEvent)))]
 async fn events(
     State(s): State<AppState>,
+    phone: Option<axum::Extension<super::phone::OnPhoneListener>>,
     headers: HeaderMap,
 ) -> Result<Sse<impl Stream<Item = Result<SseEvent, Infallible>>>> {
     let last_id = headers
@@ -82,7 +83,7 @@ async fn events(
         tokio::select! {
             _ = s.shutdown.cancelled() => {}
             _ = tx.closed() => {}
-            r = pump(&s.queue, live, after, &tx) => {
+            r = pump(&s.queue, live, after, phone.is_some(), &tx) => {
                 if let Err(e) = r {
                     tracing::warn!(error = %e, "event stream ended with an error");
                 }
@@ -99,8 +100,20 @@ fn logged(id: i64, kind: &str, json: &str) -> SseEvent {
     SseEvent::default().id(id.to_string()).event(kind).data(json)
 }
 
-fn live_event(e: &Event) -> SseEvent {
-    let ev = SseEvent::default().event(e.kind.as_str()).data(&e.json);
+/// `e` as a stream sends it; to a phone, a status report as a phone gets it
+/// (`StatusSnapshot::for_phone`).
+fn live_event(e: &Event, phone: bool) -> SseEvent {
+    let for_phone = match &e.data {
+        EventData::Status(status) if phone => Some(Event::new(
+            e.kind,
+            e.timestamp.clone(),
+            EventData::Status(Box::new(status.as_ref().clone().for_phone())),
+            e.pending_count,
+        )),
+        _ => None,
+    };
+    let json = for_phone.as_ref().map_or(&e.json, |p| &p.json);
+    let ev = SseEvent::default().event(e.kind.as_str()).data(json);
     match e.id {
         Some(id) => ev.id(id.to_string()),
         None => ev,
@@ -131,7 +144,13 @@ async fn replay(queue: &Queue, mut cursor: i64, tx: &Tx) -> Result<Option<i64>> 
 
 /// Replay what was logged after `after`, send the snapshot, then forward live
 /// events (skipping those the replay sent).
-async fn pump(queue: &Queue, mut live: broadcast::Receiver<Arc<Event>>, after: i64, tx: &Tx) -> Result<()> {
+async fn pump(
+    queue: &Queue,
+    mut live: broadcast::Receiver<Arc<Event>>,
+    after: i64,
+    phone: bool,
+    tx: &Tx,
+) -> Result<()> {
     let mut cursor = match replay(queue, after, tx).await? {
         Some(c) => c,
         None => return reset(queue, tx).await,
@@ -139,7 +158,7 @@ async fn pump(queue: &Queue, mut live: broadcast::Receiver<Arc<Event>>, after: i
     // The snapshot carries the cursor as its id, so a reconnect resumes after it.
     let hello = queue.status_event().await?;
     let _ = tx
-        .send(Ok(live_event(&hello).id(cursor.to_string()).retry(RETRY)))
+        .send(Ok(live_event(&hello, phone).id(cursor.to_string()).retry(RETRY)))
         .await;
 
     loop {
@@ -151,7 +170,7 @@ async fn pump(queue: &Queue, mut live: broadcast::Receiver<Arc<Event>>, after: i
                     }
                     cursor = id;
                 }
-                if tx.send(Ok(live_event(&e))).await.is_err() {
+                if tx.send(Ok(live_event(&e, phone))).await.is_err() {
                     return Ok(());
                 }
             }

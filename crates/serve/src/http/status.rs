@@ -42,8 +42,12 @@ async fn healthz() -> Json<Health> {
 /// Server, agents and queue at a glance.
 #[utoipa::path(get, path = "/api/status", tag = "server",
     responses((status = 200, description = "Server, agents and queue counts", body = StatusSnapshot)))]
-async fn status(State(s): State<AppState>) -> Result<Json<StatusSnapshot>> {
-    Ok(Json(s.queue.status().await?))
+async fn status(
+    State(s): State<AppState>,
+    phone: Option<axum::Extension<super::phone::OnPhoneListener>>,
+) -> Result<Json<StatusSnapshot>> {
+    let status = s.queue.status().await?;
+    Ok(Json(if phone.is_some() { status.for_phone() } else { status }))
 }
 
 #[derive(serde::Deserialize, utoipa::IntoParams)]
