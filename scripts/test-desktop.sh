@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # End-to-end test of the real tray app: a private X server (Xvfb) and a private
-# D-Bus session, WebDriver through tauri-driver + WebKitWebDriver.
+# D-Bus session, WebDriver through tauri-driver + WebKitWebDriver. Arguments:
+# test files to run instead of all of tests/desktop/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 for tool in xvfb-run dbus-run-session dbus-monitor WebKitWebDriver tauri-driver xclip notify-send; do
@@ -27,4 +28,4 @@ for f in /usr/share/dbus-1/services/*.service; do
 done
 sed "s|<standard_session_servicedirs */>|<servicedir>$bus/services</servicedir>|" /usr/share/dbus-1/session.conf >"$bus/session.conf"
 grep -q "<servicedir>$bus/services</servicedir>" "$bus/session.conf" || { echo "could not make the tests' session bus configuration" >&2; exit 1; }
-xvfb-run -a -s "-screen 0 1280x900x24" dbus-run-session --config-file="$bus/session.conf" -- node --test --test-force-exit --test-concurrency=1 --test-timeout=300000 tests/desktop/
+xvfb-run -a -s "-screen 0 1280x900x24" dbus-run-session --config-file="$bus/session.conf" -- node --test --test-force-exit --test-concurrency=1 --test-timeout=300000 "${@:-tests/desktop/}"

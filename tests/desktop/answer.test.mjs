@@ -8,12 +8,13 @@
 // scripts/test-desktop.sh (Xvfb, private D-Bus session).
 
 import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, test } from "node:test";
 
-import { agentCall, said, sleep, startHiddenApp, until } from "./harness.mjs";
+import { agentCall, endApps, root, said, shownWindows, sleep, startHiddenApp, until, windowColors } from "./harness.mjs";
 import { startNotifyd } from "./notifyd.mjs";
 
 const home = mkdtempSync(join(tmpdir(), "local-mcp-answer-"));
@@ -24,6 +25,23 @@ after(async () => {
   for (const run of runs) if (!run.exited) run.child.kill("SIGKILL");
   for (const d of servers) await d.stop().catch(() => {});
 });
+
+const QUICK_ADD = "Quick add · local-mcp";
+
+/** Type `text` into the shown window `title` (tests/desktop/xkeys.py, XTEST). */
+function typeInto(title, text) {
+  const out = spawnSync("python3", [join(root, "tests/desktop/xkeys.py"), "type", title, text], { timeout: 20000, encoding: "utf8" });
+  assert.equal(out.status, 0, `typing into "${title}": ${out.stderr}`);
+}
+
+/** The quick-add window mapped, its page drawn and its handlers in place. */
+async function quickAddReady(run) {
+  await until(() => shownWindows().includes(QUICK_ADD), `the "${QUICK_ADD}" window mapped${said(run)}`);
+  // A page with text has dozens of colours; an empty webview has one or two.
+  await until(() => windowColors(QUICK_ADD) > 10, `the quick-add page drawn${said(run)}`);
+  // quick.js's handlers (Enter sends) go in once its modules load, just after the first paint.
+  await sleep(1000);
+}
 
 /** Start the app; its waits long enough for a press (the default is 10 s). */
 function startApp(name) {
@@ -66,6 +84,7 @@ test("a question's buttons answer the agent, and one answered on the page is wit
   );
   d.press(shown.id, "option:1");
   const result = await asked;
+  assert.ok(d.get(shown.id).closed, "the pressed notification is gone");
   assert.equal(result.result_type, "instruction", JSON.stringify(result));
   assert.equal(result.instruction.content, "Wait");
   assert.ok(result.instruction.in_reply_to?.question?.includes("Merge the branch now?"), JSON.stringify(result));
@@ -99,4 +118,28 @@ test("a question's buttons answer the agent, and one answered on the page is wit
   assert.match(got.summary + got.body, /Keep the old API\?/);
   await replyTo(base, await askingOf(base, "plain"), "Keep");
   assert.equal((await third).instruction.content, "Keep");
+});
+
+test("Reply… on a question's notification, or a click on it, opens quick add at that question: what is typed answers that agent", async () => {
+  // A desktop of its own: the previous test's app and notification server gone.
+  for (const server of servers.splice(0)) await server.stop().catch(() => {});
+  await endApps();
+  const d = await startNotifyd({ actions: true });
+  servers.push(d);
+  const { base, run } = await startApp("reply");
+  for (const [agent, key, typed] of [
+    ["replier", "reply", "rebase onto main first"],
+    ["clicker", "default", "after lunch"],
+  ]) {
+    const asked = ask(base, agent, `What should ${agent} do next?`, ["Stop", "Go on"]);
+    const shown = await d.waitFor((n) => n.summary.includes(agent) && n.actions.some((a) => a.key === key) && !n.closed, `${agent}'s question's notification${said(run)}`);
+    d.press(shown.id, key);
+    await quickAddReady(run);
+    typeInto(QUICK_ADD, `${typed}\n`);
+    const result = await Promise.race([asked, sleep(20000).then(() => null)]);
+    assert.ok(result, `${agent} got no answer within 20 s of typing it${said(run)}`);
+    assert.equal(result.instruction?.content, typed, JSON.stringify(result));
+    assert.equal(result.instruction.in_reply_to?.question, `What should ${agent} do next?`, JSON.stringify(result));
+    await until(() => !shownWindows().includes(QUICK_ADD), `the quick-add window gone once it answered${said(run)}`);
+  }
 });
