@@ -7,12 +7,10 @@ use super::Failure;
 use crate::client::{encode, Client};
 use crate::model::{AgentState, AgentStatus, Attachment, Instruction, InstructionStatus, StatusSnapshot};
 
-/// When a stored time was, as a person reads it: `12 min ago (2026-11-28
-/// 14:03 UTC)`; the time as given when it does not parse.
-pub(super) fn when(stored: &str) -> String {
-    let Some(then) = crate::time::parse(stored) else {
-        return stored.to_owned();
-    };
+/// When a moment was, as a person reads it: `12 min ago (2026-11-28
+/// 14:03 UTC)`.
+pub(super) fn when(moment: &crate::model::Timestamp) -> String {
+    let then = moment.time();
     let at = format!(
         "{:04}-{:02}-{:02} {:02}:{:02} UTC",
         then.year(),
@@ -21,10 +19,9 @@ pub(super) fn when(stored: &str) -> String {
         then.hour(),
         then.minute()
     );
-    match crate::time::seconds_since(stored) {
-        Some(s) if s < 60.0 => format!("just now ({at})"),
-        Some(s) => format!("{} ago ({at})", human_duration(s as u64)),
-        None => at,
+    match moment.seconds_ago() {
+        s if s < 60.0 => format!("just now ({at})"),
+        s => format!("{} ago ({at})", human_duration(s as u64)),
     }
 }
 
@@ -308,7 +305,7 @@ pub async fn search(client: &Client, words: &[String], queue: Option<&str>, raw:
         println!("nothing delivered matches {typed:?}");
     }
     for item in &found {
-        let at = item.consumed_at.as_deref().map_or_else(|| "?".to_owned(), when);
+        let at = item.consumed_at.as_ref().map_or_else(|| "?".to_owned(), when);
         println!("{at} · {} · {}", item.queue, instruction_line(item));
         if let Some(report) = &item.report {
             println!("      report: {}", first_line(&report.content));

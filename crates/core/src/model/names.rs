@@ -237,6 +237,12 @@ impl Timestamp {
         Ok(Timestamp(crate::time::format(date.midnight().assume_utc())))
     }
 
+    /// This moment as a time to compute with.
+    pub fn time(&self) -> time::OffsetDateTime {
+        // Every Timestamp is in the one format (see the constructors).
+        crate::time::parse(&self.0).unwrap_or(time::OffsetDateTime::UNIX_EPOCH)
+    }
+
     /// Seconds from this moment to now (0 when it lies ahead).
     pub fn seconds_ago(&self) -> f64 {
         crate::time::seconds_since(&self.0).unwrap_or(0.0)
@@ -414,5 +420,7 @@ mod tests {
         let (a, b) = (Timestamp::read("2026-11-24").unwrap(), Timestamp::now());
         assert!(a < b && b.seconds_ago() < 60.0 && a.seconds_ago() > 0.0);
         assert!(Timestamp::in_seconds(60) > b);
+        assert_eq!(t.time(), time::macros::datetime!(2026-11-24 09:30:00.5 UTC));
+        assert_eq!(Timestamp::at(t.time()), t);
     }
 }
