@@ -13,7 +13,8 @@
 // tests/desktop/answer.test.mjs does), shoots the notification
 // (OUT_DIR/notification-question.png), then right-clicks the tray icon and
 // shoots its menu (OUT_DIR/tray-menu.png) — with the "Needs you" submenu
-// opened when the menu has one. Every wait is bounded and names what it
+// opened when the menu has one — and, through its Reply…, quick add at the
+// question (OUT_DIR/quick-add-answer.png). Every wait is bounded and names what it
 // waited for; the app is ended before this returns.
 
 import { spawnSync } from "node:child_process";
@@ -194,7 +195,17 @@ try {
     log('note: this build\'s tray menu has no "Needs you" entry; shooting the top-level menu');
   }
   shoot("tray-menu.png", shown("local-mcp"));
-  key("Escape", "Escape", "Escape");
+  // Reply…, the agent's last entry: quick add opens at the question, with every answer it suggested.
+  const agentEntry = needs && selectable(needs.children)[0];
+  if (agentEntry?.children.length) {
+    key(...Array(selectable(agentEntry.children).length - 1).fill("Down"), "Return");
+    const [quick] = await waitFor(() => some(shown("local-mcp").filter((w) => w.width >= 400 && w.height >= 250)), "quick add to open at the question (Reply…)", 15000);
+    await sleep(2000); // its page drawn and the question fetched
+    shoot("quick-add-answer.png", [quick]);
+    key("Escape");
+  } else {
+    key("Escape", "Escape", "Escape");
+  }
 } catch (e) {
   failed = true;
   console.error(`screenshots-desktop: ${e.message}`);

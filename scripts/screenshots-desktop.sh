@@ -7,6 +7,8 @@
 #       Debian's trayer (no StatusNotifierWatcher on the bus, so
 #       libayatana-appindicator falls back to an XEmbed icon; the menu is the
 #       app's own GTK menu), with "Needs you" opened when the menu has it
+#   docs/screenshots/quick-add-answer.png  quick add opened by that menu's
+#       Reply…: the question and every answer its agent suggested
 #
 #   bash scripts/screenshots-desktop.sh [OUT_DIR]    (default docs/screenshots)
 #
@@ -163,5 +165,5 @@ env -u SESSION_MANAGER -u DBUS_SESSION_BUS_ADDRESS -u WAYLAND_DISPLAY \
 if [ "$status" = 124 ]; then
   echo "$me: gave up after 240 s (xvfb-run, D-Bus, the daemons or the app did not finish)" >&2
 fi
-[ "$status" = 0 ] && echo "$me: done in $(($(date +%s) - started)) s: $out/notification-question.png, $out/tray-menu.png"
+[ "$status" = 0 ] && echo "$me: done in $(($(date +%s) - started)) s: $out/notification-question.png, $out/tray-menu.png, $out/quick-add-answer.png"
 exit "$status"

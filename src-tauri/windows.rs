@@ -122,12 +122,15 @@ pub fn show_quick_add(app: &AppHandle) {
 pub fn show_quick_add_for(app: &AppHandle, answering: Option<(String, String)>) {
     let shell = app.state::<Shell>();
     let mut url = shell.quick_url.clone();
+    // Answering, it shows the question and its suggested answers above the box.
+    let size = tauri::LogicalSize::new(480.0, if answering.is_some() { 300.0 } else { 170.0 });
     if let Some((report, agent)) = answering {
         url.query_pairs_mut()
             .append_pair("reply", &report)
             .append_pair("agent", &agent);
     }
     if let Some(w) = app.get_webview_window(QUICK_ADD) {
+        let _ = w.set_size(size);
         let _ = w.navigate(url);
         let _ = w.show();
         let _ = w.set_focus();
@@ -137,7 +140,7 @@ pub fn show_quick_add_for(app: &AppHandle, answering: Option<(String, String)>) 
     let handle = app.clone();
     let built = WebviewWindowBuilder::new(app, QUICK_ADD, WebviewUrl::App("index.html".into()))
         .title("Quick add · local-mcp")
-        .inner_size(480.0, 170.0)
+        .inner_size(size.width, size.height)
         .resizable(false)
         .always_on_top(true)
         .skip_taskbar(true)

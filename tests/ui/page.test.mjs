@@ -730,6 +730,43 @@ describe("attachments", () => {
     for (const i of await server.pending()) await server.api("DELETE", `/api/instructions/${i.id}`);
   });
 
+  test("quick add answering a question shows it with every answer its agent suggested; a press answers that agent", async () => {
+    const options = ["Merge", "Wait", "Rebase first, then merge", "Drop it, and close the issue"];
+    await server.consume("quick-asker", null, { report: "Merge the branch now?\nAll checks are green.", options });
+    const report = (await server.api("GET", "/api/reports?agent_id=quick-asker&limit=1")).body.items[0];
+    const { page, errors, context } = await openPage(browser, server);
+    await page.goto(`${server.url}/quick.html?reply=${encodeURIComponent(report.id)}&agent=quick-asker`);
+    await page.waitForSelector('#quick[data-ready="true"]');
+    await until(async () => (await page.locator("#quick-options button").count()) === options.length, { what: "the suggested answers" });
+    assert.equal(await page.locator("#quick-question").textContent(), "Merge the branch now?\nAll checks are green.");
+    assert.deepEqual(await page.locator("#quick-options button").allTextContents(), options, "every one, those a notification has no room for too");
+    assert.equal(await page.locator('label[for="quick-text"]').textContent(), "Answer quick-asker");
+    assert.equal(await page.evaluate(() => document.activeElement.id), "quick-text", "the box is ready to type in");
+    // Everything in the window: the 480 x 300 the desktop opens it at while answering.
+    await page.setViewportSize({ width: 480, height: 300 });
+    assert.equal(await page.locator("#quick-hint").isHidden(), true, "no templates or screenshots in an answer");
+    const bottom = await page.locator("#quick-hint-answer").evaluate((e) => e.getBoundingClientRect().bottom);
+    assert.ok(bottom <= 300, `the hint ends at ${bottom} px, below the window`);
+    await page.screenshot({ path: join(artifacts, "screenshots", "quick-add-answering.png") });
+    await page.locator("#quick-options button", { hasText: "Rebase first" }).click();
+    await page.waitForURL(/quick-add\/done/); // where the desktop shell closes the window
+    const answer = (await server.pending()).find((i) => i.content === options[2]);
+    assert.ok(answer, "the answer queued");
+    assert.deepEqual([answer.target, answer.answers], ["quick-asker", report.id], "for that agent, in reply to its question");
+    // Without a question to show (an unknown id), the box still answers and nothing else appears.
+    const listed = page.waitForResponse((r) => r.url().includes("/api/reports?"));
+    await page.goto(`${server.url}/quick.html?reply=no-such-report&agent=quick-asker`);
+    await page.waitForSelector('#quick[data-ready="true"]');
+    await listed;
+    await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => setTimeout(r, 0))));
+    assert.equal(await page.locator("#quick-question").isHidden(), true);
+    assert.equal(await page.locator("#quick-options").isHidden(), true);
+    // The browser logs /quick-add/done (404 outside the desktop shell).
+    assert.deepEqual(errors.filter((e) => !/404/.test(e)), []);
+    await context.close();
+    for (const i of await server.pending()) await server.api("DELETE", `/api/instructions/${i.id}`);
+  });
+
   test("a file the server refuses is explained and what was typed stays", async () => {
     const { page, errors, context } = await openPage(browser, server);
     // A JPEG by its first bytes (so the page stages it), cut off before its end: the server refuses it.

@@ -111,6 +111,8 @@ export const api = {
   releaseHeld: (queue) => request("POST", "api/instructions/release", queue ? { queue } : {}),
   reports: (queue, limit = 50, agent = null) =>
     request("GET", `api/reports?${q(queue)}&limit=${limit}${agent ? `&agent_id=${enc(agent)}` : ""}`),
+  /** `agent`'s newest reports, in any queue. */
+  reportsOf: (agent, limit) => request("GET", `api/reports?agent_id=${enc(agent)}&limit=${limit}`),
   reply: (reportId, content) => request("POST", `api/reports/${enc(reportId)}/reply`, { content }),
   stopAgent: (queue, agent_id) => request("POST", "api/agents/stop", { queue, agent_id }),
   /** Take agents off the lists: one (its queue and id), or, with no argument, every one that is gone. */

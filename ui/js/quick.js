@@ -6,7 +6,7 @@
 
 import { api } from "./api.js";
 import { createStaging, initViewer, pasteFilesInto } from "./attach.js";
-import { $ } from "./dom.js";
+import { $, el } from "./dom.js";
 import { attachTemplateCompletion } from "./templates.js";
 import { BLANK_INSTRUCTION } from "./text.js";
 
@@ -14,9 +14,45 @@ const box = $("quick-text");
 const error = $("quick-error");
 const params = new URLSearchParams(location.search);
 const replyTo = params.get("reply");
+const agent = params.get("agent");
 if (replyTo) {
   const label = document.querySelector('label[for="quick-text"]');
-  label.textContent = `Answer ${params.get("agent") ?? "the agent"}`;
+  label.textContent = `Answer ${agent ?? "the agent"}`;
+  // No templates or screenshots in an answer (it is text): the keys that work here.
+  $("quick-hint").hidden = true;
+  $("quick-hint-answer").hidden = false;
+  box.setAttribute("aria-describedby", "quick-hint-answer quick-error");
+  showQuestion();
+}
+
+/**
+ * The question being answered and every answer its agent suggested, as
+ * buttons (its notification has room for two; "Reply…" brings the person
+ * here for the rest). A question no longer open shows nothing more: the
+ * box still answers, and the server says if it cannot.
+ */
+async function showQuestion() {
+  let report;
+  try {
+    // The question is its agent's newest report.
+    const { items } = await api.reportsOf(agent, 10);
+    report = items.find((r) => r.id === replyTo);
+  } catch {
+    return;
+  }
+  if (!report) return;
+  const question = $("quick-question");
+  question.textContent = report.content.trim();
+  question.hidden = false;
+  const row = $("quick-options");
+  row.setAttribute("aria-label", `Answers ${report.agent_id} suggested`);
+  for (const option of report.options) {
+    const b = el("button", "btn btn--small btn--answer", option);
+    b.type = "button";
+    b.addEventListener("click", () => send(option));
+    row.append(b);
+  }
+  row.hidden = report.options.length === 0;
 }
 
 // A pasted screenshot goes with the instruction (not with an answer: that is text).
@@ -29,6 +65,16 @@ function fail(msg) {
   error.hidden = false;
   box.setAttribute("aria-invalid", "true");
   box.focus();
+}
+
+/** Answer the question with one of its suggested answers. */
+async function send(answer) {
+  try {
+    await api.reply(replyTo, answer);
+    location.assign("/quick-add/done");
+  } catch (err) {
+    fail(`Not sent: ${err.message}`);
+  }
 }
 
 async function submit() {
