@@ -61,7 +61,7 @@ pub struct Shown(Mutex<HashMap<String, Asked>>);
 pub fn buttons(options: &[String]) -> Vec<String> {
     options
         .iter()
-        .filter(|o| o.chars().count() <= BUTTON_CHARS && !o.contains(['\n', '\r', ',']))
+        .filter(|o| o.chars().count() <= BUTTON_CHARS && !o.contains(['\n', '\r', ',']) && !o.trim().is_empty())
         .take(OPTION_BUTTONS)
         .cloned()
         .collect()
@@ -121,30 +121,40 @@ pub fn on_action(app: &AppHandle, performed: &ActionPerformed) {
     let action = performed.action_id();
     let Some(button) = action.strip_prefix(OPTION) else {
         // "Reply…", a click on the notification itself: the person types the
-        // answer, in quick add answering this question.
-        let Some(asked) = app.state::<Shown>().0.lock_anyway().remove(report) else {
+        // answer, in quick add answering this question. It stays shown (a
+        // server may keep it in a list) until that answer, or another, comes.
+        let Some(agent) = app
+            .state::<Shown>()
+            .0
+            .lock_anyway()
+            .get(report)
+            .map(|a| a.agent.to_string())
+        else {
             return;
         };
-        let (handle, answering) = (app.clone(), Some((report.to_owned(), asked.agent.into_string())));
+        let (handle, answering) = (app.clone(), Some((report.to_owned(), agent)));
         let _ = app.run_on_main_thread(move || windows::show_quick_add_for(&handle, answering));
         return;
     };
     // Only a button this question shows, and only once.
-    let answer = {
+    let chosen = {
         let shown = app.state::<Shown>();
         let mut shown = shown.0.lock_anyway();
         let chosen = shown
             .get(report)
-            .and_then(|a| a.buttons.get(button.parse::<usize>().ok()?).cloned());
+            .and_then(|a| Some((a.notification, a.buttons.get(button.parse::<usize>().ok()?).cloned()?)));
         if chosen.is_some() {
             shown.remove(report);
         }
         chosen
     };
-    let Some(answer) = answer else {
+    let Some((notification, answer)) = chosen else {
         tracing::warn!(report = %report, action = %action, "ignored a press for no button of an open question");
         return;
     };
+    // Most servers close a notification whose button was pressed; one that
+    // keeps it (in a list, or as "resident") is told: it has been answered.
+    close(app, notification);
     let Some(backend) = Backend::of(app) else {
         return;
     };
@@ -215,13 +225,14 @@ mod tests {
     use super::*;
 
     #[test]
-    fn only_short_one_line_answers_without_commas_become_buttons() {
+    fn only_short_one_line_answers_without_commas_or_blanks_become_buttons() {
         let long = "Yes, and also force-push main over whatever is there now".to_owned();
         let options: Vec<String> = vec![
             "Merge".into(),
             long,
             "Two\nlines".into(),
             "Yes, merge".into(),
+            "  ".into(),
             "Wait".into(),
             "Rebase".into(),
         ];

@@ -202,7 +202,15 @@ fn append_question(
     let mut items = answers
         .iter()
         .enumerate()
-        .map(|(i, answer)| MenuItem::with_id(app, format!("{ANSWER}{i}:{report}"), answer, true, None::<&str>))
+        .map(|(i, answer)| {
+            MenuItem::with_id(
+                app,
+                format!("{ANSWER}{i}:{report}"),
+                view::menu_text(answer),
+                true,
+                None::<&str>,
+            )
+        })
         .collect::<tauri::Result<Vec<_>>>()?;
     items.push(MenuItem::with_id(
         app,
@@ -212,7 +220,7 @@ fn append_question(
         None::<&str>,
     )?);
     let refs: Vec<&dyn IsMenuItem<Wry>> = items.iter().map(|i| i as _).collect();
-    menu.append(&Submenu::with_items(app, label, true, &refs)?)
+    menu.append(&Submenu::with_items(app, view::menu_text(label), true, &refs)?)
 }
 
 /// A click on one of the submenu's entries; `false` when `id` is not one.

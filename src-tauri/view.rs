@@ -150,6 +150,13 @@ fn asking(status: &StatusSnapshot) -> Vec<Asking> {
         .collect()
 }
 
+/// Text as a menu shows it: muda reads a single `&` as the mark of a
+/// keyboard shortcut (GTK's `_`, Windows' `&`), so "Fix & push" would show
+/// as "Fix  push"; `&&` is a literal one.
+pub fn menu_text(text: &str) -> String {
+    text.replace('&', "&&")
+}
+
 /// A "Needs you" entry: "claude: Merge the branch now?" (the queue named
 /// when it is not `default`); "claude asks" until the question is read.
 pub fn needs_you_label(asked: &Asking, question: Option<&str>) -> String {
@@ -478,6 +485,13 @@ mod clipboard_tests {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_ampersand_in_a_menu_is_shown_not_taken_for_a_shortcut() {
+        assert_eq!(menu_text("Fix & push"), "Fix && push");
+        assert_eq!(menu_text("R&&D"), "R&&&&D");
+        assert_eq!(menu_text("plain"), "plain");
+    }
 
     fn q(name: &str) -> QueueName {
         QueueName::new(name).unwrap()

@@ -49,7 +49,7 @@ function startApp(name) {
 }
 
 /** An agent's call that reports `question` with `options` and waits for the answer. */
-const ask = (base, agent, question, options) => agentCall(base, { agent_id: agent, report: question, options }, "answer-test");
+const ask = (base, agent, question, options, signal) => agentCall(base, { agent_id: agent, report: question, options }, "answer-test", { signal });
 
 /** Answer report `report` as the page does. */
 async function replyTo(base, report, content) {
@@ -82,9 +82,11 @@ test("a question's buttons answer the agent, and one answered on the page is wit
     [["reply", "Reply…"], ["option:0", "Merge"], ["option:1", "Wait"]],
     "Reply… first, then two short answers as buttons (three actions in all, as GNOME shows; the rest through Reply…)",
   );
-  d.press(shown.id, "option:1");
+  // A server that keeps a pressed notification (in its list) is told it was answered.
+  d.press(shown.id, "option:1", { keep: true });
   const result = await asked;
-  assert.ok(d.get(shown.id).closed, "the pressed notification is gone");
+  const pressed = await d.waitFor((n) => n.id === shown.id && n.closed, `the pressed notification withdrawn${said(run)}`, 20000);
+  assert.equal(pressed.closed.by, "app", JSON.stringify(pressed.closed));
   assert.equal(result.result_type, "instruction", JSON.stringify(result));
   assert.equal(result.instruction.content, "Wait");
   assert.ok(result.instruction.in_reply_to?.question?.includes("Merge the branch now?"), JSON.stringify(result));
@@ -108,6 +110,30 @@ test("a question's buttons answer the agent, and one answered on the page is wit
   const closed = await d.waitFor((n) => n.id === deploy.id && n.closed, `the answered question's notification withdrawn${said(run)}`, 20000);
   assert.equal(closed.closed.by, "app", JSON.stringify(closed.closed));
   assert.equal(closed.closed.reason, 3);
+
+  // Queued first, for that agent: it left its call, work was queued meanwhile, then a press.
+  const leaving = new AbortController();
+  ask(base, "returner", "Deploy now?", ["Deploy", "Later"], leaving.signal).catch(() => {});
+  const back = await d.waitFor((n) => /returner/.test(n.summary + n.body) && n.actions.length > 0, `returner's question's notification${said(run)}`);
+  leaving.abort();
+  await until(async () => {
+    const status = await (await fetch(`${base}/api/status`)).json();
+    const agent = status.agents.find((a) => a.agent_id === "returner");
+    return agent && !agent.waiting && agent.asking;
+  }, `returner gone from its call, its question still open${said(run)}`);
+  const queued = await fetch(`${base}/api/instructions`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ content: "later work" }) });
+  assert.equal(queued.status, 201, await queued.text());
+  d.press(back.id, "option:0");
+  const order = await until(async () => {
+    const { items } = await (await fetch(`${base}/api/instructions?status=pending`)).json();
+    return items.length === 2 && items.map((i) => [i.content, i.target]);
+  }, `the answer queued beside the later work${said(run)}`);
+  assert.deepEqual(order, [["Deploy", "returner"], ["later work", null]], "the answer first, for returner");
+  const next = await agentCall(base, { agent_id: "returner" }, "answer-test");
+  assert.equal(next.instruction?.content, "Deploy", JSON.stringify(next));
+  assert.equal(next.instruction.in_reply_to?.question, "Deploy now?", JSON.stringify(next));
+  const later = await (await fetch(`${base}/api/instructions?status=pending`)).json();
+  for (const i of later.items) await fetch(`${base}/api/instructions/${i.id}`, { method: "DELETE" });
 
   // A server that shows no buttons: the question still arrives, as a plain notification.
   await d.stop();
@@ -133,7 +159,7 @@ test("Reply… on a question's notification, or a click on it, opens quick add a
   ]) {
     const asked = ask(base, agent, `What should ${agent} do next?`, ["Stop", "Go on"]);
     const shown = await d.waitFor((n) => n.summary.includes(agent) && n.actions.some((a) => a.key === key) && !n.closed, `${agent}'s question's notification${said(run)}`);
-    d.press(shown.id, key);
+    d.press(shown.id, key, { keep: true });
     await quickAddReady(run);
     typeInto(QUICK_ADD, `${typed}\n`);
     const result = await Promise.race([asked, sleep(20000).then(() => null)]);
@@ -141,5 +167,8 @@ test("Reply… on a question's notification, or a click on it, opens quick add a
     assert.equal(result.instruction?.content, typed, JSON.stringify(result));
     assert.equal(result.instruction.in_reply_to?.question, `What should ${agent} do next?`, JSON.stringify(result));
     await until(() => !shownWindows().includes(QUICK_ADD), `the quick-add window gone once it answered${said(run)}`);
+    // Kept by the server after Reply…: withdrawn by the app once the typed answer came.
+    const done = await d.waitFor((n) => n.id === shown.id && n.closed, `${agent}'s notification withdrawn once answered${said(run)}`, 20000);
+    assert.equal(done.closed.by, "app", JSON.stringify(done.closed));
   }
 });

@@ -289,9 +289,9 @@ export async function startHiddenApp(home, name, runs, { extra = {}, toolkit = t
 /**
  * An agent's get_user_request with `args`, in the 2026-07-28 shape (one
  * request, no session), its client named `client`: resolves with the
- * tool's result as JSON.
+ * tool's result as JSON. `signal` ends the call early (the agent goes).
  */
-export async function agentCall(base, args, client = "desktop-test") {
+export async function agentCall(base, args, client = "desktop-test", { signal } = {}) {
   const body = {
     jsonrpc: "2.0",
     id: 1,
@@ -316,7 +316,7 @@ export async function agentCall(base, args, client = "desktop-test") {
       "mcp-name": "get_user_request",
     },
     body: JSON.stringify(body),
-    signal: AbortSignal.timeout(150000),
+    signal: signal ? AbortSignal.any([signal, AbortSignal.timeout(150000)]) : AbortSignal.timeout(150000),
   });
   const text = await res.text();
   const message =

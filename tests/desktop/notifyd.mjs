@@ -155,12 +155,13 @@ class Notifyd {
   /**
    * Press the button `actionKey` ("default" is the bubble itself) of
    * notification `id`: ActionInvoked, then — unless the notification asked
-   * to stay (hint "resident") — NotificationClosed with reason 2, as a
+   * to stay (hint "resident"), or `keep` is set (a server that keeps it, in
+   * its list or history) — NotificationClosed with reason 2, as a
    * desktop server does once a button is pressed. With `activationToken`
    * (an option of startNotifyd) ActivationToken comes first, as GNOME
    * Shell sends it for the app to raise its window with.
    */
-  press(id, actionKey) {
+  press(id, actionKey, { keep = false } = {}) {
     const n = this.shownOne(id, `press "${actionKey}" on`);
     if (!this.capabilities.includes("actions")) throw new Error(`cannot press "${actionKey}": this server does not advertise "actions", so it shows no buttons`);
     if (!n.actions.some((a) => a.key === actionKey)) {
@@ -168,7 +169,7 @@ class Notifyd {
     }
     if (this.activationToken) this.signal("ActivationToken", id, `local-mcp-test-notifyd-${id}-${actionKey}`);
     this.signal("ActionInvoked", id, actionKey);
-    if (n.hints.resident !== true) this.closeBy(id, Reason.DISMISSED, "press");
+    if (n.hints.resident !== true && !keep) this.closeBy(id, Reason.DISMISSED, "press");
     else this.changed();
   }
 

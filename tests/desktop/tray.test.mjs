@@ -495,12 +495,13 @@ test("Needs you ▸ an agent's question ▸ an answer answers that agent and wit
   assert.equal(needsYou(await item.menu()).enabled, false, "nobody asks yet");
   const question = "Ship the release now?\nAll checks are green.";
   const long = "Yes, and tag it, and write the announcement, and tell everyone";
-  const asked = agentCall(base, { agent_id: "menu-asker", report: question, options: ["Ship it", "Wait, for the docs", long] });
+  const asked = agentCall(base, { agent_id: "menu-asker", report: question, options: ["Ship it", "Wait, for the docs", long, "Fix & push"] });
   const entry = "menu-asker: Ship the release now?";
   const menu = await item.waitForMenu((m) => needsYou(m).enabled && flatten(m).some((e) => e.label === entry), `"${entry}" under Needs you`, ACT);
   const answers = flatten(menu).filter((e) => e.path[1] === entry && e.path.length === 3);
-  // A long answer is no entry (it goes through Reply…); commas are welcome in a menu.
-  assert.deepEqual(answers.map((e) => e.label), ["Ship it", "Wait, for the docs", "Reply…"]);
+  // A long answer is no entry (it goes through Reply…); commas are welcome in a menu, and an
+  // ampersand is shown as it is (a menu would take a single one for a shortcut's mark).
+  assert.deepEqual(answers.map((e) => e.label), ["Ship it", "Wait, for the docs", "Fix & push", "Reply…"]);
   const shown = await d.waitFor((n) => n.summary.startsWith("menu-asker reported") && !n.closed, "the question's notification", ACT);
   await item.click(answers[1].id);
   const result = await Promise.race([asked, sleep(ACT).then(() => null)]);
