@@ -57,6 +57,11 @@ function makeNet({ ns, here, there, net, net6, pool }) {
   sh("ip", ["netns", "add", ns]);
   sh("ip", ["link", "add", here, "type", "veth", "peer", "name", there]);
   sh("ip", ["link", "set", there, "netns", ns]);
+  // No link-local address: the kernel would add one with duplicate address detection, whose end
+  // a second or more later (under load) is a network change to Chromium, which then fails every
+  // request in flight (net::ERR_NETWORK_CHANGED) — a page loading then never started.
+  sh("ip", ["link", "set", here, "addrgenmode", "none"]);
+  sh("ip", ["netns", "exec", ns, "ip", "link", "set", there, "addrgenmode", "none"]);
   sh("ip", ["addr", "add", `${net}.1/24`, "dev", here]);
   sh("ip", ["link", "set", here, "up"]);
   sh("ip", ["netns", "exec", ns, "ip", "addr", "add", `${net}.2/24`, "dev", there]);
@@ -71,6 +76,22 @@ function makeNet({ ns, here, there, net, net6, pool }) {
     sh("ip", ["netns", "exec", ns, "sysctl", "-qw", "net.ipv6.ip_nonlocal_bind=1"]);
     sh("ip", ["-6", "route", "add", `${pool}:/64`, "via", `${net6}:2`]);
   }
+}
+
+/**
+ * Wait (bounded) until the networks made here have settled — each link up
+ * with its carrier, no address still tentative — so that no change reaches
+ * a browser after it starts (see makeNet).
+ */
+async function netsSettled() {
+  await until(
+    () => {
+      const links = Object.values(NETS).every((n) => /LOWER_UP/.test(sh("ip", ["-o", "link", "show", "dev", n.here]).stdout));
+      const tentative = sh("ip", ["-6", "-o", "addr", "show", "tentative"]).stdout.trim();
+      return links && tentative === "";
+    },
+    { timeout: 15000, what: "the test networks to settle (links up, no tentative address)" },
+  );
 }
 
 function dropNet({ ns, here, pool }) {
@@ -89,6 +110,7 @@ before(async () => {
     dropNet(n);
     makeNet(n);
   }
+  await netsSettled();
   server = await startServer({ waitSeconds: 60 });
 });
 
