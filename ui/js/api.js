@@ -109,10 +109,9 @@ export const api = {
   release: (queue) => request("POST", "api/release", queue ? { queue } : {}),
   /** Release the instructions held since an import or a restore, of `queue` or of every queue. */
   releaseHeld: (queue) => request("POST", "api/instructions/release", queue ? { queue } : {}),
+  /** Newest first: `queue`'s (every queue's with `null`), only `agent`'s when given. */
   reports: (queue, limit = 50, agent = null) =>
-    request("GET", `api/reports?${q(queue)}&limit=${limit}${agent ? `&agent_id=${enc(agent)}` : ""}`),
-  /** `agent`'s newest reports, in any queue. */
-  reportsOf: (agent, limit) => request("GET", `api/reports?agent_id=${enc(agent)}&limit=${limit}`),
+    request("GET", `api/reports?${queue ? `${q(queue)}&` : ""}limit=${limit}${agent ? `&agent_id=${enc(agent)}` : ""}`),
   reply: (reportId, content) => request("POST", `api/reports/${enc(reportId)}/reply`, { content }),
   stopAgent: (queue, agent_id) => request("POST", "api/agents/stop", { queue, agent_id }),
   /** Take agents off the lists: one (its queue and id), or, with no argument, every one that is gone. */

@@ -35,7 +35,7 @@ async function showQuestion() {
   let report;
   try {
     // The question is its agent's newest report.
-    const { items } = await api.reportsOf(agent, 10);
+    const { items } = await api.reports(null, 10, agent);
     report = items.find((r) => r.id === replyTo);
   } catch {
     return;
