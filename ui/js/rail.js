@@ -194,8 +194,7 @@ function renderRail() {
   }
   // Moving a node in the DOM takes focus off it: note where focus is, to put it back after.
   const active = document.activeElement;
-  const holder = active?.closest?.("#rail > li[data-id]");
-  const holding = holder && (holder === active ? "ticket" : (active.dataset.action ?? "ticket"));
+  const { ticket: holder, action: holding } = focusedTicket();
   // Held tickets wait out of line: the next one is the first not held.
   let line = 0;
   items.forEach((item, index) => {
@@ -220,6 +219,17 @@ function renderRail() {
 }
 
 /**
+ * The ticket holding focus, and where in it: the control's `data-action`,
+ * or "ticket" (the ticket itself, or a control without one such as its
+ * editor); `ticket` is null when focus is not on the rail.
+ */
+function focusedTicket() {
+  const active = document.activeElement;
+  const ticket = active?.closest?.("#rail > li[data-id]") ?? null;
+  return { ticket, action: ticket && (ticket === active ? "ticket" : (active.dataset.action ?? "ticket")) };
+}
+
+/**
  * Put focus back on a ticket's control `action` after it was redrawn; a
  * move button that is now disabled (the ticket reached an end of the rail)
  * gives way to the other one, and else to the ticket itself: focus never
@@ -240,11 +250,10 @@ function focusOn(ticket, action) {
  * not on a ticket that left.
  */
 function focusAfterLeaving() {
-  const ticket = document.activeElement?.closest?.("#rail > li[data-id]");
+  const { ticket, action } = focusedTicket();
   if (!ticket || ticket.classList.contains("ticket--leaving")) return null;
   const order = state.pending.map((i) => i.id);
   if (order.includes(ticket.dataset.id)) return null;
-  const action = ticket === document.activeElement ? "ticket" : (document.activeElement.dataset.action ?? "ticket");
   // The order the person saw (the rail is not redrawn yet): the ticket after it, else the one before.
   const seen = [...$("rail").children].filter((li) => li.dataset.id && !li.classList.contains("ticket--leaving")).map((li) => li.dataset.id);
   const at = seen.indexOf(ticket.dataset.id);
