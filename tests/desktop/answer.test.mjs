@@ -8,13 +8,12 @@
 // scripts/test-desktop.sh (Xvfb, private D-Bus session).
 
 import assert from "node:assert/strict";
-import { spawnSync } from "node:child_process";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, test } from "node:test";
 
-import { agentCall, endApps, root, said, shownWindows, sleep, startHiddenApp, until, windowColors } from "./harness.mjs";
+import { QUICK_ADD, agentCall, endApps, quickAddReady, said, shownWindows, sleep, startHiddenApp, typeInto, until } from "./harness.mjs";
 import { startNotifyd } from "./notifyd.mjs";
 
 const home = mkdtempSync(join(tmpdir(), "local-mcp-answer-"));
@@ -25,23 +24,6 @@ after(async () => {
   for (const run of runs) if (!run.exited) run.child.kill("SIGKILL");
   for (const d of servers) await d.stop().catch(() => {});
 });
-
-const QUICK_ADD = "Quick add · local-mcp";
-
-/** Type `text` into the shown window `title` (tests/desktop/xkeys.py, XTEST). */
-function typeInto(title, text) {
-  const out = spawnSync("python3", [join(root, "tests/desktop/xkeys.py"), "type", title, text], { timeout: 20000, encoding: "utf8" });
-  assert.equal(out.status, 0, `typing into "${title}": ${out.stderr}`);
-}
-
-/** The quick-add window mapped, its page drawn and its handlers in place. */
-async function quickAddReady(run) {
-  await until(() => shownWindows().includes(QUICK_ADD), `the "${QUICK_ADD}" window mapped${said(run)}`);
-  // A page with text has dozens of colours; an empty webview has one or two.
-  await until(() => windowColors(QUICK_ADD) > 10, `the quick-add page drawn${said(run)}`);
-  // quick.js's handlers (Enter sends) go in once its modules load, just after the first paint.
-  await sleep(1000);
-}
 
 /** Start the app; its waits long enough for a press (the default is 10 s). */
 function startApp(name) {

@@ -425,3 +425,29 @@ export function shownWindows() {
     .filter((l) => l.startsWith("* "))
     .map((l) => l.slice(2));
 }
+
+/** The quick-add window's title. */
+export const QUICK_ADD = "Quick add · local-mcp";
+
+/** Type `text` into the shown window `title` (tests/desktop/xkeys.py, XTEST; "\n" is Enter). */
+export function typeInto(title, text) {
+  const out = spawnSync("python3", [join(root, "tests/desktop/xkeys.py"), "type", title, text], { timeout: 20000, encoding: "utf8" });
+  if (out.status !== 0) throw new Error(`typing into "${title}": ${out.stderr}`);
+}
+
+/**
+ * The quick-add window shown (within 15 s) with its page drawn (20 s) and
+ * its handlers given time to be in place; an error naming what it waited
+ * for, with what `run` (the app) said.
+ */
+export async function quickAddReady(run) {
+  const waitFor = (fn, what, timeout) =>
+    until(fn, what, timeout).catch((e) => {
+      throw new Error(e.message + said(run), { cause: e });
+    });
+  await waitFor(() => shownWindows().includes(QUICK_ADD), `the "${QUICK_ADD}" window mapped`, 15000);
+  // A page with text has dozens of colours; an empty webview has one or two.
+  await waitFor(() => windowColors(QUICK_ADD) > 10, "the quick-add page drawn", 20000);
+  // quick.js's handlers (Enter queues) go in once its modules load, just after the first paint.
+  await sleep(1000);
+}

@@ -44,7 +44,7 @@ import { after, test } from "node:test";
 import { inflateSync } from "node:zlib";
 
 import { png } from "../png.mjs";
-import { agentCall as harnessAgentCall, app, closeWindow, endApps, root, said, shownWindows, sleep, startHiddenApp, until, windowColors } from "./harness.mjs";
+import { QUICK_ADD, agentCall as harnessAgentCall, app, closeWindow, endApps, quickAddReady, root, said, shownWindows, sleep, startHiddenApp, typeInto, until, windowColors } from "./harness.mjs";
 import { startNotifyd } from "./notifyd.mjs";
 import { findEntry, flatten, startPanel } from "./panel.mjs";
 
@@ -57,7 +57,6 @@ after(async () => {
   for (const stop of stops) await stop().catch(() => {});
 });
 
-const QUICK_ADD = "Quick add · local-mcp";
 const MAIN = "local-mcp";
 /** How long the app is given to act on a click (it acts at once; this is a machine under load's margin). */
 const ACT = 15000;
@@ -157,21 +156,6 @@ const clipboardText = (env) => {
   if (out.status !== 0) throw new Error(`xclip -o: ${out.status} ${out.stderr}`);
   return out.stdout;
 };
-
-/** Type `text` into the shown window `title` (tests/desktop/xkeys.py, through XTEST). */
-function typeInto(title, text) {
-  const out = spawnSync("python3", [join(root, "tests/desktop/xkeys.py"), "type", title, text], { timeout: 20000, encoding: "utf8" });
-  assert.equal(out.status, 0, `typing into "${title}": ${out.stderr}`);
-}
-
-/** The quick-add window shown with its page drawn and its handlers given time to be in place. */
-async function quickAddReady(run) {
-  await waitFor(() => shownWindows().includes(QUICK_ADD), `the "${QUICK_ADD}" window mapped`, run);
-  // A page with text has dozens of colours; an empty webview has one or two.
-  await waitFor(() => windowColors(QUICK_ADD) > 10, "the quick-add page drawn", run, 20000);
-  // quick.js's handlers (Enter queues) go in once its modules load, just after the first paint.
-  await sleep(1000);
-}
 
 /** RGBA pixels of an 8-bit RGB(A), non-interlaced PNG (the tray icons and the files the tray writes for the panel). */
 function pngPixels(file) {
